@@ -1,0 +1,13 @@
+"""What one generated module is made from and how."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # usergpu.autogen.<name>
+    package: str  # Debian package(s) its inputs come from
+    render: Callable[[], str]  # the module's text; raises ToolchainError when an input is missing

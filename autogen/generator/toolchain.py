@@ -1,0 +1,141 @@
+"""Where the generator finds its real inputs: libclang 22 and its Python bindings, the C compiler,
+and the headers of Debian's packages (linux-source-6.12's amd headers are extracted to a cache).
+
+Every missing piece is a ToolchainError naming the Debian package that provides it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import logging
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+from usergpu.errors import ToolchainError
+
+LLVM = 22
+LIBCLANG = Path(f"/usr/lib/x86_64-linux-gnu/libclang-{LLVM}.so.1")  # libclang1-22
+CLANG_BINDINGS = Path("/usr/lib/python3/dist-packages/clang")  # python3-clang-22: bindings matching that libclang
+CLANG_RESOURCE_INCLUDE = Path(f"/usr/lib/llvm-{LLVM}/lib/clang/{LLVM}/include")  # libclang-common-22-dev
+LLVM_INCLUDE = Path(f"/usr/lib/llvm-{LLVM}/include")  # llvm-22-dev
+LINUX_SOURCE = "linux-source-6.12"
+LINUX_TARBALL = Path(f"/usr/src/{LINUX_SOURCE}.tar.xz")
+AMD_DRM = "drivers/gpu/drm/amd"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "usergpu"
+
+# The amd files of linux-source-6.12 the generator reads (relative to drivers/gpu/drm/amd).
+LINUX_AMD_FILES = (
+    "amdgpu/nvd.h",
+    "amdgpu/soc15d.h",
+    "amdgpu/sdma_v6_0_0_pkt_open.h",
+    "amdgpu/vega10_sdma_pkt_open.h",
+    *(f"include/asic_reg/gc/gc_{v}_{k}.h" for v in ("11_0_0", "12_0_0", "9_4_3") for k in ("offset", "sh_mask")),
+)
+
+
+def require(path: Path, package: str) -> Path:
+    if not path.exists():
+        raise ToolchainError(f"{path} not found: install the Debian package {package} (make test does)")
+    return path
+
+
+def cindex() -> ModuleType:
+    """clang.cindex from python3-clang-22, bound to libclang 22 (PyPI's 'clang' wheel lags behind it)."""
+    if "clang.cindex" not in sys.modules or getattr(sys.modules["clang"], "__file__", "") != str(
+        CLANG_BINDINGS / "__init__.py"
+    ):
+        require(CLANG_BINDINGS / "cindex.py", "python3-clang-22")
+        require(LIBCLANG, "libclang1-22")
+        for name in [m for m in sys.modules if m == "clang" or m.startswith("clang.")]:
+            del sys.modules[name]
+        spec = importlib.util.spec_from_file_location(
+            "clang", CLANG_BINDINGS / "__init__.py", submodule_search_locations=[str(CLANG_BINDINGS)]
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["clang"] = module
+        spec.loader.exec_module(module)
+        import clang.cindex
+
+        clang.cindex.Config.set_library_file(str(LIBCLANG))
+    import clang.cindex
+
+    return clang.cindex
+
+
+def ctypeslib() -> tuple[ModuleType, ModuleType]:
+    """ctypeslib2's clang parser and type descriptions, on the libclang of cindex()."""
+    cindex()
+    with warnings.catch_warnings():  # ctypeslib looks for a libclang of its own at import; ours is already set
+        warnings.simplefilter("ignore")
+        from ctypeslib.codegen import clangparser, typedesc
+    for name in ("clangparser", "cursorhandler", "handler", "typehandler"):  # its notes on skipped cursors
+        logging.getLogger(name).setLevel(logging.ERROR)
+    return clangparser, typedesc
+
+
+def shim_include() -> Path:
+    """Debian ships the uapi drm headers in libdrm-dev as /usr/include/libdrm; kernel headers include <drm/...>."""
+    shim = CACHE / "include"
+    link = shim / "drm"
+    if not link.exists():
+        shim.mkdir(parents=True, exist_ok=True)
+        tmp = shim / f".drm.{os.getpid()}"
+        tmp.symlink_to(require(Path("/usr/include/libdrm"), "libdrm-dev"))
+        tmp.replace(link)
+    return shim
+
+
+def c_flags() -> list[str]:
+    """Include flags shared by libclang and the C compiler."""
+    return ["-I", str(shim_include()), "-I", "/usr/include/x86_64-linux-gnu", "-I", "/usr/include"]
+
+
+def clang_flags() -> list[str]:
+    return [*c_flags(), "-I", str(require(CLANG_RESOURCE_INCLUDE, "libclang-common-22-dev"))]
+
+
+def linux_amd() -> Path:
+    """drivers/gpu/drm/amd of linux-source-6.12 holding LINUX_AMD_FILES, extracted once into the cache."""
+    root = CACHE / LINUX_SOURCE
+    amd = root / AMD_DRM
+    if all((amd / f).exists() for f in LINUX_AMD_FILES):
+        return amd
+    require(LINUX_TARBALL, LINUX_SOURCE)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"{LINUX_SOURCE}.lock", "w") as lock:  # parallel test workers extract once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((amd / f).exists() for f in LINUX_AMD_FILES):
+            wanted = {f"{LINUX_SOURCE}/{AMD_DRM}/{f}" for f in LINUX_AMD_FILES}
+            with tempfile.TemporaryDirectory(dir=CACHE) as tmp, tarfile.open(LINUX_TARBALL) as tar:
+                members = [m for m in tar if m.name in wanted]
+                tar.extractall(tmp, members=members, filter="data")
+                for m in members:
+                    dest = CACHE / m.name
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(Path(tmp) / m.name, dest)
+    missing = [f for f in LINUX_AMD_FILES if not (amd / f).exists()]
+    if missing:
+        raise ToolchainError(f"{LINUX_TARBALL} lacks {', '.join(missing)}")
+    return amd
+
+
+def compile_and_run(source: str, lang: str = "c", flags: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Build a probe program with the system compiler (gcc/g++) and run it; returns the finished run."""
+    compiler = {"c": "gcc", "c++": "g++"}[lang]
+    suffix = {"c": ".c", "c++": ".cpp"}[lang]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / f"probe{suffix}"
+        src.write_text(source)
+        exe = Path(tmp) / "probe"
+        cmd = [compiler, "-w", "-O0", "-ftrack-macro-expansion=0", *(flags or []), str(src), "-o", str(exe)]
+        build = subprocess.run(cmd, capture_output=True, text=True)
+        if build.returncode:
+            return build
+        return subprocess.run([str(exe)], capture_output=True, text=True)

@@ -1,0 +1,1 @@
+"""AMD drivers: KFD, the AM userspace PCI driver, USB transport and flash."""

@@ -1,0 +1,1 @@
+"""Emulation: mock kernels and devices, and the ISA emulator."""

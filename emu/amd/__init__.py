@@ -1,0 +1,1 @@
+"""AMD emulation: ISA, code objects, wave executor and mock hardware."""

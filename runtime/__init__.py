@@ -1,0 +1,1 @@
+"""The HCQ runtime and the public Python API."""

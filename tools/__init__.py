@@ -1,0 +1,1 @@
+"""Command-line tools: usergpu, am_smi, amdflash and the profiler."""
