@@ -1,0 +1,43 @@
+# make demo: show what usergpu finds.  make test: install what is missing, then run the tests.
+# Both are idempotent and work from a fresh clone (Debian; root or sudo for apt-get).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# the C toolchain and headers the bindings are generated from and ABI-checked against
+APT_PACKAGES := gcc g++ clang-22 lld-22 llvm-22 llvm-22-dev libclang1-22 python3-clang-22 \
+                libdrm-dev linux-libc-dev libhsa-runtime-dev linux-source-6.12
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test setup apt venv lint autogen-check
+
+demo: venv
+	$(BIN)/usergpu devices
+
+test: setup
+	$(BIN)/python -m pytest -n auto
+
+setup: apt venv
+
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+	    dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "apt-get install:" $$missing; \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+venv: $(VENV)/.stamp-installed
+
+$(VENV)/.stamp-installed: pyproject.toml
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+lint: venv
+	$(BIN)/ruff check .
+
+autogen-check: setup
+	$(BIN)/python -m usergpu.autogen --check

@@ -1,0 +1,36 @@
+"""Shared test fixtures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from usergpu.drivers.hal import HAL
+
+
+def _make_sysfs(root, functions, kfd_nodes=()):
+    """functions: (address, vendor, device, class, driver); kfd_nodes: (node, properties text)."""
+    pci = root / "sys/bus/pci/devices"
+    pci.mkdir(parents=True)
+    drivers = root / "sys/bus/pci/drivers"
+    for addr, vendor, device, cls, driver in functions:
+        d = pci / addr
+        d.mkdir()
+        (d / "vendor").write_text(f"{vendor:#06x}\n")
+        (d / "device").write_text(f"{device:#06x}\n")
+        (d / "class").write_text(f"{cls:#08x}\n")
+        if driver:
+            (drivers / driver).mkdir(parents=True, exist_ok=True)
+            os.symlink(drivers / driver, d / "driver")
+    nodes = root / "sys/devices/virtual/kfd/kfd/topology/nodes"
+    for node, props in kfd_nodes:
+        (nodes / str(node)).mkdir(parents=True)
+        (nodes / str(node) / "properties").write_text(props)
+    return HAL(root)
+
+
+@pytest.fixture
+def sysfs(tmp_path):
+    """Build a sysfs tree as the kernel lays it out under tmp_path; returns a HAL rooted there."""
+    return lambda functions, kfd_nodes=(): _make_sysfs(tmp_path, functions, kfd_nodes)

@@ -1,0 +1,65 @@
+"""The package as users get it: the public names, a wheel that installs the whole tree, the generated
+bindings up to date with their headers, and the code ruff-clean."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import usergpu
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_public_names_are_only_the_real_ones():
+    # DESIGN.md's API names appear as each becomes real, never as stubs
+    assert set(usergpu.__all__) == {"Error", "__version__"}
+    for future in ("launch", "compile_opencl", "Device", "GPUFault", "GPUHang", "DecodeError"):
+        assert not hasattr(usergpu, future)
+    assert issubclass(usergpu.errors.ToolchainError, usergpu.Error)
+
+
+def test_folders_map_onto_the_import_root():
+    import usergpu.autogen.kfd
+    import usergpu.drivers.hal
+    import usergpu.tools.cli
+
+    assert Path(usergpu.autogen.kfd.__file__) == ROOT / "autogen" / "kfd.py"
+    assert Path(usergpu.drivers.hal.__file__) == ROOT / "drivers" / "hal.py"
+    assert Path(usergpu.tools.cli.__file__) == ROOT / "tools" / "cli.py"
+
+
+def test_wheel_holds_the_whole_package_and_runs(tmp_path):
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    build = subprocess.run([*pip, "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    (wheel,) = tmp_path.glob("usergpu-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for module in ("usergpu/__init__.py", "usergpu/errors.py", "usergpu/autogen/kfd.py", "usergpu/autogen/amdhsa.py",
+                   "usergpu/autogen/generator/cstructs.py", "usergpu/drivers/hal.py", "usergpu/tools/cli.py"):
+        assert module in names
+    assert not [n for n in names if n.startswith(("tests/", "usergpu/tests/", "usergpu/.venv"))]
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "usergpu = usergpu.tools.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    code = "import usergpu, usergpu.autogen.kfd as k; print(usergpu.__file__); print(k.AMDKFD_IOC_GET_VERSION.request)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    where, request = run.stdout.split()
+    assert Path(where).is_relative_to(site) and int(request) == 0x80084B01
+
+
+def test_generated_bindings_are_up_to_date():
+    run = subprocess.run([sys.executable, "-m", "usergpu.autogen", "--check"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "skipped" not in run.stdout, run.stdout  # make test installs every header package
+
+
+def test_ruff_clean():
+    run = subprocess.run([sys.executable, "-m", "ruff", "check", str(ROOT)], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stdout

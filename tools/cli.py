@@ -1,0 +1,56 @@
+"""The `usergpu` command: usergpu [--debug] {devices} ...; usergpu --version."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+
+from tabulate import tabulate
+
+import usergpu
+from usergpu.drivers import devices
+from usergpu.drivers.hal import HAL
+
+
+def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
+    gpus = devices.find(hal)
+    if args.json:
+        print(json.dumps({"devices": [g.as_dict() for g in gpus], "mock_interfaces": list(devices.MOCK_INTERFACES)},
+                         indent=2))
+        return 0
+    if gpus:
+        rows = [[g.pci, g.vendor, f"{g.vendor_id:04x}:{g.device_id:04x}", g.driver or "-", g.arch or "-",
+                 "-" if g.kfd_node is None else g.kfd_node] for g in gpus]
+        print(tabulate(rows, headers=["pci", "vendor", "id", "kernel driver", "arch", "kfd node"]))
+    else:
+        print("no AMD or NVIDIA GPU found on the PCI bus")
+    print(f"mock interfaces: {', '.join(devices.MOCK_INTERFACES) or 'none in this version'}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="usergpu", description="Drive, emulate and inspect AMD and NVIDIA GPUs.")
+    ap.add_argument("--version", action="version", version=f"usergpu {usergpu.__version__}")
+    ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("devices", help="list the GPUs found and the mock interfaces available")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=cmd_devices)
+    return ap
+
+
+def main(argv: list[str] | None = None, hal: HAL | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args, hal or HAL())
+    except usergpu.Error as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
