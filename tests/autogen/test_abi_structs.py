@@ -9,6 +9,7 @@ import importlib
 from enum import IntEnum
 
 import pytest
+
 from usergpu.autogen._support import Ioctl
 from usergpu.autogen.generator import kdesc, modules, toolchain
 from usergpu.errors import ToolchainError
