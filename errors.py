@@ -7,3 +7,7 @@ class Error(Exception):
 
 class ToolchainError(Error):
     """A tool or header the generator or a test needs is missing or failed (says which and how to get it)."""
+
+
+class FieldError(Error, ValueError):
+    """A register or packet field that does not exist, or a value it cannot hold (says which and why)."""

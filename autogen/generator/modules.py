@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from usergpu.autogen.generator import cstructs, kdesc, toolchain, writer
+from usergpu.autogen.generator import cstructs, hwmodules, kdesc, toolchain, writer
 from usergpu.autogen.generator.spec import Module
 
 
@@ -70,4 +70,5 @@ MODULES: list[Module] = [
     Module("kfd", "linux-libc-dev", _kfd),
     Module("amdgpu_drm", "libdrm-dev", _amdgpu_drm),
     Module("amdhsa", "llvm-22-dev libhsa-runtime-dev", _amdhsa),
+    *hwmodules.MODULES,
 ]

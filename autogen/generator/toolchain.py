@@ -126,6 +126,11 @@ def linux_amd() -> Path:
     return amd
 
 
+def linux_header(rel: str) -> tuple[Path, str]:
+    """A header under drivers/gpu/drm/amd of linux-source-6.12, and how a banner names it (no cache path)."""
+    return linux_amd() / rel, f"{LINUX_SOURCE}: {LINUX_TARBALL}: {AMD_DRM}/{rel}"
+
+
 def compile_and_run(source: str, lang: str = "c", flags: list[str] | None = None) -> subprocess.CompletedProcess:
     """Build a probe program with the system compiler (gcc/g++) and run it; returns the finished run."""
     compiler = {"c": "gcc", "c++": "g++"}[lang]

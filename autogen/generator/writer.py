@@ -14,7 +14,8 @@ def banner(doc: str, inputs: list[str]) -> str:
 def module(doc: str, inputs: list[str], imports: list[str], sections: list[str]) -> str:
     """A whole generated module: banner, imports, then top-level sections two blank lines apart."""
     parts = [s.strip("\n") for s in sections if s.strip()]
-    return banner(doc, inputs) + "\n".join(imports) + "\n\n\n" + "\n\n\n".join(parts) + "\n"
+    gap = "\n\n\n" if parts[0].startswith(("class ", "def ")) else "\n\n"  # isort: two blank lines before a class
+    return banner(doc, inputs) + "\n".join(imports) + gap + "\n\n\n".join(parts) + "\n"
 
 
 def imports(text: str) -> list[str]:
