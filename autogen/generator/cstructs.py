@@ -20,6 +20,8 @@ IOCTL_CALL = re.compile(r"^(\w+)\s*\(\s*(.+?)\s*,\s*((?:struct|union)\s+\w+|\w+)
 
 
 class _Emitter:
+    """Writes each record once, after the records its fields need (ctypes wants them defined first)."""
+
     def __init__(self, typedesc, files: set[str], anonymous: set[str]):
         self.td = typedesc
         self.files = files

@@ -48,9 +48,7 @@ def require(path: Path, package: str) -> Path:
 
 def cindex() -> ModuleType:
     """clang.cindex from python3-clang-22, bound to libclang 22 (PyPI's 'clang' wheel lags behind it)."""
-    if "clang.cindex" not in sys.modules or getattr(sys.modules["clang"], "__file__", "") != str(
-        CLANG_BINDINGS / "__init__.py"
-    ):
+    if getattr(sys.modules.get("clang"), "__file__", None) != str(CLANG_BINDINGS / "__init__.py"):
         require(CLANG_BINDINGS / "cindex.py", "python3-clang-22")
         require(LIBCLANG, "libclang1-22")
         for name in [m for m in sys.modules if m == "clang" or m.startswith("clang.")]:
