@@ -11,3 +11,15 @@ class ToolchainError(Error):
 
 class FieldError(Error, ValueError):
     """A register or packet field that does not exist, or a value it cannot hold (says which and why)."""
+
+
+class DecodeError(Error):
+    """Bytes that are not a legal instruction of the arch: says the arch, the offset and the bytes."""
+
+    def __init__(self, arch: str, offset: int, data: bytes, why: str = "illegal instruction encoding"):
+        self.arch, self.offset, self.data = arch, offset, bytes(data)
+        super().__init__(f"{arch}: {why} at offset {offset:#x}: {self.data.hex(' ')}")
+
+
+class CodeObjectError(Error):
+    """A malformed AMDGPU code object: says what is wrong and where (section, offset, kernel)."""
