@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from usergpu.autogen.generator import cstructs, hwmodules, kdesc, toolchain, writer
+from usergpu.autogen import isa_encodings
+from usergpu.autogen.generator import cstructs, hwmodules, isa, kdesc, toolchain, writer
 from usergpu.autogen.generator.spec import Module
 
 
@@ -71,4 +72,5 @@ MODULES: list[Module] = [
     Module("amdgpu_drm", "libdrm-dev", _amdgpu_drm),
     Module("amdhsa", "llvm-22-dev libhsa-runtime-dev", _amdhsa),
     *hwmodules.MODULES,
+    *(Module(f"isa_{arch}", "llvm-22", lambda arch=arch: isa.render(arch)) for arch in isa_encodings.FAMILIES),
 ]

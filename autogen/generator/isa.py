@@ -1,0 +1,247 @@
+"""ISA opcode tables learned from llvm-mc-22: for each family of an arch, every opcode value it decodes,
+its mnemonic, each operand's printer (isa_text.PRINTERS) and its trailing modifiers.
+
+For an opcode, a base encoding gives each field a distinct value (v10, v20, s8, ...); then every field is
+probed with other values, one at a time. The operand whose text changes is bound to that field; items
+that appear after the operands are modifiers. Each operand's printer is the first printer of the bound
+fields' kinds that gives exactly the texts llvm-mc printed; each modifier's style is read off its items.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import struct
+from collections import defaultdict
+
+from usergpu.autogen import isa_encodings, isa_text
+from usergpu.autogen.generator import llvmmc, writer
+from usergpu.autogen.isa_encodings import Family
+
+LIT_BASE, LIT_PROBE = 0x40490FDB, 0x3F800000
+BASE = {"vgpr": [10, 20, 30, 40, 50, 60], "sgpr": [8, 16, 24, 32], "sbase": [8, 12], "src": [276, 286, 296],
+        "ssrc": [16, 24]}
+OPERAND_KINDS = {"vgpr", "sgpr", "sbase", "src", "ssrc", "saddr"}
+MODIFIER_KINDS = {"flag", "omod", "offset", "opsel", "abs", "neg", "soffset21"}
+MODIFIER_ITEM = re.compile(r"^([a-z][a-z0-9_]*:|(clamp|glc|slc|dlc|gds|nt|sc0|sc1|lds|tfe|offen|idxen)$)")
+SRC_PROBES = [40, 106, 124, 126, 129, 193, 240, 248, 255]
+
+
+def probes(kind: str, base: int, width: int) -> list[int]:
+    """Values a field is probed with (each differs from its base value)."""
+    if kind == "vgpr":
+        return [base + 4]
+    if kind == "sgpr":
+        return [v for v in (base + 32, 106, 124, 126) if v != base]
+    if kind == "sbase":
+        return [base + 16]
+    if kind == "saddr":
+        return [24, 40]
+    if kind in ("src", "ssrc"):
+        return [base + 4, *SRC_PROBES] if kind == "src" else [base + 32, *SRC_PROBES]
+    if kind == "imm":
+        return [1, 0x1234, 0x8000, 0xFFFF]
+    if kind == "omod":
+        return [1, 2, 3]
+    if kind in ("offset", "soffset21"):
+        return [16, 1, 1 << (width - 1)]
+    return [1]
+
+
+def base_values(fam: Family) -> dict[str, int]:
+    used: dict[str, int] = defaultdict(int)
+    out = {}
+    for name, spec in fam.fields.items():
+        kind = spec[2]
+        pool = BASE.get(kind)
+        out[name] = spec[3] if len(spec) > 3 else pool[used[kind] % len(pool)] if pool else 0
+        used[kind] += 1
+    return out
+
+
+def encode(fam: Family, op: int, values: dict[str, int], lit: int) -> bytes:
+    word = fam.value | (op << fam.op[0])
+    for name, v in values.items():
+        lo, width = fam.fields[name][:2]
+        word |= (v & ((1 << width) - 1)) << lo
+    return struct.pack("<Q", word)[: fam.size] + struct.pack("<I", lit)
+
+
+def split(text: str, fam: Family) -> tuple[str, list[str], list[str]]:
+    """mnemonic, operands, trailing modifier items (for families that have modifiers)."""
+    mnemonic, _, rest = text.partition(" ")
+    operands = rest.split(", ") if rest else []
+    items: list[str] = []
+    if operands and any(spec[2] in MODIFIER_KINDS for spec in fam.fields.values()):
+        last, *items = operands[-1].split(" ")
+        operands[-1] = last
+        if not last or MODIFIER_ITEM.match(last):
+            operands.pop()
+            items = [last, *items] if last else items
+    return mnemonic, operands, items
+
+
+def _bases(fam: Family) -> list[dict[str, int]]:
+    """The base encoding, then versions of it with operand fields zeroed (LLVM rejects some unused ones)."""
+    full = base_values(fam)
+    names = [n for n, spec in fam.fields.items() if spec[2] in OPERAND_KINDS or full[n] and spec[2] == "flag"]
+    out = []
+    for k in range(len(names) + 1):
+        for zeroed in itertools.combinations(reversed(names), k):
+            out.append({**full, **dict.fromkeys(zeroed, 0)})
+    return out
+
+
+def learn(arch: str, fam: Family) -> dict[int, tuple]:
+    """opcode -> (mnemonic, literal?, operands, modifiers) for the opcodes llvm-mc decodes in this family."""
+    gen = isa_encodings.GENERATION[arch]
+    families = isa_encodings.FAMILIES[arch]
+    earlier = families[: families.index(fam)]
+    # an opcode whose encoding an earlier family claims is that family's (SOP2 ops 0x60.. are SOPK)
+    ops = [op for op in range(1 << fam.op[1]) if not any(f.matches(fam.value | op << fam.op[0]) for f in earlier)]
+    bases = _bases(fam)
+    trials = [(op, b) for b in bases for op in ops]
+    chosen: dict[int, tuple[dict[str, int], tuple[str, int]]] = {}
+    for (op, b), res in zip(trials, llvmmc.disassemble([encode(fam, op, b, LIT_BASE) for op, b in trials], arch),
+                            strict=True):
+        if res and res[1] <= fam.size + 4 and op not in chosen:
+            chosen[op] = (b, res)
+    plan = []
+    for op, (base, _) in chosen.items():
+        for name, spec in fam.fields.items():
+            plan += [(op, name, v, LIT_BASE) for v in probes(spec[2], base[name], spec[1])]
+        plan.append((op, "literal", 0, LIT_PROBE))
+        mods = {n: probes(s[2], base[n], s[1])[0] for n, s in fam.fields.items() if s[2] in MODIFIER_KINDS}
+        plan.append((op, "all-modifiers", mods, LIT_BASE))
+    encs = []
+    for op, name, v, lit in plan:
+        base = chosen[op][0]
+        values = base if name == "literal" else {**base, **v} if name == "all-modifiers" else {**base, name: v}
+        encs.append(encode(fam, op, values, lit))
+    seen: dict[int, list] = defaultdict(list)
+    for probe, res in zip(plan, llvmmc.disassemble(encs, arch), strict=True):
+        seen[probe[0]].append((probe, res))
+    return {op: _row(fam, gen, chosen[op][0], chosen[op][1], seen[op]) for op in sorted(chosen)}
+
+
+DEBUG: list = []
+
+
+def _row(fam: Family, gen: int, base: dict[str, int], found: tuple[str, int], observed: list) -> tuple:
+    text, size = found
+    mnemonic, tokens, base_items = split(text, fam)
+    bound: dict[int, list[str]] = defaultdict(list)
+    obs: dict[int, list[tuple[dict[str, int], int, str]]] = {i: [(base, LIT_BASE, t)] for i, t in enumerate(tokens)}
+    items: dict[str, list[tuple[str, int, str]]] = defaultdict(list)  # modifier name -> (field, value, item)
+    order: list[str] = []
+    for (_, name, v, lit), res in observed:
+        if res is None or res[1] > fam.size + 4:
+            continue
+        if "/*" in res[0]:  # LLVM's own note that an operand is invalid here: not a form to learn
+            continue
+        m, toks, its = split(res[0], fam)
+        if m != mnemonic or len(toks) != len(tokens):
+            continue
+        if name == "all-modifiers":
+            order = [re.split(r"[:\[]", i)[0] for i in its]
+            continue
+        values = base if name == "literal" else {**base, name: v & ((1 << fam.fields[name][1]) - 1)}
+        for i, (a, b) in enumerate(zip(tokens, toks, strict=True)):
+            if a != b:
+                if name not in bound[i]:
+                    bound[i].append(name)
+                obs[i].append((values, lit, b))
+        for item in set(its) - set(base_items):
+            items[re.split(r"[:\[]", item)[0]].append((name, v, item))
+    operands = tuple(_choose(fam, gen, bound[i], obs[i], t) for i, t in enumerate(tokens))
+    modifiers = [m for m in (_modifier(fam, key, seen) for key, seen in items.items()) if m]
+    rank = {k: i for i, k in enumerate(order)}
+    modifiers.sort(key=lambda m: rank.get(m[1], len(rank)))
+    return mnemonic, size > fam.size, operands, tuple(modifiers)
+
+
+def _choose(fam: Family, gen: int, fields: list[str], obs: list, token: str) -> tuple:
+    """(printer, fields) that reproduces every observation, ('=', text) for a fixed operand, or ('?', fields).
+
+    When no printer explains all the fields that change the operand, the largest subset of them that a
+    printer explains (on the observations where the other fields keep their base values) is taken: LLVM
+    switches to other forms when fields an opcode does not use are set.
+    """
+    real = [f for f in fam.fields if f in fields]
+    if not real and "literal" not in fields:
+        return ("=", token)
+    if not real:  # the literal constant itself (v_fmamk_f32's K)
+        for name, (sig, fn) in isa_text.PRINTERS.items():
+            if sig == () and all(_apply(fn, gen, lit, []) == text for _, lit, text in obs):
+                return (name, ())
+    base = obs[0][0]
+    signatures = {sig for sig, _ in isa_text.PRINTERS.values()}
+    for k in range(len(real), 0, -1):
+        for subset in itertools.combinations(real, k):
+            kinds = tuple(isa_text.COMPATIBLE.get(fam.fields[f][2], fam.fields[f][2]) for f in subset)
+            if kinds not in signatures:
+                continue
+            rest = [f for f in real if f not in subset]
+            seen = [o for o in obs if all(o[0][f] == base[f] for f in rest)]
+            for name, (sig, fn) in isa_text.PRINTERS.items():
+                if sig == kinds and all(
+                    _apply(fn, gen, lit, [values[f] for f in subset]) == text for values, lit, text in seen
+                ):
+                    return (name, subset)
+    DEBUG.append((token, real, obs))
+    return ("?", tuple(real))
+
+
+def _apply(fn, gen: int, lit: int, args: list[int]) -> str | None:
+    try:
+        return fn(isa_text.Ctx(gen, lit), *args)
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def _modifier(fam: Family, name: str, seen: list[tuple[str, int, str]]) -> tuple | None:
+    """(style, name, fields, scales, bits) of one trailing modifier, from the items its fields produced."""
+    fields = sorted({f for f, _, _ in seen}, key=list(fam.fields).index)
+    if all(f not in fam.fields for f in fields):
+        return None
+    first = {f: next((v, i) for g, v, i in seen if g == f) for f in fields}
+    if any("[" in i for _, i in first.values()):  # op_sel:[0,1,0]: each field sets one position
+        first = {f: (v, i) for f, (v, i) in first.items() if "1" in i.split("[")[1]}
+        fields = list(first)
+        if not fields:
+            return None
+    bits = max(fam.fields[f][1] for f in fields)
+    sample = next(iter(first.values()))[1]
+    if "[" in sample:
+        return ("bits", name, tuple(fields), tuple(i.split("[")[1].rstrip("]").split(",").index("1") + 1 for _, i in first.values()),
+                bits)
+    if ":" not in sample:
+        if len(seen) > 1 or first[fields[0]][0] != 1:  # omod: 1 -> mul:2, 2 -> mul:4, 3 -> div:2
+            return ("map", "|".join(i for _, _, i in sorted(seen, key=lambda s: s[1])), tuple(fields), (1,), bits)
+        return ("flag", name, tuple(fields), (1,), bits)
+    if len(fields) == 1 and all(":" in i and not re.fullmatch(r"-?(0x)?[0-9a-f]+", i.split(":", 1)[1]) for _, _, i in seen):
+        return ("map", "|".join(i for _, _, i in sorted(seen, key=lambda s: s[1])), tuple(fields), (1,), bits)
+    scales, signed, hexa = [], False, False
+    for f in fields:
+        pos = [(v, i.split(":", 1)[1]) for g, v, i in seen if g == f]
+        hexa |= any("0x" in t for _, t in pos)
+        signed |= any(t.startswith("-") for _, t in pos)
+        v, t = min(pos, key=lambda p: p[0])
+        if not re.fullmatch(r"-?(0x[0-9a-f]+|\d+)", t):  # a named form (ds_swizzle's swizzle(...)): not numeric
+            return None
+        scales.append(int(t, 0) // v if not t.startswith("-") else 1)
+    width = max(fam.fields[f][1] + (s.bit_length() - 1) for f, s in zip(fields, scales, strict=True))
+    return (("s" if signed else "") + ("hex" if hexa else "dec"), name, tuple(fields), tuple(scales), width)
+
+
+def render(arch: str) -> str:
+    sections = []
+    for fam in isa_encodings.FAMILIES[arch]:
+        rows = [f"{op:#x}: {row!r}" for op, row in learn(arch, fam).items()]
+        sections.append(writer.table(f"{fam.name}", rows))
+    doc = (f"Opcode tables of {arch}, learned from llvm-mc-22 (usergpu.autogen.generator.isa): per family,\n"
+           "opcode -> (mnemonic, takes a literal, operands as (printer, fields), modifiers as\n"
+           "(style, name, fields, scales, bits)); printers and styles are those of usergpu.autogen.isa_text.")
+    names = ", ".join(f"{f.name!r}: {f.name}" for f in isa_encodings.FAMILIES[arch])
+    sections.append(f"OPS = {{{names}}}")
+    return writer.module(doc, [f"llvm-22: {llvmmc.LLVM_MC} -mcpu={arch}"], [], sections)

@@ -1,0 +1,210 @@
+"""How LLVM's AMDGPU assembly spells operands (hand-written facts, not generated).
+
+Each printer turns the values of one or more encoding fields into an operand's text. The ISA table
+generator picks, for each operand of each opcode, the printer that reproduces what llvm-mc prints on its
+probes; the disassembler applies the same printer. The printers are a fixed vocabulary; which one each
+operand uses is data (usergpu.autogen.isa_<arch>).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+WIDTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16)
+TYPES = ("i", "f16", "b16", "f32", "f64")
+# b16: a 16-bit operand whose inline float constants print as their f16 bit patterns
+F16_BITS = {240: 0x3800, 241: 0xB800, 242: 0x3C00, 243: 0xBC00, 244: 0x4000, 245: 0xC000, 246: 0x4400, 247: 0xC400,
+            248: 0x3118}
+INLINE_FLOATS = {240: "0.5", 241: "-0.5", 242: "1.0", 243: "-1.0", 244: "2.0", 245: "-2.0", 246: "4.0", 247: "-4.0"}
+INV_2PI = {"f64": "0.15915494309189532"}
+
+# scalar operand names by encoding value, per ISA generation
+SPECIAL = {
+    11: {106: "vcc_lo", 107: "vcc_hi", 124: "null", 125: "m0", 126: "exec_lo", 127: "exec_hi"},
+    9: {102: "flat_scratch_lo", 103: "flat_scratch_hi", 104: "xnack_mask_lo", 105: "xnack_mask_hi",
+        106: "vcc_lo", 107: "vcc_hi", 124: "m0", 126: "exec_lo", 127: "exec_hi"},
+}
+SPECIAL[12] = SPECIAL[11]
+NULL = {9: None, 11: 124, 12: 124}
+PAIRS = {"vcc_lo": "vcc", "exec_lo": "exec", "flat_scratch_lo": "flat_scratch", "xnack_mask_lo": "xnack_mask",
+         "null": "null"}
+SRC_NAMES = {235: "src_shared_base", 236: "src_shared_limit", 237: "src_private_base", 238: "src_private_limit",
+             239: "src_pops_exiting_wave_id", 251: "src_vccz", 252: "src_execz", 253: "src_scc", 254: "src_lds_direct"}
+# s_delay_alu: instid0 [3:0], instskip [6:4], instid1 [10:7]
+INSTID = ["NO_DEP", "VALU_DEP_1", "VALU_DEP_2", "VALU_DEP_3", "VALU_DEP_4", "TRANS32_DEP_1", "TRANS32_DEP_2",
+          "TRANS32_DEP_3", "FMA_ACCUM_CYCLE_1", "SALU_CYCLE_1", "SALU_CYCLE_2", "SALU_CYCLE_3"]
+INSTSKIP = ["SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4"]
+
+
+class Ctx:
+    """What a printer may need besides its fields: the ISA generation and the instruction's literal."""
+
+    def __init__(self, gen: int, lit: int | None = None):
+        self.gen, self.lit = gen, lit
+
+
+def _range(prefix: str, first: int, width: int) -> str:
+    return f"{prefix}{first}" if width == 1 else f"{prefix}[{first}:{first + width - 1}]"
+
+
+def sreg(v: int, width: int, gen: int) -> str | None:
+    """A scalar register operand, or None when v names none."""
+    if width > 1:
+        v &= ~1 if width == 2 else ~3
+    if v < (102 if gen == 9 else 106):
+        return _range("s", v, width)
+    if 108 <= v <= 123:
+        return _range("ttmp", v - 108, width)
+    name = SPECIAL[gen].get(v)
+    if name is None or width == 1 or name == "null":
+        return name
+    return PAIRS.get(name) if width == 2 else None
+
+
+def inline(v: int, ftype: str) -> str | None:
+    """An inline constant (128..208, 240..248) as LLVM prints it for an operand of type ftype."""
+    if 128 <= v <= 192:
+        return str(v - 128)
+    if 193 <= v <= 208:
+        return str(192 - v)
+    if ftype == "b16" and v in F16_BITS:
+        return f"0x{F16_BITS[v]:x}"
+    if v in INLINE_FLOATS:
+        return INLINE_FLOATS[v]
+    if v == 248:
+        return INV_2PI.get(ftype, "0.15915494")
+    return None
+
+
+def src(v: int, width: int, ftype: str, gen: int, lit: int | None) -> str | None:
+    """A source operand: VGPR, scalar register, inline constant, named source, or the literal."""
+    if v >= 256:
+        return _range("v", v - 256, width)
+    if v == 255:
+        if lit is None:
+            return None
+        return f"0x{lit & 0xFFFF:x}" if ftype in ("f16", "b16") else f"0x{lit:x}"
+    return sreg(v, width, gen) or inline(v, ftype) or SRC_NAMES.get(v)
+
+
+def imm_auto(v: int) -> str:
+    """LLVM's 16-bit immediate: decimal while an inline integer (0..64), hex beyond."""
+    return str(v) if v <= 64 else f"0x{v:x}"
+
+
+def waitcnt(v: int) -> str:
+    """gfx11 s_waitcnt: vmcnt [15:10], expcnt [2:0], lgkmcnt [9:4]; counters at their maximum are left out."""
+    parts = [("vmcnt", v >> 10 & 63, 63), ("expcnt", v & 7, 7), ("lgkmcnt", v >> 4 & 63, 63)]
+    shown = [f"{n}({c})" for n, c, top in parts if c != top] or [f"{n}({c})" for n, c, _ in parts]
+    return " ".join(shown)
+
+
+def delay_alu(v: int) -> str:
+    parts = []
+    for name, value, names in (("instid0", v & 15, INSTID), ("instskip", v >> 4 & 7, INSTSKIP),
+                               ("instid1", v >> 7 & 15, INSTID)):
+        if value:
+            text = names[value] if value < len(names) else f"/* invalid {name.rstrip('01')} value */"
+            parts.append(f"{name}({text})")
+    return " | ".join(parts) or "0"
+
+
+def _mods(text: str | None, abs_: int, neg: int) -> str | None:
+    if text is None:
+        return None
+    if abs_:
+        text = f"|{text}|"
+    return f"-{text}" if neg else text
+
+
+def _half(text: str | None, hi: int) -> str | None:
+    """A true16 operand: the low or high half of a VGPR."""
+    if text is None or not re.fullmatch(r"v\d+", text):
+        return text
+    return f"{text}.{'h' if hi else 'l'}"
+
+
+def _flat_addr(v: int, saddr: int, gen: int) -> str:
+    return _range("v", v, 1 if saddr != NULL.get(gen) and saddr != 125 else 2)
+
+
+def _smem_soffset(soffset: int, offset: int, gen: int) -> str | None:
+    if soffset == NULL.get(gen):
+        return _shex(offset, 21) if offset else "null"
+    reg = sreg(soffset, 1, gen)
+    return None if reg is None else reg + (f" offset:{_shex(offset, 21)}" if offset else "")
+
+
+def _shex(v: int, bits: int) -> str:
+    v = v - (1 << bits) if v >> (bits - 1) & 1 else v
+    return f"-0x{-v:x}" if v < 0 else f"0x{v:x}"
+
+
+Printer = Callable[..., str | None]
+
+
+def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
+    """name -> (the field kinds it reads, printer(ctx, *values))."""
+    p: dict[str, tuple[tuple[str, ...], Printer]] = {}
+    for w in WIDTHS:
+        p[f"v{w}"] = (("reg",), lambda c, v, w=w: _range("v", v, w))
+        p[f"s{w}"] = (("reg",), lambda c, v, w=w: sreg(v, w, c.gen))
+        p[f"sbase{w}"] = (("sbase",), lambda c, v, w=w: sreg(v * 2, w, c.gen))
+        for t in TYPES:
+            p[f"src{w}_{t}"] = (("src",), lambda c, v, w=w, t=t: src(v, w, t, c.gen, c.lit))
+            p[f"srcm{w}_{t}"] = (("src", "abs", "neg"),
+                                 lambda c, v, a, n, w=w, t=t: _mods(src(v, w, t, c.gen, c.lit), a, n))
+            p[f"srcn{w}_{t}"] = (("src", "neg"), lambda c, v, n, w=w, t=t: _mods(src(v, w, t, c.gen, c.lit), 0, n))
+    for t in ("f16", "b16"):  # true16: the low or high half of a VGPR, by op_sel (VOP3) or bit 7 (VOP1/2/C)
+        p[f"srch_{t}"] = (("src", "abs", "neg", "opsel"),
+                          lambda c, v, a, n, h, t=t: _mods(_half(src(v, 1, t, c.gen, c.lit), h), a, n))
+        p[f"srchn_{t}"] = (("src", "opsel"), lambda c, v, h, t=t: _half(src(v, 1, t, c.gen, c.lit), h))
+        p[f"src16_{t}"] = (("src",), lambda c, v, t=t: _half(src(v & ~0x80 if v >= 256 else v, 1, t, c.gen, c.lit),
+                                                             v >= 256 and v & 0x80))
+    p["v1_h"] = (("reg", "opsel"), lambda c, v, h: f"v{v}.{'h' if h else 'l'}")
+    p["v16"] = (("reg",), lambda c, v: f"v{v & 0x7F}.{'h' if v & 0x80 else 'l'}")
+    p["imm_auto"] = (("imm",), lambda c, v: imm_auto(v))
+    p["imm_hex"] = (("imm",), lambda c, v: f"0x{v:x}")
+    p["imm_dec"] = (("imm",), lambda c, v: str(v))
+    p["waitcnt"] = (("imm",), lambda c, v: waitcnt(v))
+    p["delay_alu"] = (("imm",), lambda c, v: delay_alu(v))
+    p["lit"] = ((), lambda c: None if c.lit is None else f"0x{c.lit:x}")
+    p["lit16"] = ((), lambda c: None if c.lit is None else f"0x{c.lit & 0xFFFF:x}")
+    p["flat_addr"] = (("reg", "reg"), lambda c, v, s: _flat_addr(v, s, c.gen))
+    p["saddr"] = (("reg",), lambda c, v: "off" if v in (NULL.get(c.gen), 125) else sreg(v, 2, c.gen))
+    p["saddr1"] = (("reg",), lambda c, v: "off" if v in (NULL.get(c.gen), 125) else sreg(v, 1, c.gen))
+    p["scratch_addr"] = (("reg", "flag"), lambda c, v, sve: f"v{v}" if sve else "off")
+    p["smem_soffset"] = (("reg", "soffset21"), lambda c, s, o: _smem_soffset(s, o, c.gen))
+    return p
+
+
+PRINTERS = _build()
+# a field of this kind may be read by printers of these kinds
+COMPATIBLE = {"vgpr": "reg", "sgpr": "reg", "saddr": "reg", "src": "src", "ssrc": "src", "sbase": "sbase", "imm": "imm",
+              "abs": "abs", "neg": "neg", "opsel": "opsel", "flag": "flag", "soffset21": "soffset21"}
+
+
+def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, ...], bits: int) -> str:
+    """A trailing modifier's text (with its leading space), or '' when it is not printed."""
+    if style == "bits":  # op_sel:[a,b,c]: one position per field
+        if not any(values):
+            return ""
+        slots = [0] * max(scales, default=0)
+        for v, pos in zip(values, scales, strict=True):
+            slots[pos - 1] = v
+        return f" {name}:[{','.join(map(str, slots))}]"
+    v = sum(x * s for x, s in zip(values, scales, strict=True))
+    if not v:
+        return ""
+    if style == "flag":
+        return f" {name}"
+    if style == "dec":
+        return f" {name}:{v}"
+    if style == "sdec":
+        return f" {name}:{v - (1 << bits) if v >> (bits - 1) & 1 else v}"
+    if style == "hex":
+        return f" {name}:0x{v:x}"
+    if style == "shex":
+        return f" {name}:{_shex(v, bits)}"
+    return f" {dict(zip(range(1, 8), name.split('|'), strict=False)).get(v, '')}".rstrip()

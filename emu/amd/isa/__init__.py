@@ -1,0 +1,1 @@
+"""AMD GPU ISA: generated opcode tables, decoder, disassembler and assembler."""

@@ -1,0 +1,119 @@
+"""Decode AMD GPU machine code with the generated opcode tables: bytes -> Instruction records.
+
+The family is found by the hand-written encodings (usergpu.autogen.isa_encodings), the opcode's row by
+the table learned from LLVM (usergpu.autogen.isa_<arch>), and every operand's text by the printer that
+row names (usergpu.autogen.isa_text). Anything that is not a legal instruction raises DecodeError.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from usergpu.autogen import isa_encodings, isa_text
+from usergpu.autogen.isa_encodings import Family
+from usergpu.errors import DecodeError
+
+ARCHS = tuple(isa_encodings.FAMILIES)
+_RANGE = re.compile(r"^-?\|?([vs]|ttmp)(?:(\d+)|\[(\d+):(\d+)\])")
+
+
+@dataclass(frozen=True)
+class Operand:
+    text: str
+    printer: str
+    fields: dict[str, int]
+
+    @property
+    def registers(self) -> tuple[str, int, int] | None:
+        """(register file 'v'/'s'/'ttmp', first, count) when the operand names registers."""
+        m = _RANGE.match(self.text)
+        if not m:
+            return None
+        first = int(m.group(2) or m.group(3))
+        return m.group(1), first, 1 if m.group(2) else int(m.group(4)) - first + 1
+
+
+@dataclass(frozen=True)
+class Instruction:
+    arch: str
+    offset: int
+    family: str
+    opcode: int
+    mnemonic: str
+    size: int
+    fields: dict[str, int]
+    literal: int | None
+    operands: tuple[Operand, ...]
+    modifiers: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The instruction as llvm-objdump prints it."""
+        ops = ", ".join(o.text for o in self.operands)
+        return self.mnemonic + (f" {ops}" if ops else "") + "".join(self.modifiers)
+
+
+@cache
+def tables(arch: str) -> tuple[list[Family], dict[str, dict[int, tuple]]]:
+    if arch not in isa_encodings.FAMILIES:
+        raise DecodeError(arch, 0, b"", f"unsupported arch (supported: {', '.join(ARCHS)})")
+    return isa_encodings.FAMILIES[arch], importlib.import_module(f"usergpu.autogen.isa_{arch}").OPS
+
+
+def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
+    """The instruction at data[offset:]."""
+    families, ops = tables(arch)
+    gen = isa_encodings.GENERATION[arch]
+    avail = len(data) - offset
+    if avail < 4:
+        raise DecodeError(arch, offset, data[offset:], "truncated instruction")
+    word = int.from_bytes(data[offset : offset + 8].ljust(8, b"\0"), "little")
+    fam = next((f for f in families if f.matches(word)), None)
+    if fam is None or fam.size > avail:
+        raise DecodeError(arch, offset, data[offset : offset + 8], "no encoding family matches" if fam is None
+                          else f"truncated {fam.name} instruction")
+    opcode = (word >> fam.op[0]) & ((1 << fam.op[1]) - 1)
+    row = ops[fam.name].get(opcode)
+    if row is None:
+        raise DecodeError(arch, offset, data[offset : offset + fam.size], f"no {fam.name} opcode {opcode:#x}")
+    mnemonic, has_literal, operand_rows, modifier_rows = row
+    fields = {n: (word >> spec[0]) & ((1 << spec[1]) - 1) for n, spec in fam.fields.items()}
+    takes_literal = has_literal or any(
+        fields[f] == 255 and fam.fields[f][2] in ("src", "ssrc") for p, fs in operand_rows if p != "=" for f in fs
+    )
+    size = fam.size + 4 * takes_literal
+    if size > avail:
+        raise DecodeError(arch, offset, data[offset : offset + fam.size], "truncated literal constant")
+    literal = int.from_bytes(data[offset + fam.size : offset + size], "little") if takes_literal else None
+    ctx = isa_text.Ctx(gen, literal)
+    operands = []
+    for printer, names in operand_rows:
+        if printer == "=":
+            operands.append(Operand(names, printer, {}))
+            continue
+        values = {n: fields[n] for n in names}
+        text = isa_text.PRINTERS[printer][1](ctx, *values.values()) if printer in isa_text.PRINTERS else None
+        if text is None:
+            raise DecodeError(arch, offset, data[offset : offset + size],
+                              f"{mnemonic}: operand {', '.join(f'{k}={v:#x}' for k, v in values.items())} is not valid")
+        operands.append(Operand(text, printer, values))
+    modifiers = []
+    for style, name, names, scales, bits in modifier_rows:
+        text = isa_text.modifier(style, name, tuple(fields[n] for n in names), scales, bits)
+        if text:
+            modifiers.append(text)
+    return Instruction(arch, offset, fam.name, opcode, mnemonic, size, fields, literal, tuple(operands),
+                       tuple(modifiers))
+
+
+def decode_all(data: bytes, arch: str, start: int = 0) -> list[Instruction]:
+    """Every instruction of data from start, in order."""
+    out, offset = [], start
+    while offset < len(data):
+        inst = decode(data, arch, offset)
+        out.append(inst)
+        offset += inst.size
+    return out
