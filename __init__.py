@@ -3,7 +3,8 @@
 The public API (DESIGN.md) grows here name by name as each part becomes real.
 """
 
-from usergpu.errors import Error
+from usergpu.emu.amd.codeobj import compile_opencl
+from usergpu.errors import CodeObjectError, DecodeError, Error
 
 __version__ = "0.1.0"
-__all__ = ["Error", "__version__"]
+__all__ = ["CodeObjectError", "DecodeError", "Error", "__version__", "compile_opencl"]

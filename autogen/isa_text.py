@@ -29,7 +29,7 @@ SPECIAL[12] = SPECIAL[11]
 NULL = {9: None, 11: 124, 12: 124}
 PAIRS = {"vcc_lo": "vcc", "exec_lo": "exec", "flat_scratch_lo": "flat_scratch", "xnack_mask_lo": "xnack_mask",
          "null": "null"}
-SRC_NAMES = {235: "src_shared_base", 236: "src_shared_limit", 237: "src_private_base", 238: "src_private_limit",
+SRC_NAMES = {230: "src_flat_scratch_base_lo", 231: "src_flat_scratch_base_hi", 235: "src_shared_base", 236: "src_shared_limit", 237: "src_private_base", 238: "src_private_limit",
              239: "src_pops_exiting_wave_id", 251: "src_vccz", 252: "src_execz", 253: "src_scc", 254: "src_lds_direct"}
 # s_delay_alu: instid0 [3:0], instskip [6:4], instid1 [10:7]
 INSTID = ["NO_DEP", "VALU_DEP_1", "VALU_DEP_2", "VALU_DEP_3", "VALU_DEP_4", "TRANS32_DEP_1", "TRANS32_DEP_2",
@@ -115,6 +115,8 @@ def _mods(text: str | None, abs_: int, neg: int) -> str | None:
         return None
     if abs_:
         text = f"|{text}|"
+    if neg and re.match(r"-?\d", text):  # a negated integer constant: -32 would read as the constant -32
+        return f"neg({text})"
     return f"-{text}" if neg else text
 
 
@@ -162,6 +164,8 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
         p[f"srchn_{t}"] = (("src", "opsel"), lambda c, v, h, t=t: _half(src(v, 1, t, c.gen, c.lit), h))
         p[f"src16_{t}"] = (("src",), lambda c, v, t=t: _half(src(v & ~0x80 if v >= 256 else v, 1, t, c.gen, c.lit),
                                                              v >= 256 and v & 0x80))
+    p["vm1"] = (("reg", "abs", "neg"), lambda c, v, a, n: _mods(f"v{v}", a, n))
+    p["vm16"] = (("reg", "abs", "neg"), lambda c, v, a, n: _mods(f"v{v & 0x7F}.{'h' if v & 0x80 else 'l'}", a, n))
     p["v1_h"] = (("reg", "opsel"), lambda c, v, h: f"v{v}.{'h' if h else 'l'}")
     p["v16"] = (("reg",), lambda c, v: f"v{v & 0x7F}.{'h' if v & 0x80 else 'l'}")
     p["imm_auto"] = (("imm",), lambda c, v: imm_auto(v))
@@ -180,21 +184,49 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
 
 
 PRINTERS = _build()
-# a field of this kind may be read by printers of these kinds
+# a field of this kind is read by printers of this kind
 COMPATIBLE = {"vgpr": "reg", "sgpr": "reg", "saddr": "reg", "src": "src", "ssrc": "src", "sbase": "sbase", "imm": "imm",
               "abs": "abs", "neg": "neg", "opsel": "opsel", "flag": "flag", "soffset21": "soffset21"}
 
 
-def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, ...], bits: int) -> str:
-    """A trailing modifier's text (with its leading space), or '' when it is not printed."""
-    if style == "bits":  # op_sel:[a,b,c]: one position per field
-        if not any(values):
+def dpp_ctrl(v: int, gen: int) -> str | None:
+    """The DPP16 control field as LLVM names it, or None for a reserved value."""
+    if v < 0x100:
+        return f"quad_perm:[{v & 3},{v >> 2 & 3},{v >> 4 & 3},{v >> 6 & 3}]"
+    for base, name in ((0x100, "row_shl"), (0x110, "row_shr"), (0x120, "row_ror")):
+        if base < v < base + 16:
+            return f"{name}:{v - base}"
+    named = {0x140: "row_mirror", 0x141: "row_half_mirror"}
+    if gen == 9:
+        named |= {0x130: "wave_shl:1", 0x134: "wave_rol:1", 0x138: "wave_shr:1", 0x13C: "wave_ror:1",
+                  0x142: "row_bcast:15", 0x143: "row_bcast:31"}
+    elif 0x150 <= v < 0x170:
+        return f"{'row_share' if v < 0x160 else 'row_xmask'}:{v & 15}"
+    return named.get(v)
+
+
+def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, ...], bits: int, gen: int = 11) -> str:
+    """A trailing modifier's text (with its leading space), '' when it is not printed, None when invalid."""
+    if style == "const":
+        return f" {name}"
+    if style.startswith("bits"):  # op_sel:[a,b,c]: one position per field, unless all are at their defaults
+        if "".join(map(str, values)) == style[4:]:
             return ""
-        slots = [0] * max(scales, default=0)
+        slots = [int(style[4])] * bits if style[4:] else [0] * bits
         for v, pos in zip(values, scales, strict=True):
             slots[pos - 1] = v
         return f" {name}:[{','.join(map(str, slots))}]"
-    v = sum(x * s for x, s in zip(values, scales, strict=True))
+    if style == "map":
+        forms = dict(pair.split("=", 1) for pair in name.split("|"))
+        return f" {forms[str(values[0])]}" if str(values[0]) in forms else ""
+    v = sum(x * s for x, s in zip(values, scales, strict=False)) if scales else values[0]
+    if style == "dpp8":
+        return f" dpp8:[{','.join(str(v >> 3 * i & 7) for i in range(8))}]"
+    if style == "dppctrl":
+        text = dpp_ctrl(v, gen)
+        return None if text is None else f" {text}"
+    if style == "hexall":
+        return f" {name}:0x{v:x}"
     if not v:
         return ""
     if style == "flag":
@@ -205,6 +237,4 @@ def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, 
         return f" {name}:{v - (1 << bits) if v >> (bits - 1) & 1 else v}"
     if style == "hex":
         return f" {name}:0x{v:x}"
-    if style == "shex":
-        return f" {name}:{_shex(v, bits)}"
-    return f" {dict(zip(range(1, 8), name.split('|'), strict=False)).get(v, '')}".rstrip()
+    return f" {name}:{_shex(v, bits)}"  # shex

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_public_names_are_only_the_real_ones():
     # DESIGN.md's API names appear as each becomes real, never as stubs
-    assert set(usergpu.__all__) == {"Error", "__version__"}
-    for future in ("launch", "compile_opencl", "Device", "GPUFault", "GPUHang", "DecodeError"):
+    assert set(usergpu.__all__) == {"Error", "CodeObjectError", "DecodeError", "__version__", "compile_opencl"}
+    for future in ("launch", "Device", "GPUFault", "GPUHang"):
         assert not hasattr(usergpu, future)
     assert issubclass(usergpu.errors.ToolchainError, usergpu.Error)
 

@@ -22,8 +22,10 @@ LIT_BASE, LIT_PROBE = 0x40490FDB, 0x3F800000
 BASE = {"vgpr": [10, 20, 30, 40, 50, 60], "sgpr": [8, 16, 24, 32], "sbase": [8, 12], "src": [276, 286, 296],
         "ssrc": [16, 24]}
 OPERAND_KINDS = {"vgpr", "sgpr", "sbase", "src", "ssrc", "saddr"}
-MODIFIER_KINDS = {"flag", "omod", "offset", "opsel", "abs", "neg", "soffset21"}
-MODIFIER_ITEM = re.compile(r"^([a-z][a-z0-9_]*:|(clamp|glc|slc|dlc|gds|nt|sc0|sc1|lds|tfe|offen|idxen)$)")
+MODIFIER_KINDS = {"flag", "omod", "offset", "opsel", "abs", "neg", "soffset21", "dpp8", "dppctrl", "mask"}
+FIXED_STYLES = {"dpp8": "dpp8", "dppctrl": "dppctrl", "mask": "hexall"}  # printed by isa_text.modifier as such
+MODIFIER_ITEM = re.compile(
+    r"^([a-z][a-z0-9_]*:|(clamp|glc|slc|dlc|gds|nt|sc0|sc1|lds|tfe|offen|idxen|row_mirror|row_half_mirror)$)")
 SRC_PROBES = [40, 106, 124, 126, 129, 193, 240, 248, 255]
 
 
@@ -45,7 +47,10 @@ def probes(kind: str, base: int, width: int) -> list[int]:
         return [1, 2, 3]
     if kind in ("offset", "soffset21"):
         return [16, 1, 1 << (width - 1)]
-    return [1]
+    if kind in ("dpp8", "dppctrl", "mask"):
+        return {"dpp8": [0o76543210, 0o12345670], "dppctrl": [0x1B, 0x101, 0x111, 0x121, 0x140, 0x150, 0x160],
+                "mask": [0, 5]}[kind]
+    return [base ^ 1] if width == 1 else [1]
 
 
 def base_values(fam: Family) -> dict[str, int]:
@@ -60,7 +65,7 @@ def base_values(fam: Family) -> dict[str, int]:
 
 
 def encode(fam: Family, op: int, values: dict[str, int], lit: int) -> bytes:
-    word = fam.value | (op << fam.op[0])
+    word = fam.place(op)
     for name, v in values.items():
         lo, width = fam.fields[name][:2]
         word |= (v & ((1 << width) - 1)) << lo
@@ -98,7 +103,7 @@ def learn(arch: str, fam: Family) -> dict[int, tuple]:
     families = isa_encodings.FAMILIES[arch]
     earlier = families[: families.index(fam)]
     # an opcode whose encoding an earlier family claims is that family's (SOP2 ops 0x60.. are SOPK)
-    ops = [op for op in range(1 << fam.op[1]) if not any(f.matches(fam.value | op << fam.op[0]) for f in earlier)]
+    ops = [op for op in range(1 << (fam.op[1] + fam.opx[1])) if not any(f.matches(fam.place(op)) for f in earlier)]
     bases = _bases(fam)
     trials = [(op, b) for b in bases for op in ops]
     chosen: dict[int, tuple[dict[str, int], tuple[str, int]]] = {}
@@ -111,12 +116,10 @@ def learn(arch: str, fam: Family) -> dict[int, tuple]:
         for name, spec in fam.fields.items():
             plan += [(op, name, v, LIT_BASE) for v in probes(spec[2], base[name], spec[1])]
         plan.append((op, "literal", 0, LIT_PROBE))
-        mods = {n: probes(s[2], base[n], s[1])[0] for n, s in fam.fields.items() if s[2] in MODIFIER_KINDS}
-        plan.append((op, "all-modifiers", mods, LIT_BASE))
     encs = []
     for op, name, v, lit in plan:
         base = chosen[op][0]
-        values = base if name == "literal" else {**base, **v} if name == "all-modifiers" else {**base, name: v}
+        values = base if name == "literal" else {**base, name: v}
         encs.append(encode(fam, op, values, lit))
     seen: dict[int, list] = defaultdict(list)
     for probe, res in zip(plan, llvmmc.disassemble(encs, arch), strict=True):
@@ -132,8 +135,8 @@ def _row(fam: Family, gen: int, base: dict[str, int], found: tuple[str, int], ob
     mnemonic, tokens, base_items = split(text, fam)
     bound: dict[int, list[str]] = defaultdict(list)
     obs: dict[int, list[tuple[dict[str, int], int, str]]] = {i: [(base, LIT_BASE, t)] for i, t in enumerate(tokens)}
-    items: dict[str, list[tuple[str, int, str]]] = defaultdict(list)  # modifier name -> (field, value, item)
-    order: list[str] = []
+    new_items: dict[str, list[tuple[int, str]]] = defaultdict(list)  # field -> (value, item it adds)
+    moved: set[str] = set()  # base items that some probe changes
     for (_, name, v, lit), res in observed:
         if res is None or res[1] > fam.size + 4:
             continue
@@ -142,22 +145,60 @@ def _row(fam: Family, gen: int, base: dict[str, int], found: tuple[str, int], ob
         m, toks, its = split(res[0], fam)
         if m != mnemonic or len(toks) != len(tokens):
             continue
-        if name == "all-modifiers":
-            order = [re.split(r"[:\[]", i)[0] for i in its]
-            continue
         values = base if name == "literal" else {**base, name: v & ((1 << fam.fields[name][1]) - 1)}
         for i, (a, b) in enumerate(zip(tokens, toks, strict=True)):
             if a != b:
                 if name not in bound[i]:
                     bound[i].append(name)
                 obs[i].append((values, lit, b))
-        for item in set(its) - set(base_items):
-            items[re.split(r"[:\[]", item)[0]].append((name, v, item))
+        if name != "literal":
+            new_items[name] += [(values[name], item) for item in its if item not in base_items]
+            moved |= set(base_items) - set(its)
     operands = tuple(_choose(fam, gen, bound[i], obs[i], t) for i, t in enumerate(tokens))
-    modifiers = [m for m in (_modifier(fam, key, seen) for key, seen in items.items()) if m]
-    rank = {k: i for i, k in enumerate(order)}
-    modifiers.sort(key=lambda m: rank.get(m[1], len(rank)))
+    modifiers = _modifiers(fam, base, new_items)
+    modifiers += [("const", i, (), (), 0) for i in base_items if i not in moved]
+    modifiers.sort(key=lambda m: _rank(m[1]))
     return mnemonic, size > fam.size, operands, tuple(modifiers)
+
+
+# the order LLVM's printer puts trailing modifiers in (its operand order), by item name
+MODIFIER_ORDER = ["offset", "offset0", "offset1", "gds", "glc", "slc", "dlc", "op_sel", "op_sel_hi", "neg_lo",
+                  "neg_hi", "clamp", "mul", "div", "dpp8", "quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror",
+                  "row_half_mirror", "row_share", "row_xmask", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
+                  "row_bcast", "row_mask", "bank_mask", "bound_ctrl", "fi"]
+
+
+def _rank(name: str) -> int:
+    key = _item_name(name.split("|")[0])
+    return MODIFIER_ORDER.index(key) if key in MODIFIER_ORDER else len(MODIFIER_ORDER)
+
+
+def _item_name(item: str) -> str:
+    return re.split(r"[:\[]", item.lstrip(" "))[0].split("=")[-1]
+
+
+def _modifiers(fam: Family, base: dict[str, int], new_items: dict[str, list[tuple[int, str]]]) -> list[tuple]:
+    """Group the items fields add into modifiers: one per field where a field has forms of its own (omod,
+    dpp_ctrl), else one per item name across fields (op_sel:[..] from op_sel bits, offset from offset0/1)."""
+    out, by_name = [], defaultdict(list)
+    for f, seen in new_items.items():
+        if not seen:
+            continue
+        kind = fam.fields[f][2]
+        names = {_item_name(i) for _, i in seen}
+        if kind in FIXED_STYLES:
+            out.append((FIXED_STYLES[kind], _item_name(seen[0][1]), (f,), (), fam.fields[f][1]))
+        elif len(names) > 1 or not all(re.fullmatch(r"[a-z_0-9]+(:-?(0x[0-9a-f]+|\d+)|:\[[01,]+\])?", i)
+                                       for _, i in seen):
+            pairs = "|".join(f"{v}={i}" for v, i in sorted(set(seen)))
+            out.append(("map", pairs, (f,), (), fam.fields[f][1]))
+        else:
+            by_name[names.pop()] += [(f, v, i) for v, i in seen]
+    for name, seen in by_name.items():
+        m = _modifier(fam, base, name, seen)
+        if m:
+            out.append(m)
+    return out
 
 
 def _choose(fam: Family, gen: int, fields: list[str], obs: list, token: str) -> tuple:
@@ -199,28 +240,26 @@ def _apply(fn, gen: int, lit: int, args: list[int]) -> str | None:
         return None
 
 
-def _modifier(fam: Family, name: str, seen: list[tuple[str, int, str]]) -> tuple | None:
+def _modifier(fam: Family, base: dict[str, int], name: str, seen: list[tuple[str, int, str]]) -> tuple | None:
     """(style, name, fields, scales, bits) of one trailing modifier, from the items its fields produced."""
-    fields = sorted({f for f, _, _ in seen}, key=list(fam.fields).index)
+    fields = sorted({f for f, _, _ in seen if fam.fields[f][1] == 1 or "[" not in seen[0][2]},
+                    key=list(fam.fields).index)
     if all(f not in fam.fields for f in fields):
         return None
     first = {f: next((v, i) for g, v, i in seen if g == f) for f in fields}
-    if any("[" in i for _, i in first.values()):  # op_sel:[0,1,0]: each field sets one position
-        first = {f: (v, i) for f, (v, i) in first.items() if "1" in i.split("[")[1]}
+    if any("[" in i for _, i in first.values()):  # op_sel:[0,1,0]: each field flips one position from its default
+        first = {f: (v, i) for f, (v, i) in first.items() if str(1 - base[f]) in i.split("[")[1]}
         fields = list(first)
         if not fields:
             return None
     bits = max(fam.fields[f][1] for f in fields)
     sample = next(iter(first.values()))[1]
-    if "[" in sample:
-        return ("bits", name, tuple(fields), tuple(i.split("[")[1].rstrip("]").split(",").index("1") + 1 for _, i in first.values()),
-                bits)
+    if "[" in sample:  # printed unless every field is at its default (op_sel_hi's is 1); bits: how many slots
+        slots = len(sample.split("[")[1].split(","))
+        return ("bits" + "".join(str(base[f]) for f in fields), name, tuple(fields), tuple(i.split("[")[1].rstrip("]").split(",").index(str(1 - base[f])) + 1 for f, (_, i) in first.items()),
+                slots)
     if ":" not in sample:
-        if len(seen) > 1 or first[fields[0]][0] != 1:  # omod: 1 -> mul:2, 2 -> mul:4, 3 -> div:2
-            return ("map", "|".join(i for _, _, i in sorted(seen, key=lambda s: s[1])), tuple(fields), (1,), bits)
         return ("flag", name, tuple(fields), (1,), bits)
-    if len(fields) == 1 and all(":" in i and not re.fullmatch(r"-?(0x)?[0-9a-f]+", i.split(":", 1)[1]) for _, _, i in seen):
-        return ("map", "|".join(i for _, _, i in sorted(seen, key=lambda s: s[1])), tuple(fields), (1,), bits)
     scales, signed, hexa = [], False, False
     for f in fields:
         pos = [(v, i.split(":", 1)[1]) for g, v, i in seen if g == f]

@@ -75,7 +75,7 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     if fam is None or fam.size > avail:
         raise DecodeError(arch, offset, data[offset : offset + 8], "no encoding family matches" if fam is None
                           else f"truncated {fam.name} instruction")
-    opcode = (word >> fam.op[0]) & ((1 << fam.op[1]) - 1)
+    opcode = fam.opcode(word)
     row = ops[fam.name].get(opcode)
     if row is None:
         raise DecodeError(arch, offset, data[offset : offset + fam.size], f"no {fam.name} opcode {opcode:#x}")
@@ -102,7 +102,9 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
         operands.append(Operand(text, printer, values))
     modifiers = []
     for style, name, names, scales, bits in modifier_rows:
-        text = isa_text.modifier(style, name, tuple(fields[n] for n in names), scales, bits)
+        text = isa_text.modifier(style, name, tuple(fields[n] for n in names), scales, bits, gen)
+        if text is None:
+            raise DecodeError(arch, offset, data[offset : offset + size], f"{mnemonic}: reserved {name} value")
         if text:
             modifiers.append(text)
     return Instruction(arch, offset, fam.name, opcode, mnemonic, size, fields, literal, tuple(operands),
