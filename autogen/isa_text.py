@@ -38,10 +38,11 @@ INSTSKIP = ["SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4"]
 
 
 class Ctx:
-    """What a printer may need besides its fields: the ISA generation and the instruction's literal."""
+    """What a printer may need besides its fields: the ISA generation, the instruction's literal, and the
+    arch's symbolic names (hwreg ids, sendmsg values) as learned from LLVM."""
 
-    def __init__(self, gen: int, lit: int | None = None):
-        self.gen, self.lit = gen, lit
+    def __init__(self, gen: int, lit: int | None = None, names: dict | None = None):
+        self.gen, self.lit, self.names = gen, lit, names or {}
 
 
 def _range(prefix: str, first: int, width: int) -> str:
@@ -98,6 +99,13 @@ def waitcnt(v: int) -> str:
     parts = [("vmcnt", v >> 10 & 63, 63), ("expcnt", v & 7, 7), ("lgkmcnt", v >> 4 & 63, 63)]
     shown = [f"{n}({c})" for n, c, top in parts if c != top] or [f"{n}({c})" for n, c, _ in parts]
     return " ".join(shown)
+
+
+def hwreg(v: int, names: dict[int, str]) -> str:
+    """hwreg(ID[, offset, size]): id [5:0], offset [10:6], size - 1 [15:11]."""
+    reg, off, size = v & 63, v >> 6 & 31, (v >> 11) + 1
+    name = names.get(reg, str(reg))
+    return f"hwreg({name})" if off == 0 and size == 32 else f"hwreg({name}, {off}, {size})"
 
 
 def delay_alu(v: int) -> str:
@@ -173,11 +181,16 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p["imm_dec"] = (("imm",), lambda c, v: str(v))
     p["waitcnt"] = (("imm",), lambda c, v: waitcnt(v))
     p["delay_alu"] = (("imm",), lambda c, v: delay_alu(v))
+    p["sendmsg"] = (("imm",), lambda c, v: c.names.get("sendmsg", {}).get(v, str(v)))
+    p["sendmsg_rtn"] = (("src",), lambda c, v: c.names.get("sendmsg_rtn", {}).get(v, f"sendmsg({v}, 0, 0)"))
+    p["hwreg"] = (("imm",), lambda c, v: hwreg(v, c.names.get("hwreg", {})))
+    p["imm7"] = (("reg",), lambda c, v: imm_auto(v))
+    p["vdsty"] = (("reg", "reg"), lambda c, y, x: f"v{y << 1 | (~x & 1)}")
     p["lit"] = ((), lambda c: None if c.lit is None else f"0x{c.lit:x}")
     p["lit16"] = ((), lambda c: None if c.lit is None else f"0x{c.lit & 0xFFFF:x}")
     p["flat_addr"] = (("reg", "reg"), lambda c, v, s: _flat_addr(v, s, c.gen))
     p["saddr"] = (("reg",), lambda c, v: "off" if v in (NULL.get(c.gen), 125) else sreg(v, 2, c.gen))
-    p["saddr1"] = (("reg",), lambda c, v: "off" if v in (NULL.get(c.gen), 125) else sreg(v, 1, c.gen))
+    p["saddr1"] = (("reg",), lambda c, v: "off" if v == NULL.get(c.gen) else sreg(v, 1, c.gen))
     p["scratch_addr"] = (("reg", "flag"), lambda c, v, sve: f"v{v}" if sve else "off")
     p["smem_soffset"] = (("reg", "soffset21"), lambda c, s, o: _smem_soffset(s, o, c.gen))
     return p
@@ -238,3 +251,14 @@ def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, 
     if style == "hex":
         return f" {name}:0x{v:x}"
     return f" {name}:{_shex(v, bits)}"  # shex
+
+
+def _extend() -> None:
+    """Add the printers of the other generations' modules (they build on the helpers above)."""
+    from usergpu.autogen import isa_text_gfx9, isa_text_gfx12
+
+    for module in (isa_text_gfx9, isa_text_gfx12):
+        PRINTERS.update(module.PRINTERS)
+
+
+_extend()

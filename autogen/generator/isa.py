@@ -32,7 +32,7 @@ SRC_PROBES = [40, 106, 124, 126, 129, 193, 240, 248, 255]
 def probes(kind: str, base: int, width: int) -> list[int]:
     """Values a field is probed with (each differs from its base value)."""
     if kind == "vgpr":
-        return [base + 4]
+        return [base + 4, base + 5]
     if kind == "sgpr":
         return [v for v in (base + 32, 106, 124, 126) if v != base]
     if kind == "sbase":
@@ -73,9 +73,15 @@ def encode(fam: Family, op: int, values: dict[str, int], lit: int) -> bytes:
 
 
 def split(text: str, fam: Family) -> tuple[str, list[str], list[str]]:
-    """mnemonic, operands, trailing modifier items (for families that have modifiers)."""
+    """mnemonic, operands, trailing modifier items (for families that have modifiers).
+
+    A dual-issue (VOPD) text "X ops :: Y ops" reads as mnemonic "X::Y" with a '::' operand between the two lists.
+    """
+    if " :: " in text:
+        (mx, xs), (my, ys) = (part.split(" ", 1) for part in text.split(" :: ", 1))
+        return f"{mx}::{my}", [*_operands(xs), "::", *_operands(ys)], []
     mnemonic, _, rest = text.partition(" ")
-    operands = rest.split(", ") if rest else []
+    operands = _operands(rest)
     items: list[str] = []
     if operands and any(spec[2] in MODIFIER_KINDS for spec in fam.fields.values()):
         last, *items = operands[-1].split(" ")
@@ -84,6 +90,17 @@ def split(text: str, fam: Family) -> tuple[str, list[str], list[str]]:
             operands.pop()
             items = [last, *items] if last else items
     return mnemonic, operands, items
+
+
+def _operands(text: str) -> list[str]:
+    """Split on the commas between operands, not those inside sendmsg(...) or [..] lists."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
+        if ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [*out, text[start:].strip()] if text else []
 
 
 def _bases(fam: Family) -> list[dict[str, int]]:
@@ -97,7 +114,7 @@ def _bases(fam: Family) -> list[dict[str, int]]:
     return out
 
 
-def learn(arch: str, fam: Family) -> dict[int, tuple]:
+def learn(arch: str, fam: Family, names: dict | None = None) -> dict[int, tuple]:
     """opcode -> (mnemonic, literal?, operands, modifiers) for the opcodes llvm-mc decodes in this family."""
     gen = isa_encodings.GENERATION[arch]
     families = isa_encodings.FAMILIES[arch]
@@ -124,22 +141,25 @@ def learn(arch: str, fam: Family) -> dict[int, tuple]:
     seen: dict[int, list] = defaultdict(list)
     for probe, res in zip(plan, llvmmc.disassemble(encs, arch), strict=True):
         seen[probe[0]].append((probe, res))
-    return {op: _row(fam, gen, chosen[op][0], chosen[op][1], seen[op]) for op in sorted(chosen)}
+    ctx = (gen, names or {})
+    return {op: _row(fam, ctx, chosen[op][0], chosen[op][1], seen[op]) for op in sorted(chosen)}
 
 
 DEBUG: list = []
 
 
-def _row(fam: Family, gen: int, base: dict[str, int], found: tuple[str, int], observed: list) -> tuple:
+def _row(fam: Family, gen: tuple[int, dict], base: dict[str, int], found: tuple[str, int], observed: list) -> tuple:
     text, size = found
     mnemonic, tokens, base_items = split(text, fam)
     bound: dict[int, list[str]] = defaultdict(list)
     obs: dict[int, list[tuple[dict[str, int], int, str]]] = {i: [(base, LIT_BASE, t)] for i, t in enumerate(tokens)}
     new_items: dict[str, list[tuple[int, str]]] = defaultdict(list)  # field -> (value, item it adds)
     moved: set[str] = set()  # base items that some probe changes
+    valid: dict[str, int] = defaultdict(int)  # field -> how many of its probes LLVM decoded
     for (_, name, v, lit), res in observed:
         if res is None or res[1] > fam.size + 4:
             continue
+        valid[name] += 1
         if "/*" in res[0]:  # LLVM's own note that an operand is invalid here: not a form to learn
             continue
         m, toks, its = split(res[0], fam)
@@ -158,7 +178,9 @@ def _row(fam: Family, gen: int, base: dict[str, int], found: tuple[str, int], ob
     modifiers = _modifiers(fam, base, new_items)
     modifiers += [("const", i, (), (), 0) for i in base_items if i not in moved]
     modifiers.sort(key=lambda m: _rank(m[1]))
-    return mnemonic, size > fam.size, operands, tuple(modifiers)
+    # a field no probe of which LLVM accepts must keep its base value: anything else is an illegal encoding
+    fixed = tuple((f, base[f]) for f, spec in fam.fields.items() if not valid[f] and probes(spec[2], base[f], spec[1]))
+    return mnemonic, size > fam.size, operands, tuple(modifiers), fixed
 
 
 # the order LLVM's printer puts trailing modifiers in (its operand order), by item name
@@ -201,7 +223,7 @@ def _modifiers(fam: Family, base: dict[str, int], new_items: dict[str, list[tupl
     return out
 
 
-def _choose(fam: Family, gen: int, fields: list[str], obs: list, token: str) -> tuple:
+def _choose(fam: Family, gen: tuple[int, dict], fields: list[str], obs: list, token: str) -> tuple:
     """(printer, fields) that reproduces every observation, ('=', text) for a fixed operand, or ('?', fields).
 
     When no printer explains all the fields that change the operand, the largest subset of them that a
@@ -233,9 +255,9 @@ def _choose(fam: Family, gen: int, fields: list[str], obs: list, token: str) -> 
     return ("?", tuple(real))
 
 
-def _apply(fn, gen: int, lit: int, args: list[int]) -> str | None:
+def _apply(fn, gen: tuple[int, dict], lit: int, args: list[int]) -> str | None:
     try:
-        return fn(isa_text.Ctx(gen, lit), *args)
+        return fn(isa_text.Ctx(gen[0], lit, gen[1]), *args)
     except (KeyError, ValueError, IndexError):
         return None
 
@@ -273,14 +295,49 @@ def _modifier(fam: Family, base: dict[str, int], name: str, seen: list[tuple[str
     return (("s" if signed else "") + ("hex" if hexa else "dec"), name, tuple(fields), tuple(scales), width)
 
 
+def find(arch: str, fam: Family, mnemonic: str) -> int | None:
+    """The opcode of a mnemonic in a family, by disassembling each opcode with zeroed fields."""
+    ops = range(1 << (fam.op[1] + fam.opx[1]))
+    for op, res in zip(ops, llvmmc.disassemble([encode(fam, op, {}, 0) for op in ops], arch), strict=True):
+        if res and res[0].split(" ")[0] == mnemonic:
+            return op
+    return None
+
+
+def learn_names(arch: str) -> dict[str, dict[int, str]]:
+    """LLVM's symbolic operand names: every s_sendmsg immediate that prints other than as a number, the hwreg
+    ids, and the s_sendmsg_rtn message ids (where the arch has these instructions)."""
+    fams = {f.name: f for f in isa_encodings.FAMILIES[arch]}
+    names: dict[str, dict[int, str]] = {}
+    probes = (("sendmsg", "SOPP", "s_sendmsg", "simm16", range(1 << 16), r"s_sendmsg (.*)"),
+              ("hwreg", "SOPK", "s_getreg_b32", "simm16", [i | 31 << 11 for i in range(64)], r".*hwreg\((\w+)\)"),
+              ("sendmsg_rtn", "SOP1", "s_sendmsg_rtn_b32", "ssrc0", range(256), r"s_sendmsg_rtn_b32 s\d+, (.*)"))
+    for key, fam_name, mnemonic, field_name, values, pattern in probes:
+        fam = fams.get(fam_name)
+        op = find(arch, fam, mnemonic) if fam else None
+        if op is None:
+            continue
+        encs = [encode(fam, op, {field_name: v}, 0) for v in values]
+        table = {}
+        for v, res in zip(values, llvmmc.disassemble(encs, arch), strict=True):
+            m = re.fullmatch(pattern, res[0]) if res else None
+            if m and not m.group(1).isdigit():
+                table[v & 63 if key == "hwreg" else v] = m.group(1)
+        names[key] = table
+    return names
+
+
 def render(arch: str) -> str:
+    names = learn_names(arch)
     sections = []
     for fam in isa_encodings.FAMILIES[arch]:
-        rows = [f"{op:#x}: {row!r}" for op, row in learn(arch, fam).items()]
+        rows = [f"{op:#x}: {row!r}" for op, row in learn(arch, fam, names).items()]
         sections.append(writer.table(f"{fam.name}", rows))
+    sections.append(writer.table("NAMES", [f"{k!r}: {v!r}" for k, v in names.items()]))
     doc = (f"Opcode tables of {arch}, learned from llvm-mc-22 (usergpu.autogen.generator.isa): per family,\n"
            "opcode -> (mnemonic, takes a literal, operands as (printer, fields), modifiers as\n"
-           "(style, name, fields, scales, bits)); printers and styles are those of usergpu.autogen.isa_text.")
+           "(style, name, fields, scales, bits), fields that must hold a value as (field, value)); printers and\n"
+           "styles are those of usergpu.autogen.isa_text.")
     names = ", ".join(f"{f.name!r}: {f.name}" for f in isa_encodings.FAMILIES[arch])
     sections.append(f"OPS = {{{names}}}")
     return writer.module(doc, [f"llvm-22: {llvmmc.LLVM_MC} -mcpu={arch}"], [], sections)

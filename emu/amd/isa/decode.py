@@ -53,19 +53,25 @@ class Instruction:
     def text(self) -> str:
         """The instruction as llvm-objdump prints it."""
         ops = ", ".join(o.text for o in self.operands)
+        if "::" in self.mnemonic:  # dual issue (VOPD): "X ops :: Y ops"
+            mx, my = self.mnemonic.split("::")
+            xs, _, ys = ops.partition(", ::, ")
+            return f"{mx} {xs} :: {my} {ys}"
         return self.mnemonic + (f" {ops}" if ops else "") + "".join(self.modifiers)
 
 
 @cache
-def tables(arch: str) -> tuple[list[Family], dict[str, dict[int, tuple]]]:
+def tables(arch: str) -> tuple[list[Family], dict[str, dict[int, tuple]], dict[str, dict[int, str]]]:
+    """The arch's encoding families (in match order), opcode tables by family, and symbolic names."""
     if arch not in isa_encodings.FAMILIES:
         raise DecodeError(arch, 0, b"", f"unsupported arch (supported: {', '.join(ARCHS)})")
-    return isa_encodings.FAMILIES[arch], importlib.import_module(f"usergpu.autogen.isa_{arch}").OPS
+    module = importlib.import_module(f"usergpu.autogen.isa_{arch}")
+    return isa_encodings.FAMILIES[arch], module.OPS, module.NAMES
 
 
 def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     """The instruction at data[offset:]."""
-    families, ops = tables(arch)
+    families, ops, names = tables(arch)
     gen = isa_encodings.GENERATION[arch]
     avail = len(data) - offset
     if avail < 4:
@@ -79,8 +85,11 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     row = ops[fam.name].get(opcode)
     if row is None:
         raise DecodeError(arch, offset, data[offset : offset + fam.size], f"no {fam.name} opcode {opcode:#x}")
-    mnemonic, has_literal, operand_rows, modifier_rows = row
+    mnemonic, has_literal, operand_rows, modifier_rows, fixed = row
     fields = {n: (word >> spec[0]) & ((1 << spec[1]) - 1) for n, spec in fam.fields.items()}
+    wrong = [f"{n}={fields[n]:#x} (must be {v:#x})" for n, v in fixed if fields[n] != v]
+    if wrong:
+        raise DecodeError(arch, offset, data[offset : offset + fam.size], f"{mnemonic}: {', '.join(wrong)}")
     takes_literal = has_literal or any(
         fields[f] == 255 and fam.fields[f][2] in ("src", "ssrc") for p, fs in operand_rows if p != "=" for f in fs
     )
@@ -88,7 +97,7 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     if size > avail:
         raise DecodeError(arch, offset, data[offset : offset + fam.size], "truncated literal constant")
     literal = int.from_bytes(data[offset + fam.size : offset + size], "little") if takes_literal else None
-    ctx = isa_text.Ctx(gen, literal)
+    ctx = isa_text.Ctx(gen, literal, names)
     operands = []
     for printer, names in operand_rows:
         if printer == "=":

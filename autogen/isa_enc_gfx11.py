@@ -1,0 +1,46 @@
+"""RDNA3 (gfx11) instruction encodings, from AMD's RDNA3 ISA guide (hand-written facts, not generated).
+
+Families are tried in order: more specific matches come first.
+"""
+
+from __future__ import annotations
+
+from usergpu.autogen.isa_family import VOP3_SRCS, Family, fam, top, with_dpp
+
+OPSEL = {f"opsel{i}": (11 + i, 1, "opsel") for i in range(4)}  # bit 3 is the destination's
+VOP3_MODS = {"abs0": (8, 1, "abs"), "abs1": (9, 1, "abs"), "abs2": (10, 1, "abs"),
+             "neg0": (61, 1, "neg"), "neg1": (62, 1, "neg"), "neg2": (63, 1, "neg")}
+
+GFX11 = [
+    fam("SOP1", 4, "101111101", (8, 8), sdst=(16, 7, "sgpr"), ssrc0=(0, 8, "ssrc")),
+    fam("SOPC", 4, "101111110", (16, 7), ssrc0=(0, 8, "ssrc"), ssrc1=(8, 8, "ssrc")),
+    fam("SOPP", 4, "101111111", (16, 7), simm16=(0, 16, "imm")),
+    fam("SOPK", 4, "1011", (23, 5), sdst=(16, 7, "sgpr"), simm16=(0, 16, "imm")),
+    fam("SOP2", 4, "10", (23, 7), sdst=(16, 7, "sgpr"), ssrc0=(0, 8, "ssrc"), ssrc1=(8, 8, "ssrc")),
+    fam("SMEM", 8, "111101", (18, 8), sbase=(0, 6, "sbase"), sdata=(6, 7, "sgpr"), glc=(14, 1, "flag"),
+         dlc=(13, 1, "flag"), soffset=(57, 7, "sgpr", 124), offset=(32, 21, "soffset21")),
+    fam("VOP1", 4, "0111111", (9, 8), vdst=(17, 8, "vgpr"), src0=(0, 9, "src")),
+    fam("VOPC", 4, "0111110", (17, 8), src0=(0, 9, "src"), vsrc1=(9, 8, "vgpr")),
+    # VOP3SD opcodes put a scalar destination where the others keep abs and op_sel: both are probed
+    fam("VOP3", 8, "110101", (16, 10), vdst=(0, 8, "vgpr"), **VOP3_SRCS, **VOP3_MODS, clamp=(15, 1, "flag"),
+         omod=(59, 2, "omod"), **OPSEL, sdst=(8, 7, "sgpr", 0)),
+    # op_sel_hi defaults to 1s (no op_sel_hi printed); neg_hi is abs for the fma_mix opcodes
+    fam("VOP3P", 8, "11001100", (16, 7), vdst=(0, 8, "vgpr"), **VOP3_SRCS, clamp=(15, 1, "flag"),
+         **{f"opsel{i}": (11 + i, 1, "opsel") for i in range(3)},
+         opsel_hi0=(59, 1, "opsel", 1), opsel_hi1=(60, 1, "opsel", 1), opsel_hi2=(14, 1, "opsel", 1),
+         **{f"abs{i}": (8 + i, 1, "abs") for i in range(3)}, **{f"neg{i}": (61 + i, 1, "neg") for i in range(3)}),
+    fam("DS", 8, "110110", (18, 8), offset0=(0, 8, "offset"), offset1=(8, 8, "offset"), gds=(17, 1, "flag"),
+         addr=(32, 8, "vgpr"), data0=(40, 8, "vgpr"), data1=(48, 8, "vgpr"), vdst=(56, 8, "vgpr")),
+    # the segment (0 flat, 1 scratch, 2 global) in bits 16..17 is part of the opcode: it changes the mnemonic
+    # glc selects an atomic's returning form, so it is part of the opcode (opx)
+    Family("FLAT", 8, *top("110111"), (16, 9), dict(offset=(0, 13, "offset"), dlc=(13, 1, "flag"),
+         slc=(15, 1, "flag"), addr=(32, 8, "vgpr"), data=(40, 8, "vgpr"), saddr=(48, 7, "saddr", 124),
+         sve=(55, 1, "flag", 1), vdst=(56, 8, "vgpr")), (14, 1)),
+    # dual issue: opcode X in bits 22..25, Y in 17..21; Y's destination holds bits 7..1 of the register, whose
+    # bit 0 is the opposite of X's destination's
+    Family("VOPD", 8, *top("110010"), (22, 4), dict(srcx0=(0, 9, "src"), vsrcx1=(9, 8, "vgpr"),
+           srcy0=(32, 9, "src"), vsrcy1=(41, 8, "vgpr"), vdsty=(49, 7, "vgpr"), vdstx=(56, 8, "vgpr")), (17, 5)),
+    fam("VOP2", 4, "0", (25, 6), vdst=(17, 8, "vgpr"), src0=(0, 9, "src"), vsrc1=(9, 8, "vgpr")),
+]
+
+FAMILIES = with_dpp(GFX11)
