@@ -76,5 +76,5 @@ def report(stats: dict[str, Stats], examples: int = 3) -> str:
 
 
 if __name__ == "__main__":
-    arch, per, ex = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2000, int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    print(report(agreement(arch, per), ex))
+    args = [*sys.argv[1:], "2000", "3"][:3]
+    print(report(agreement(args[0], int(args[1])), int(args[2])))
