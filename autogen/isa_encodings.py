@@ -5,9 +5,11 @@ are in isa_enc_gfx<N>.py; isa_family.py says what a family is.
 
 from __future__ import annotations
 
-from usergpu.autogen import isa_enc_gfx11
+from usergpu.autogen import isa_enc_gfx9, isa_enc_gfx11, isa_enc_gfx12
 from usergpu.autogen.isa_family import Family
 
-FAMILIES: dict[str, list[Family]] = {"gfx1100": isa_enc_gfx11.FAMILIES}
+ALL: dict[str, list[Family]] = {"gfx1100": isa_enc_gfx11.FAMILIES, "gfx1200": isa_enc_gfx12.FAMILIES,
+                                "gfx942": isa_enc_gfx9.GFX942, "gfx950": isa_enc_gfx9.GFX950}
+FAMILIES = {arch: fams for arch, fams in ALL.items() if fams}  # the archs whose encodings are written down
 GENERATION = {"gfx1100": 11, "gfx1200": 12, "gfx942": 9, "gfx950": 9}
 __all__ = ["FAMILIES", "GENERATION", "Family"]
