@@ -8,6 +8,8 @@ from __future__ import annotations
 from usergpu.autogen.isa_family import VOP3_SRCS, Family, fam, top, with_dpp
 
 OPSEL = {f"opsel{i}": (11 + i, 1, "opsel") for i in range(4)}  # bit 3 is the destination's
+BUF = {"vaddr": (32, 8, "vgpr"), "vdata": (40, 8, "vgpr"), "srsrc": (48, 5, "srsrc"), "tfe": (53, 1, "flag"),
+       "offen": (54, 1, "flag", 1), "idxen": (55, 1, "flag"), "soffset": (56, 8, "ssrc")}
 VOP3_MODS = {"abs0": (8, 1, "abs"), "abs1": (9, 1, "abs"), "abs2": (10, 1, "abs"),
              "neg0": (61, 1, "neg"), "neg1": (62, 1, "neg"), "neg2": (63, 1, "neg")}
 
@@ -40,6 +42,11 @@ GFX11 = [
     # bit 0 is the opposite of X's destination's
     Family("VOPD", 8, *top("110010"), (22, 4), dict(srcx0=(0, 9, "src"), vsrcx1=(9, 8, "vgpr"),
            srcy0=(32, 9, "src"), vsrcy1=(41, 8, "vgpr"), vdsty=(49, 7, "vgpr"), vdstx=(56, 8, "vgpr")), (17, 5)),
+    # buffer instructions: vaddr prints as off, vN or v[N:N+1] by offen/idxen; glc picks an atomic's returning form
+    Family("MUBUF", 8, *top("111000"), (18, 8), dict(offset=(0, 12, "offset"), slc=(12, 1, "flag"),
+           dlc=(13, 1, "flag"), lds=(16, 1, "flag"), **BUF), (14, 1)),
+    fam("MTBUF", 8, "111010", (15, 4), offset=(0, 12, "offset"), slc=(12, 1, "flag"), dlc=(13, 1, "flag"),
+        glc=(14, 1, "flag"), format=(19, 7, "format"), **BUF),
     fam("VOP2", 4, "0", (25, 6), vdst=(17, 8, "vgpr"), src0=(0, 9, "src"), vsrc1=(9, 8, "vgpr")),
 ]
 

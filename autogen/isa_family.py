@@ -45,10 +45,15 @@ def fam(name: str, size: int, prefix: str, op: tuple[int, int], **fields: tuple)
 
 
 def dpp(fam: Family, src0: int, size: int = 8, **fields: tuple) -> Family:
-    """A VOP1/VOP2/VOPC encoding whose src0 field selects DPP8 (0xE9, 0xEA with fi:1) or DPP16 (0xFA)."""
+    """A VOP1/VOP2/VOPC (or VOP3) encoding whose src0 field selects DPP8 (0xE9, 0xEA with fi:1) or DPP16 (0xFA);
+    the DPP dword follows the base encoding: fields given for a 4-byte base move up by the base's extra bytes."""
+    at = fam.fields["src0"][0]
+    shift = 8 * (fam.size - 4)
     kept = {k: v for k, v in fam.fields.items() if k != "src0"}
-    return Family(f"{fam.name}_DPP{'16' if src0 == 0xFA else '8'}{'FI' if src0 == 0xEA else ''}", size,
-                  fam.mask | 0x1FF, fam.value | src0, fam.op, {**kept, **fields})
+    moved = {k: (v[0] + shift, *v[1:]) for k, v in fields.items() if k not in kept}
+    first = {k: moved.pop(k) for k in ("vsrc0",) if k in moved}  # in src0's place: the learner reads fields in order
+    return Family(f"{fam.name}_DPP{'16' if src0 == 0xFA else '8'}{'FI' if src0 == 0xEA else ''}", size + shift // 8,
+                  fam.mask | 0x1FF << at, fam.value | src0 << at, fam.op, {**first, **kept, **moved}, fam.opx)
 
 
 DPP8 = {"vsrc0": (32, 8, "vgpr"), "dpp8": (40, 24, "dpp8")}
@@ -58,10 +63,10 @@ DPP16 = {"vsrc0": (32, 8, "vgpr"), "dpp_ctrl": (40, 9, "dppctrl", 0xE4), "fi": (
 
 
 def with_dpp(fams: list[Family]) -> list[Family]:
-    """Each VOP1/VOP2/VOPC family preceded by its DPP forms."""
+    """Each VOP1/VOP2/VOPC/VOP3 family preceded by its DPP forms."""
     out = []
     for f in fams:
-        if f.name in ("VOP1", "VOP2", "VOPC"):
+        if f.name in ("VOP1", "VOP2", "VOPC", "VOP3"):
             out += [dpp(f, 0xE9, **DPP8), dpp(f, 0xEA, **DPP8), dpp(f, 0xFA, **DPP16)]
         out.append(f)
     return out

@@ -26,7 +26,7 @@ SPECIAL = {
         106: "vcc_lo", 107: "vcc_hi", 124: "m0", 126: "exec_lo", 127: "exec_hi"},
 }
 SPECIAL[12] = SPECIAL[11]
-NULL = {9: None, 11: 124, 12: 124}
+NULL = {9: 0x7F, 11: 124, 12: 124}  # the value an optional scalar operand reads as "off"
 PAIRS = {"vcc_lo": "vcc", "exec_lo": "exec", "flat_scratch_lo": "flat_scratch", "xnack_mask_lo": "xnack_mask",
          "null": "null"}
 SRC_NAMES = {230: "src_flat_scratch_base_lo", 231: "src_flat_scratch_base_hi", 235: "src_shared_base", 236: "src_shared_limit", 237: "src_private_base", 238: "src_private_limit",
@@ -78,14 +78,26 @@ def inline(v: int, ftype: str) -> str | None:
     return None
 
 
+F32_INLINE = {0x3F000000, 0xBF000000, 0x3F800000, 0xBF800000, 0x40000000, 0xC0000000, 0x40800000, 0xC0800000,
+              0x3E22F983}
+
+
+def literal(lit: int, ftype: str) -> str:
+    """A literal constant in hex; lit(...) when an inline constant could have said the same (LLVM's marking)."""
+    if ftype in ("f16", "b16"):
+        lit &= 0xFFFF
+        inline_like = lit in F16_BITS.values() or lit <= 64 or lit >= 0xFFF0
+    else:
+        inline_like = lit <= 64 or lit >= 0xFFFFFFF0 or (ftype == "f32" and lit in F32_INLINE)
+    return f"lit(0x{lit:x})" if inline_like and ftype != "f64" else f"0x{lit:x}"
+
+
 def src(v: int, width: int, ftype: str, gen: int, lit: int | None) -> str | None:
     """A source operand: VGPR, scalar register, inline constant, named source, or the literal."""
     if v >= 256:
         return _range("v", v - 256, width)
     if v == 255:
-        if lit is None:
-            return None
-        return f"0x{lit & 0xFFFF:x}" if ftype in ("f16", "b16") else f"0x{lit:x}"
+        return None if lit is None else literal(lit, ftype)
     return sreg(v, width, gen) or inline(v, ftype) or SRC_NAMES.get(v)
 
 
@@ -106,6 +118,38 @@ def hwreg(v: int, names: dict[int, str]) -> str:
     reg, off, size = v & 63, v >> 6 & 31, (v >> 11) + 1
     name = names.get(reg, str(reg))
     return f"hwreg({name})" if off == 0 and size == 32 else f"hwreg({name}, {off}, {size})"
+
+
+def depctr(v: int, counters: dict[str, tuple[int, int]]) -> str:
+    """s_waitcnt_depctr: the counters not at their maximum, by name; a reserved bit set (or none) prints hex."""
+    used = sum(((1 << w) - 1) << s for s, w in counters.values())
+    parts = [f"{n}({v >> s & ((1 << w) - 1)})" for n, (s, w) in counters.items() if v >> s & ((1 << w) - 1) != (1 << w) - 1]
+    return " ".join(parts) if parts and not v & ~used else f"0x{v:x}"
+
+
+def swizzle(v: int) -> str:
+    """ds_swizzle_b32's offset as LLVM names its modes (quad perm, rotate, FFT, bitmask forms)."""
+    if v & 0xFF00 == 0x8000:
+        return f"swizzle(QUAD_PERM,{','.join(str(v >> 2 * i & 3) for i in range(4))})"
+    if v & 0xE000 == 0xE000:
+        return f"swizzle(FFT,{v & 0x1F})"
+    if v & 0xE000 == 0xC000:
+        return f"swizzle(ROTATE,{v >> 10 & 1},{v >> 5 & 0x1F})"
+    if v & 0x8000:
+        return str(v)
+    and_, or_, xor = v & 0x1F, v >> 5 & 0x1F, v >> 10 & 0x1F
+    if and_ == 0x1F and or_ == 0 and xor and xor & (xor - 1) == 0:
+        return f"swizzle(SWAP,{xor})"
+    if and_ == 0x1F and or_ == 0 and xor and (xor + 1) & xor == 0:
+        return f"swizzle(REVERSE,{xor + 1})"
+    for size in (2, 4, 8, 16, 32):
+        if xor == 0 and and_ == 0x1F & ~(size - 1) and or_ < size:
+            return f"swizzle(BROADCAST,{size},{or_})"
+    bits = []
+    for i in range(4, -1, -1):
+        a, o, x = and_ >> i & 1, or_ >> i & 1, xor >> i & 1
+        bits.append(str(o ^ x) if not a or o else "i" if x else "p")
+    return f'swizzle(BITMASK_PERM,"{"".join(bits)}")'
 
 
 def delay_alu(v: int) -> str:
@@ -161,6 +205,7 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
         p[f"v{w}"] = (("reg",), lambda c, v, w=w: _range("v", v, w))
         p[f"s{w}"] = (("reg",), lambda c, v, w=w: sreg(v, w, c.gen))
         p[f"sbase{w}"] = (("sbase",), lambda c, v, w=w: sreg(v * 2, w, c.gen))
+        p[f"vt{w}"] = (("reg", "flag"), lambda c, v, t, w=w: _range("v", v, w + t))  # tfe adds a status dword
         for t in TYPES:
             p[f"src{w}_{t}"] = (("src",), lambda c, v, w=w, t=t: src(v, w, t, c.gen, c.lit))
             p[f"srcm{w}_{t}"] = (("src", "abs", "neg"),
@@ -173,6 +218,7 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
         p[f"src16_{t}"] = (("src",), lambda c, v, t=t: _half(src(v & ~0x80 if v >= 256 else v, 1, t, c.gen, c.lit),
                                                              v >= 256 and v & 0x80))
     p["vm1"] = (("reg", "abs", "neg"), lambda c, v, a, n: _mods(f"v{v}", a, n))
+    p["vmh"] = (("reg", "abs", "neg", "opsel"), lambda c, v, a, n, h: _mods(f"v{v}.{'h' if h else 'l'}", a, n))
     p["vm16"] = (("reg", "abs", "neg"), lambda c, v, a, n: _mods(f"v{v & 0x7F}.{'h' if v & 0x80 else 'l'}", a, n))
     p["v1_h"] = (("reg", "opsel"), lambda c, v, h: f"v{v}.{'h' if h else 'l'}")
     p["v16"] = (("reg",), lambda c, v: f"v{v & 0x7F}.{'h' if v & 0x80 else 'l'}")
@@ -185,7 +231,11 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p["sendmsg_rtn"] = (("src",), lambda c, v: c.names.get("sendmsg_rtn", {}).get(v, f"sendmsg({v}, 0, 0)"))
     p["hwreg"] = (("imm",), lambda c, v: hwreg(v, c.names.get("hwreg", {})))
     p["imm7"] = (("reg",), lambda c, v: imm_auto(v))
+    p["depctr"] = (("imm",), lambda c, v: depctr(v, c.names.get("depctr", {})))
     p["vdsty"] = (("reg", "reg"), lambda c, y, x: f"v{y << 1 | (~x & 1)}")
+    p["rsrc4"] = (("srsrc",), lambda c, v: sreg(v * 4, 4, c.gen))  # a buffer resource: 4 SGPRs, index / 4
+    p["buf_vaddr"] = (("reg", "flag", "flag"), lambda c, v, offen, idxen: "off" if not offen | idxen
+                      else _range("v", v, 1 + (offen & idxen)))
     p["lit"] = ((), lambda c: None if c.lit is None else f"0x{c.lit:x}")
     p["lit16"] = ((), lambda c: None if c.lit is None else f"0x{c.lit & 0xFFFF:x}")
     p["flat_addr"] = (("reg", "reg"), lambda c, v, s: _flat_addr(v, s, c.gen))
@@ -199,7 +249,7 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
 PRINTERS = _build()
 # a field of this kind is read by printers of this kind
 COMPATIBLE = {"vgpr": "reg", "sgpr": "reg", "saddr": "reg", "src": "src", "ssrc": "src", "sbase": "sbase", "imm": "imm",
-              "abs": "abs", "neg": "neg", "opsel": "opsel", "flag": "flag", "soffset21": "soffset21"}
+              "abs": "abs", "neg": "neg", "srsrc": "srsrc", "opsel": "opsel", "flag": "flag", "soffset21": "soffset21"}
 
 
 def dpp_ctrl(v: int, gen: int) -> str | None:
@@ -238,10 +288,14 @@ def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, 
     if style == "dppctrl":
         text = dpp_ctrl(v, gen)
         return None if text is None else f" {text}"
+    if style == "swizzle":
+        return f" {name}:{swizzle(v)}" if v else ""
     if style == "hexall":
         return f" {name}:0x{v:x}"
     if not v:
         return ""
+    if style == "bare":  # an operand shown only when not zero (s_endpgm 5)
+        return f" {v}"
     if style == "flag":
         return f" {name}"
     if style == "dec":

@@ -20,9 +20,10 @@ from usergpu.autogen.isa_encodings import Family
 
 LIT_BASE, LIT_PROBE = 0x40490FDB, 0x3F800000
 BASE = {"vgpr": [10, 20, 30, 40, 50, 60], "sgpr": [8, 16, 24, 32], "sbase": [8, 12], "src": [276, 286, 296],
-        "ssrc": [16, 24]}
-OPERAND_KINDS = {"vgpr", "sgpr", "sbase", "src", "ssrc", "saddr"}
-MODIFIER_KINDS = {"flag", "omod", "offset", "opsel", "abs", "neg", "soffset21", "dpp8", "dppctrl", "mask"}
+        "ssrc": [16, 24], "srsrc": [2]}
+OPERAND_KINDS = {"vgpr", "sgpr", "sbase", "src", "ssrc", "saddr", "srsrc"}
+MODIFIER_KINDS = {"flag", "omod", "offset", "opsel", "abs", "neg", "soffset21", "dpp8", "dppctrl", "mask",
+                  "format"}
 FIXED_STYLES = {"dpp8": "dpp8", "dppctrl": "dppctrl", "mask": "hexall"}  # printed by isa_text.modifier as such
 MODIFIER_ITEM = re.compile(
     r"^([a-z][a-z0-9_]*:|(clamp|glc|slc|dlc|gds|nt|sc0|sc1|lds|tfe|offen|idxen|row_mirror|row_half_mirror)$)")
@@ -35,8 +36,10 @@ def probes(kind: str, base: int, width: int) -> list[int]:
         return [base + 4, base + 5]
     if kind == "sgpr":
         return [v for v in (base + 32, 106, 124, 126) if v != base]
-    if kind == "sbase":
-        return [base + 16]
+    if kind in ("sbase", "srsrc"):
+        return [base + 16 if kind == "sbase" else base + 1]
+    if kind == "format":  # MTBUF's data format: every value, LLVM names them
+        return list(range(1 << width))
     if kind == "saddr":
         return [24, 40]
     if kind in ("src", "ssrc"):
@@ -45,6 +48,8 @@ def probes(kind: str, base: int, width: int) -> list[int]:
         return [1, 0x1234, 0x8000, 0xFFFF]
     if kind == "omod":
         return [1, 2, 3]
+    if kind == "sel":  # a small enumeration (SDWA's operand selects): every other value
+        return [v for v in range(1 << width) if v != base]
     if kind in ("offset", "soffset21"):
         return [16, 1, 1 << (width - 1)]
     if kind in ("dpp8", "dppctrl", "mask"):
@@ -69,7 +74,7 @@ def encode(fam: Family, op: int, values: dict[str, int], lit: int) -> bytes:
     for name, v in values.items():
         lo, width = fam.fields[name][:2]
         word |= (v & ((1 << width) - 1)) << lo
-    return struct.pack("<Q", word)[: fam.size] + struct.pack("<I", lit)
+    return word.to_bytes(16, "little")[: fam.size] + struct.pack("<I", lit)
 
 
 def split(text: str, fam: Family) -> tuple[str, list[str], list[str]]:
@@ -111,6 +116,10 @@ def _bases(fam: Family) -> list[dict[str, int]]:
     for k in range(len(names) + 1):
         for zeroed in itertools.combinations(reversed(names), k):
             out.append({**full, **dict.fromkeys(zeroed, 0)})
+    # then sources that must be scalar (v_readlane's lane select): each source an SGPR in turn
+    out += [{**full, n: full[n] - 256} for n in names if fam.fields[n][2] == "src"]
+    # and destinations some opcodes hard-wire (v_cmpx_*_e64 writes exec: its vdst must read exec_lo)
+    out += [{**full, n: v} for n in names for v in (126, 124) if fam.fields[n][1] >= 7]
     return out
 
 
@@ -126,7 +135,7 @@ def learn(arch: str, fam: Family, names: dict | None = None) -> dict[int, tuple]
     chosen: dict[int, tuple[dict[str, int], tuple[str, int]]] = {}
     for (op, b), res in zip(trials, llvmmc.disassemble([encode(fam, op, b, LIT_BASE) for op, b in trials], arch),
                             strict=True):
-        if res and res[1] <= fam.size + 4 and op not in chosen:
+        if res and res[1] <= fam.size + 4 and op not in chosen and "/*" not in res[0]:
             chosen[op] = (b, res)
     plan = []
     for op, (base, _) in chosen.items():
@@ -163,6 +172,9 @@ def _row(fam: Family, gen: tuple[int, dict], base: dict[str, int], found: tuple[
         if "/*" in res[0]:  # LLVM's own note that an operand is invalid here: not a form to learn
             continue
         m, toks, its = split(res[0], fam)
+        if m == mnemonic and not tokens and len(toks) == 1 and name in fam.fields:  # s_endpgm 5: shown if not 0
+            new_items[name].append((v & ((1 << fam.fields[name][1]) - 1), f"={toks[0]}"))
+            continue
         if m != mnemonic or len(toks) != len(tokens):
             continue
         values = base if name == "literal" else {**base, name: v & ((1 << fam.fields[name][1]) - 1)}
@@ -173,18 +185,23 @@ def _row(fam: Family, gen: tuple[int, dict], base: dict[str, int], found: tuple[
                 obs[i].append((values, lit, b))
         if name != "literal":
             new_items[name] += [(values[name], item) for item in its if item not in base_items]
-            moved |= set(base_items) - set(its)
+            gone = set(base_items) - set(its)
+            moved |= gone
+            # an item that goes when the field leaves its base value is that value's item (offen, base 1)
+            new_items[name] += [(base[name], item) for item in gone if item not in set().union(*(
+                {i for _, i in new_items[f]} for f in new_items if f != name))]
     operands = tuple(_choose(fam, gen, bound[i], obs[i], t) for i, t in enumerate(tokens))
     modifiers = _modifiers(fam, base, new_items)
     modifiers += [("const", i, (), (), 0) for i in base_items if i not in moved]
     modifiers.sort(key=lambda m: _rank(m[1]))
     # a field no probe of which LLVM accepts must keep its base value: anything else is an illegal encoding
-    fixed = tuple((f, base[f]) for f, spec in fam.fields.items() if not valid[f] and probes(spec[2], base[f], spec[1]))
+    fixed = tuple((f, base[f]) for f, spec in fam.fields.items()
+                  if not valid[f] and probes(spec[2], base[f], spec[1]) and not _overlaps(fam, f))
     return mnemonic, size > fam.size, operands, tuple(modifiers), fixed
 
 
 # the order LLVM's printer puts trailing modifiers in (its operand order), by item name
-MODIFIER_ORDER = ["offset", "offset0", "offset1", "gds", "glc", "slc", "dlc", "op_sel", "op_sel_hi", "neg_lo",
+MODIFIER_ORDER = ["format", "idxen", "offen", "offset", "offset0", "offset1", "gds", "glc", "slc", "dlc", "op_sel", "op_sel_hi", "neg_lo",
                   "neg_hi", "clamp", "mul", "div", "dpp8", "quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror",
                   "row_half_mirror", "row_share", "row_xmask", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
                   "row_bcast", "row_mask", "bank_mask", "bound_ctrl", "fi"]
@@ -193,6 +210,12 @@ MODIFIER_ORDER = ["offset", "offset0", "offset1", "gds", "glc", "slc", "dlc", "o
 def _rank(name: str) -> int:
     key = _item_name(name.split("|")[0])
     return MODIFIER_ORDER.index(key) if key in MODIFIER_ORDER else len(MODIFIER_ORDER)
+
+
+def _overlaps(fam: Family, name: str) -> bool:
+    """Whether a field shares bits with another (VOP3's sdst with abs/op_sel): its probes say nothing alone."""
+    lo, width = fam.fields[name][:2]
+    return any(o != name and spec[0] < lo + width and lo < spec[0] + spec[1] for o, spec in fam.fields.items())
 
 
 def _item_name(item: str) -> str:
@@ -208,7 +231,11 @@ def _modifiers(fam: Family, base: dict[str, int], new_items: dict[str, list[tupl
             continue
         kind = fam.fields[f][2]
         names = {_item_name(i) for _, i in seen}
-        if kind in FIXED_STYLES:
+        if any(":swizzle(" in i for _, i in seen):  # ds_swizzle: offset1:offset0 as one 16-bit swizzle pattern
+            by_name[names.pop() if len(names) == 1 else "offset"] += [(f, v, i) for v, i in seen]
+        elif all(i.startswith("=") for _, i in seen):
+            out.append(("bare", "", (f,), (1,), fam.fields[f][1]))
+        elif kind in FIXED_STYLES:
             out.append((FIXED_STYLES[kind], _item_name(seen[0][1]), (f,), (), fam.fields[f][1]))
         elif len(names) > 1 or not all(re.fullmatch(r"[a-z_0-9]+(:-?(0x[0-9a-f]+|\d+)|:\[[01,]+\])?", i)
                                        for _, i in seen):
@@ -268,6 +295,9 @@ def _modifier(fam: Family, base: dict[str, int], name: str, seen: list[tuple[str
                     key=list(fam.fields).index)
     if all(f not in fam.fields for f in fields):
         return None
+    if any(":swizzle(" in i for _, _, i in seen):
+        lows = [fam.fields[f][0] for f in fields]
+        return ("swizzle", name, tuple(fields), tuple(1 << (lo - min(lows)) for lo in lows), 16)
     first = {f: next((v, i) for g, v, i in seen if g == f) for f in fields}
     if any("[" in i for _, i in first.values()):  # op_sel:[0,1,0]: each field flips one position from its default
         first = {f: (v, i) for f, (v, i) in first.items() if str(1 - base[f]) in i.split("[")[1]}
@@ -324,7 +354,29 @@ def learn_names(arch: str) -> dict[str, dict[int, str]]:
             if m and not m.group(1).isdigit():
                 table[v & 63 if key == "hwreg" else v] = m.group(1)
         names[key] = table
+    depctr = _learn_depctr(arch, fams.get("SOPP"))
+    if depctr:
+        names["depctr"] = depctr
     return names
+
+
+def _learn_depctr(arch: str, fam: Family | None) -> dict[str, tuple[int, int]]:
+    """s_waitcnt_depctr's counters, name -> (shift, width), from which bits change which depctr_*(n)."""
+    op = find(arch, fam, "s_waitcnt_depctr") if fam else None
+    if op is None:
+        return {}
+    encs = [encode(fam, op, {"simm16": 1 << b}, 0) for b in range(16)] + [encode(fam, op, {"simm16": 0}, 0)]
+    texts = [res[0] if res else "" for res in llvmmc.disassemble(encs, arch)]
+    at_zero = dict(re.findall(r"(depctr_\w+)\((\d+)\)", texts[-1]))
+    bits: dict[str, list[int]] = defaultdict(list)
+    for b, text in enumerate(texts[:16]):
+        if "(" not in text:  # printed as a plain number: a reserved bit
+            continue
+        now = dict(re.findall(r"(depctr_\w+)\((\d+)\)", text))
+        for name, value in at_zero.items():
+            if now.get(name) != value:  # gone: the bit took the counter to its maximum
+                bits[name].append(b)
+    return {name: (min(bits[name]), len(bits[name])) for name in at_zero if name in bits}  # in LLVM's order
 
 
 def render(arch: str) -> str:

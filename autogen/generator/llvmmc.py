@@ -35,11 +35,24 @@ def disassemble(encodings: list[bytes], arch: str) -> list[tuple[str, int] | Non
     The bytes used may be fewer than given (the rest is ignored), or more: then the instruction wanted a
     literal or a further dword the probe did not give, and the text is not to be trusted.
     """
+    out = _disassemble(encodings, arch)
+    if out is not None:
+        return out
+    if len(encodings) == 1:  # llvm-mc crashes on this encoding (it does on some, e.g. gfx942 VOP1 0x7e14a4c1)
+        return [None]
+    step = -(-len(encodings) // 8)  # the batch crashed: find the encodings that crash it, in eighths
+    return [r for i in range(0, len(encodings), step) for r in disassemble(encodings[i : i + step], arch)]
+
+
+def _disassemble(encodings: list[bytes], arch: str) -> list[tuple[str, int] | None] | None:
+    """disassemble() in one run of llvm-mc; None when llvm-mc crashes."""
     lines = []
     for enc in encodings:
-        padded = enc + FILLER * ((PROBE_BYTES - len(enc)) // 4 + 1)
+        padded = enc + bytes(-len(enc) % 4) + FILLER * ((PROBE_BYTES - len(enc)) // 4 + 1)  # keep words aligned
         lines += [" ".join(f"0x{b:02x}" for b in padded), " ".join(f"0x{b:02x}" for b in SENTINEL)]
     run = _run(["--disassemble", "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "--show-encoding"], "\n".join(lines))
+    if run.returncode < 0:  # killed by a signal: its buffered output is lost
+        return None
     bad_start = set()
     for line in run.stderr.splitlines():
         m = re.match(r"^<stdin>:(\d+):(\d+): warning:", line)

@@ -76,7 +76,7 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     avail = len(data) - offset
     if avail < 4:
         raise DecodeError(arch, offset, data[offset:], "truncated instruction")
-    word = int.from_bytes(data[offset : offset + 8].ljust(8, b"\0"), "little")
+    word = int.from_bytes(data[offset : offset + 12].ljust(12, b"\0"), "little")  # 12: VOP3 with a DPP dword
     fam = next((f for f in families if f.matches(word)), None)
     if fam is None or fam.size > avail:
         raise DecodeError(arch, offset, data[offset : offset + 8], "no encoding family matches" if fam is None

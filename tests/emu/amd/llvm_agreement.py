@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from usergpu.autogen.generator import llvmmc
-from usergpu.emu.amd.isa import decode as isa_decode
+from usergpu.emu.amd.isa.decode import decode, tables
 from usergpu.errors import DecodeError
 
 
@@ -27,7 +27,7 @@ class Stats:
 def encodings(arch: str, per_family: int, seed: int = 0) -> list[tuple[str, bytes]]:
     """(family, bytes) pairs: each family's prefix and a known opcode, every other bit random, then a literal."""
     rng = random.Random(seed)
-    families, ops, _ = isa_decode.tables(arch)
+    families, ops, _ = tables(arch)
     out = []
     for i, fam in enumerate(families):
         opcodes = list(ops[fam.name])
@@ -48,7 +48,7 @@ def agreement(arch: str, per_family: int, seed: int = 0) -> dict[str, Stats]:
     for (fam, enc), ref in zip(cases, llvmmc.disassemble([e for _, e in cases], arch), strict=True):
         s = stats[fam]
         try:
-            inst = isa_decode.decode(enc, arch)
+            inst = decode(enc, arch)
             ours = (inst.text, inst.size)
         except DecodeError:
             ours = None
