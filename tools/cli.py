@@ -12,6 +12,7 @@ from tabulate import tabulate
 import usergpu
 from usergpu.drivers import devices
 from usergpu.drivers.hal import HAL
+from usergpu.tools import disasm
 
 
 def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
@@ -38,6 +39,13 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list the GPUs found and the mock interfaces available")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=cmd_devices)
+    p = sub.add_parser("disasm", help="disassemble a code object's kernels, or raw bytes with --hex")
+    p.add_argument("file", nargs="?", help="an AMDGPU ELF code object")
+    p.add_argument("--kernel", help="only this kernel")
+    p.add_argument("--arch", help="the ISA of --hex bytes (gfx1100, gfx1200, gfx942, gfx950)")
+    p.add_argument("--hex", help='raw instruction bytes, e.g. "7e 00 82 be"')
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=lambda args, hal: disasm.run(args))
     return ap
 
 

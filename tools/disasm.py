@@ -1,0 +1,78 @@
+"""usergpu disasm: a code object's kernels (metadata summary, then each instruction at its address), or raw bytes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from tabulate import tabulate
+
+from usergpu.emu.amd import isa
+from usergpu.emu.amd.codeobj import Kernel, parse
+from usergpu.errors import Error
+
+
+def listing(code: bytes, arch: str, base: int) -> list[dict]:
+    """Each instruction: address, bytes (hex) and text."""
+    return [{"pc": base + i.offset, "bytes": code[i.offset : i.offset + i.size].hex(), "text": i.text}
+            for i in isa.decode_all(code, arch)]
+
+
+def summary(k: Kernel) -> dict:
+    return {
+        "name": k.name, "entry": k.entry, "code_size": k.code_size, "wavefront_size": k.wavefront_size,
+        "sgpr_count": k.sgpr_count, "vgpr_count": k.vgpr_count, "agpr_count": k.agpr_count,
+        "kernarg_size": k.kernarg_size, "group_segment_fixed_size": k.group_segment_fixed_size,
+        "private_segment_fixed_size": k.private_segment_fixed_size, "uses_dynamic_stack": k.uses_dynamic_stack,
+        "max_flat_workgroup_size": k.max_flat_workgroup_size,
+        "user_sgprs": [{"name": n, "first": f, "count": c} for n, f, c in k.user_sgprs],
+        "args": [{"offset": a.offset, "size": a.size, "value_kind": a.value_kind, "address_space": a.address_space,
+                  "type_name": a.type_name, "name": a.name} for a in k.args],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.hex is not None:
+        if not args.arch:
+            raise Error("--hex needs --arch (gfx1100, gfx1200, gfx942, gfx950)")
+        try:
+            code = bytes.fromhex(args.hex.replace("0x", "").replace(",", " "))
+        except ValueError as e:
+            raise Error(f"--hex: {e}") from None
+        _print({"arch": args.arch, "instructions": listing(code, args.arch, 0)}, args.json)
+        return 0
+    if not args.file:
+        raise Error("give a code object FILE, or --arch with --hex")
+    co = parse(Path(args.file).read_bytes())
+    names = [args.kernel] if args.kernel else sorted(co.kernels)
+    missing = [n for n in names if n not in co.kernels]
+    if missing:
+        raise Error(f"no kernel {missing[0]!r} in {args.file} (kernels: {', '.join(sorted(co.kernels))})")
+    doc = {"arch": co.arch, "target": co.target, "code_object_version": co.version,
+           "kernels": [{**summary(co.kernels[n]), "instructions": listing(co.kernels[n].code, co.arch,
+                                                                          co.kernels[n].entry)} for n in names]}
+    _print(doc, args.json)
+    return 0
+
+
+def _print(doc: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(doc, indent=2))
+        return
+    for k in doc.get("kernels", [doc]):
+        if "name" in k:
+            print(f"kernel {k['name']} ({doc['target']}, code object v{doc['code_object_version']})")
+            facts = [["wavefront size", k["wavefront_size"]], ["sgprs / vgprs / agprs",
+                      f"{k['sgpr_count']} / {k['vgpr_count']} / {k['agpr_count']}"],
+                     ["kernarg size", k["kernarg_size"]], ["LDS (group segment)", k["group_segment_fixed_size"]],
+                     ["scratch (private segment)", k["private_segment_fixed_size"]],
+                     ["max workgroup size", k["max_flat_workgroup_size"]],
+                     ["user SGPRs", ", ".join(f"{u['name']} s{u['first']}" for u in k["user_sgprs"])]]
+            print(tabulate(facts, tablefmt="plain"))
+            print(tabulate([[a["offset"], a["size"], a["value_kind"], a["address_space"] or "", a["type_name"] or "",
+                             a["name"] or ""] for a in k["args"]],
+                           headers=["offset", "size", "kind", "address space", "type", "name"]))
+        for inst in k["instructions"]:
+            print(f"  {inst['pc']:#010x}: {inst['bytes']:<24} {inst['text']}")
+        print()
