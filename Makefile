@@ -1,4 +1,5 @@
-# make demo: show what usergpu finds.  make test: install what is missing, then run the tests.
+# make demo: what usergpu finds and does (GPUs, then kernels compiled and disassembled).
+# make test: install what is missing, then run the tests.
 # Both are idempotent and work from a fresh clone (Debian; root or sudo for apt-get).
 
 PYTHON ?= python3
@@ -11,8 +12,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test setup apt venv lint autogen-check
 
-demo: venv
-	$(BIN)/usergpu devices
+demo: setup
+	$(BIN)/usergpu demo
 
 test: setup
 	$(BIN)/python -m pytest -n auto

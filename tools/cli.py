@@ -12,7 +12,7 @@ from tabulate import tabulate
 import usergpu
 from usergpu.drivers import devices
 from usergpu.drivers.hal import HAL
-from usergpu.tools import disasm
+from usergpu.tools import demo, disasm
 
 
 def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
@@ -46,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hex", help='raw instruction bytes, e.g. "7e 00 82 be"')
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=lambda args, hal: disasm.run(args))
+    p = sub.add_parser("demo", help="the GPUs found, then a kernel compiled and disassembled for each known ISA")
+    p.set_defaults(run=lambda args, hal: demo.run(args, hal, cmd_devices))
     return ap
 
 
