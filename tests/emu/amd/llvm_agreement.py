@@ -38,7 +38,7 @@ def encodings(arch: str, per_family: int, seed: int = 0) -> list[tuple[str, byte
             word = (rng.getrandbits(64) & ~(fam.mask | opmask)) | fam.place(rng.choice(opcodes))
             if any(f.matches(word) for f in families[:i]):
                 continue
-            out.append((fam.name, word.to_bytes(8, "little")[: fam.size] + rng.getrandbits(32).to_bytes(4, "little")))
+            out.append((fam.name, word.to_bytes(16, "little")[: fam.size] + rng.getrandbits(32).to_bytes(4, "little")))
     return out
 
 
