@@ -47,6 +47,9 @@ GFX11 = [
            dlc=(13, 1, "flag"), lds=(16, 1, "flag"), **BUF), (14, 1)),
     fam("MTBUF", 8, "111010", (15, 4), offset=(0, 12, "offset"), slc=(12, 1, "flag"), dlc=(13, 1, "flag"),
         glc=(14, 1, "flag"), format=(19, 7, "format"), **BUF),
+    fam("VINTERP", 8, "11001101", (16, 7), vdst=(0, 8, "vgpr"), **VOP3_SRCS, neg0=(61, 1, "neg"),
+        neg1=(62, 1, "neg"), neg2=(63, 1, "neg"), **OPSEL, clamp=(15, 1, "flag"), wait_exp=(8, 3, "offset")),
+    fam("LDSDIR", 4, "11001110", (20, 2), vdst=(0, 8, "vgpr"), attr_chan=(8, 8, "imm"), wait_vdst=(16, 4, "offset")),
     fam("VOP2", 4, "0", (25, 6), vdst=(17, 8, "vgpr"), src0=(0, 9, "src"), vsrc1=(9, 8, "vgpr")),
 ]
 

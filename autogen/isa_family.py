@@ -19,9 +19,10 @@ class Family:
     # name -> (lowest bit, width, kind) or (lowest bit, width, kind, base value the generator probes around)
     fields: dict[str, tuple] = field(default_factory=dict)
     opx: tuple[int, int] = (0, 0)  # a further opcode field (lowest bit, width) above op's bits: FLAT's glc
+    ops: frozenset[int] | None = None  # the opcodes it claims, where its mask cannot say (gfx9's MFMA opcodes)
 
     def matches(self, word: int) -> bool:
-        return word & self.mask == self.value
+        return word & self.mask == self.value and (self.ops is None or self.opcode(word) in self.ops)
 
     def opcode(self, word: int) -> int:
         op = (word >> self.op[0]) & ((1 << self.op[1]) - 1)

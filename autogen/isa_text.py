@@ -23,10 +23,11 @@ INV_2PI = {"f64": "0.15915494309189532"}
 SPECIAL = {
     11: {106: "vcc_lo", 107: "vcc_hi", 124: "null", 125: "m0", 126: "exec_lo", 127: "exec_hi"},
     9: {102: "flat_scratch_lo", 103: "flat_scratch_hi", 104: "xnack_mask_lo", 105: "xnack_mask_hi",
-        106: "vcc_lo", 107: "vcc_hi", 124: "m0", 126: "exec_lo", 127: "exec_hi"},
+        106: "vcc_lo", 107: "vcc_hi", 124: "m0", 125: "null", 126: "exec_lo", 127: "exec_hi"},
 }
 SPECIAL[12] = SPECIAL[11]
 NULL = {9: 0x7F, 11: 124, 12: 124}  # the value an optional scalar operand reads as "off"
+SADDR_OFF = {9: (0x7F,), 11: (124, 125), 12: (124, 125)}  # the values a FLAT saddr reads as "off"
 PAIRS = {"vcc_lo": "vcc", "exec_lo": "exec", "flat_scratch_lo": "flat_scratch", "xnack_mask_lo": "xnack_mask",
          "null": "null"}
 SRC_NAMES = {230: "src_flat_scratch_base_lo", 231: "src_flat_scratch_base_hi", 235: "src_shared_base", 236: "src_shared_limit", 237: "src_private_base", 238: "src_private_limit",
@@ -51,6 +52,8 @@ def _range(prefix: str, first: int, width: int) -> str:
 
 def sreg(v: int, width: int, gen: int) -> str | None:
     """A scalar register operand, or None when v names none."""
+    if SPECIAL[gen].get(v) == "null":  # at any width (gfx9's is odd: 125)
+        return "null"
     if width > 1:
         v &= ~1 if width == 2 else ~3
     if v < (102 if gen == 9 else 106):
@@ -86,7 +89,7 @@ def literal(lit: int, ftype: str) -> str:
     """A literal constant in hex; lit(...) when an inline constant could have said the same (LLVM's marking)."""
     if ftype in ("f16", "b16"):
         lit &= 0xFFFF
-        inline_like = lit in F16_BITS.values() or lit <= 64 or lit >= 0xFFF0
+        inline_like = lit <= 64 or ftype == "f16" and (lit in F16_BITS.values() or lit >= 0xFFF0)
     else:
         inline_like = lit <= 64 or lit >= 0xFFFFFFF0 or (ftype == "f32" and lit in F32_INLINE)
     return f"lit(0x{lit:x})" if inline_like and ftype != "f64" else f"0x{lit:x}"
@@ -180,7 +183,7 @@ def _half(text: str | None, hi: int) -> str | None:
 
 
 def _flat_addr(v: int, saddr: int, gen: int) -> str:
-    return _range("v", v, 1 if saddr != NULL.get(gen) and saddr != 125 else 2)
+    return _range("v", v, 2 if saddr in SADDR_OFF[gen] else 1)
 
 
 def _smem_soffset(soffset: int, offset: int, gen: int) -> str | None:
@@ -215,6 +218,8 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
         p[f"srch_{t}"] = (("src", "abs", "neg", "opsel"),
                           lambda c, v, a, n, h, t=t: _mods(_half(src(v, 1, t, c.gen, c.lit), h), a, n))
         p[f"srchn_{t}"] = (("src", "opsel"), lambda c, v, h, t=t: _half(src(v, 1, t, c.gen, c.lit), h))
+        p[f"srcnh_{t}"] = (("src", "neg", "opsel"),
+                           lambda c, v, n, h, t=t: _mods(_half(src(v, 1, t, c.gen, c.lit), h), 0, n))
         p[f"src16_{t}"] = (("src",), lambda c, v, t=t: _half(src(v & ~0x80 if v >= 256 else v, 1, t, c.gen, c.lit),
                                                              v >= 256 and v & 0x80))
     p["vm1"] = (("reg", "abs", "neg"), lambda c, v, a, n: _mods(f"v{v}", a, n))
@@ -232,6 +237,9 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p["hwreg"] = (("imm",), lambda c, v: hwreg(v, c.names.get("hwreg", {})))
     p["imm7"] = (("reg",), lambda c, v: imm_auto(v))
     p["depctr"] = (("imm",), lambda c, v: depctr(v, c.names.get("depctr", {})))
+    p["vsrc_nh"] = (("src", "neg", "opsel"),  # VINTERP's 16-bit sources: always VGPRs, whatever bit 8 says
+                    lambda c, v, n, h: _mods(f"v{v & 0xFF}.{'h' if h else 'l'}", 0, n))
+    p["v_or_off"] = (("reg", "flag"), lambda c, v, on: f"v{v}" if on else "off")
     p["vdsty"] = (("reg", "reg"), lambda c, y, x: f"v{y << 1 | (~x & 1)}")
     p["rsrc4"] = (("srsrc",), lambda c, v: sreg(v * 4, 4, c.gen))  # a buffer resource: 4 SGPRs, index / 4
     p["buf_vaddr"] = (("reg", "flag", "flag"), lambda c, v, offen, idxen: "off" if not offen | idxen
@@ -239,7 +247,7 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p["lit"] = ((), lambda c: None if c.lit is None else f"0x{c.lit:x}")
     p["lit16"] = ((), lambda c: None if c.lit is None else f"0x{c.lit & 0xFFFF:x}")
     p["flat_addr"] = (("reg", "reg"), lambda c, v, s: _flat_addr(v, s, c.gen))
-    p["saddr"] = (("reg",), lambda c, v: "off" if v in (NULL.get(c.gen), 125) else sreg(v, 2, c.gen))
+    p["saddr"] = (("reg",), lambda c, v: "off" if v in SADDR_OFF[c.gen] else sreg(v, 2, c.gen))
     p["saddr1"] = (("reg",), lambda c, v: "off" if v == NULL.get(c.gen) else sreg(v, 1, c.gen))
     p["scratch_addr"] = (("reg", "flag"), lambda c, v, sve: f"v{v}" if sve else "off")
     p["smem_soffset"] = (("reg", "soffset21"), lambda c, s, o: _smem_soffset(s, o, c.gen))
@@ -248,7 +256,8 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
 
 PRINTERS = _build()
 # a field of this kind is read by printers of this kind
-COMPATIBLE = {"vgpr": "reg", "sgpr": "reg", "saddr": "reg", "src": "src", "ssrc": "src", "sbase": "sbase", "imm": "imm",
+COMPATIBLE = {"vgpr": "reg", "vdst": "reg", "sgpr": "reg", "saddr": "reg", "src": "src", "ssrc": "src", "vsrc": "src",
+              "src_nolit": "src", "ssrc_nolit": "src", "sbase": "sbase", "imm": "imm",
               "abs": "abs", "neg": "neg", "srsrc": "srsrc", "opsel": "opsel", "flag": "flag", "soffset21": "soffset21"}
 
 
@@ -263,6 +272,8 @@ def dpp_ctrl(v: int, gen: int) -> str | None:
     if gen == 9:
         named |= {0x130: "wave_shl:1", 0x134: "wave_rol:1", 0x138: "wave_shr:1", 0x13C: "wave_ror:1",
                   0x142: "row_bcast:15", 0x143: "row_bcast:31"}
+        if 0x150 <= v < 0x160:  # gfx90a+
+            return f"row_newbcast:{v & 15}"
     elif 0x150 <= v < 0x170:
         return f"{'row_share' if v < 0x160 else 'row_xmask'}:{v & 15}"
     return named.get(v)
@@ -283,6 +294,8 @@ def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, 
         forms = dict(pair.split("=", 1) for pair in name.split("|"))
         return f" {forms[str(values[0])]}" if str(values[0]) in forms else ""
     v = sum(x * s for x, s in zip(values, scales, strict=False)) if scales else values[0]
+    if style in STYLES:
+        return STYLES[style][0](v)
     if style == "dpp8":
         return f" dpp8:[{','.join(str(v >> 3 * i & 7) for i in range(8))}]"
     if style == "dppctrl":
@@ -292,8 +305,9 @@ def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, 
         return f" {name}:{swizzle(v)}" if v else ""
     if style == "hexall":
         return f" {name}:0x{v:x}"
-    if not v:
+    if not v and not style.endswith("!"):  # '!': printed at 0 too
         return ""
+    style = style.rstrip("!")
     if style == "bare":  # an operand shown only when not zero (s_endpgm 5)
         return f" {v}"
     if style == "flag":
@@ -307,12 +321,26 @@ def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, 
     return f" {name}:{_shex(v, bits)}"  # shex
 
 
+def printer(name: str) -> tuple[tuple[str, ...], Printer] | None:
+    """A printer by name; 'tab:KEY' is a table of LLVM's texts for every value, learned into the arch's NAMES."""
+    if name.startswith("tab:"):
+        key = name[4:]
+        return (("table",), lambda c, v: c.names.get(key, {}).get(v))
+    return PRINTERS.get(name)
+
+
+# trailing-modifier styles of the other generations' modules, named by the field kind that has it: kind ->
+# (its text from the field's value, with the leading space, '' when not printed; the values the generator probes)
+STYLES: dict[str, tuple[Callable[[int], str | None], tuple[int, ...]]] = {}
+
+
 def _extend() -> None:
     """Add the printers of the other generations' modules (they build on the helpers above)."""
     from usergpu.autogen import isa_text_gfx9, isa_text_gfx12
 
     for module in (isa_text_gfx9, isa_text_gfx12):
         PRINTERS.update(module.PRINTERS)
+        STYLES.update(getattr(module, "STYLES", {}))
 
 
 _extend()

@@ -20,10 +20,10 @@ from usergpu.autogen.isa_encodings import Family
 
 LIT_BASE, LIT_PROBE = 0x40490FDB, 0x3F800000
 BASE = {"vgpr": [10, 20, 30, 40, 50, 60], "sgpr": [8, 16, 24, 32], "sbase": [8, 12], "src": [276, 286, 296],
-        "ssrc": [16, 24], "srsrc": [2]}
-OPERAND_KINDS = {"vgpr", "sgpr", "sbase", "src", "ssrc", "saddr", "srsrc"}
+        "vsrc": [276, 286], "ssrc": [16, 24], "src_nolit": [276, 286, 296], "ssrc_nolit": [16, 24], "srsrc": [2], "vdst": [10]}
+OPERAND_KINDS = {"vgpr", "sgpr", "sbase", "src", "ssrc", "saddr", "srsrc", "vsrc", "src_nolit", "ssrc_nolit", "vdst"}
 MODIFIER_KINDS = {"flag", "omod", "offset", "opsel", "abs", "neg", "soffset21", "dpp8", "dppctrl", "mask",
-                  "format"}
+                  "format", "sel", "enum"}
 FIXED_STYLES = {"dpp8": "dpp8", "dppctrl": "dppctrl", "mask": "hexall"}  # printed by isa_text.modifier as such
 MODIFIER_ITEM = re.compile(
     r"^([a-z][a-z0-9_]*:|(clamp|glc|slc|dlc|gds|nt|sc0|sc1|lds|tfe|offen|idxen|row_mirror|row_half_mirror)$)")
@@ -32,8 +32,8 @@ SRC_PROBES = [40, 106, 124, 126, 129, 193, 240, 248, 255]
 
 def probes(kind: str, base: int, width: int) -> list[int]:
     """Values a field is probed with (each differs from its base value)."""
-    if kind == "vgpr":
-        return [base + 4, base + 5]
+    if kind in ("vgpr", "vsrc", "vdst"):  # vdst: a VGPR or SGPR destination, which LLVM may name as a source
+        return [base + 4, base + 5, *([251] if kind == "vdst" else [])]
     if kind == "sgpr":
         return [v for v in (base + 32, 106, 124, 126) if v != base]
     if kind in ("sbase", "srsrc"):
@@ -42,14 +42,19 @@ def probes(kind: str, base: int, width: int) -> list[int]:
         return list(range(1 << width))
     if kind == "saddr":
         return [24, 40]
-    if kind in ("src", "ssrc"):
-        return [base + 4, *SRC_PROBES] if kind == "src" else [base + 32, *SRC_PROBES]
+    if kind in ("src", "ssrc", "src_nolit", "ssrc_nolit"):  # _nolit: a source that takes no literal (gfx9's VOP3)
+        values = [base + 4 if kind.startswith("src") else base + 32, *SRC_PROBES]
+        return [v for v in values if v != 255] if kind.endswith("_nolit") else values
     if kind == "imm":
         return [1, 0x1234, 0x8000, 0xFFFF]
     if kind == "omod":
         return [1, 2, 3]
-    if kind == "sel":  # a small enumeration (SDWA's operand selects): every other value
+    if kind in isa_text.STYLES:
+        return [v for v in isa_text.STYLES[kind][1] if v != base]
+    if kind == "enum":  # a small enumeration: every other value
         return [v for v in range(1 << width) if v != base]
+    if kind == "sel":  # a small enumeration (SDWA's selects) whose all-ones value is reserved (llvm-mc crashes)
+        return [v for v in range((1 << width) - 1) if v != base]
     if kind in ("offset", "soffset21"):
         return [16, 1, 1 << (width - 1)]
     if kind in ("dpp8", "dppctrl", "mask"):
@@ -129,7 +134,8 @@ def learn(arch: str, fam: Family, names: dict | None = None) -> dict[int, tuple]
     families = isa_encodings.FAMILIES[arch]
     earlier = families[: families.index(fam)]
     # an opcode whose encoding an earlier family claims is that family's (SOP2 ops 0x60.. are SOPK)
-    ops = [op for op in range(1 << (fam.op[1] + fam.opx[1])) if not any(f.matches(fam.place(op)) for f in earlier)]
+    ops = [op for op in range(1 << (fam.op[1] + fam.opx[1]))
+           if fam.matches(fam.place(op)) and not any(f.matches(fam.place(op)) for f in earlier)]
     bases = _bases(fam)
     trials = [(op, b) for b in bases for op in ops]
     chosen: dict[int, tuple[dict[str, int], tuple[str, int]]] = {}
@@ -150,8 +156,34 @@ def learn(arch: str, fam: Family, names: dict | None = None) -> dict[int, tuple]
     seen: dict[int, list] = defaultdict(list)
     for probe, res in zip(plan, llvmmc.disassemble(encs, arch), strict=True):
         seen[probe[0]].append((probe, res))
-    ctx = (gen, names or {})
-    return {op: _row(fam, ctx, chosen[op][0], chosen[op][1], seen[op]) for op in sorted(chosen)}
+    names = names if names is not None else {}
+    ctx = (gen, names)
+    rows = {op: _row(fam, ctx, chosen[op][0], chosen[op][1], seen[op]) for op in sorted(chosen)}
+    return _tabulate(arch, fam, chosen, rows, names)
+
+
+def _tabulate(arch: str, fam: Family, chosen: dict, rows: dict[int, tuple], names: dict) -> dict[int, tuple]:
+    """Operands of one narrow field that no printer explains (EXP's target, an attribute channel) read from a
+    table of what llvm-mc prints for every value of the field, kept in NAMES under 'FAMILY.field'."""
+    todo = {(op, i): row[2][i][1][0] for op, row in rows.items() for i, o in enumerate(row[2])
+            if o[0] == "?" and len(o[1]) == 1 and fam.fields[o[1][0]][1] <= 8}
+    for (op, i), field in todo.items():
+        key = f"{fam.name}.{field}"
+        if key not in names:
+            base = chosen[op][0]
+            values = range(1 << fam.fields[field][1])
+            encs = [encode(fam, op, {**base, field: v}, LIT_BASE) for v in values]
+            table = {}
+            for v, res in zip(values, llvmmc.disassemble(encs, arch), strict=True):
+                if res and "/*" not in res[0]:
+                    toks = split(res[0], fam)[1]
+                    if i < len(toks):
+                        table[v] = toks[i]
+            names[key] = table
+        mnemonic, literal, operands, modifiers, fixed = rows[op]
+        operands = (*operands[:i], (f"tab:{key}", (field,)), *operands[i + 1 :])
+        rows[op] = (mnemonic, literal, operands, modifiers, fixed)
+    return rows
 
 
 DEBUG: list = []
@@ -193,7 +225,7 @@ def _row(fam: Family, gen: tuple[int, dict], base: dict[str, int], found: tuple[
     operands = tuple(_choose(fam, gen, bound[i], obs[i], t) for i, t in enumerate(tokens))
     modifiers = _modifiers(fam, base, new_items)
     modifiers += [("const", i, (), (), 0) for i in base_items if i not in moved]
-    modifiers.sort(key=lambda m: _rank(m[1]))
+    modifiers.sort(key=lambda m: _rank(m[1], fam.name))
     # a field no probe of which LLVM accepts must keep its base value: anything else is an illegal encoding
     fixed = tuple((f, base[f]) for f, spec in fam.fields.items()
                   if not valid[f] and probes(spec[2], base[f], spec[1]) and not _overlaps(fam, f))
@@ -201,15 +233,22 @@ def _row(fam: Family, gen: tuple[int, dict], base: dict[str, int], found: tuple[
 
 
 # the order LLVM's printer puts trailing modifiers in (its operand order), by item name
-MODIFIER_ORDER = ["format", "idxen", "offen", "offset", "offset0", "offset1", "gds", "glc", "slc", "dlc", "op_sel", "op_sel_hi", "neg_lo",
-                  "neg_hi", "clamp", "mul", "div", "dpp8", "quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror",
-                  "row_half_mirror", "row_share", "row_xmask", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
-                  "row_bcast", "row_mask", "bank_mask", "bound_ctrl", "fi"]
+MODIFIER_ORDER = ["format", "idxen", "offen", "offset", "offset0", "offset1", "gds", "glc", "slc", "dlc", "sc0", "nt",
+                  "sc1", "bitop3", "op_sel", "op_sel_hi", "index_key", "neg_lo", "neg_hi", "clamp", "mul", "div", "dpp8",
+                  "quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror", "row_half_mirror", "row_share",
+                  "row_xmask", "wave_shl", "wave_rol", "wave_shr", "wave_ror", "row_bcast", "row_mask", "bank_mask",
+                  "bound_ctrl", "fi"]
 
 
-def _rank(name: str) -> int:
+# families whose printer orders some modifiers otherwise
+FAMILY_ORDER = {"VINTERP": ["clamp", "op_sel"]}
+
+
+def _rank(name: str, family: str = "") -> tuple[int, int]:
     key = _item_name(name.split("|")[0])
-    return MODIFIER_ORDER.index(key) if key in MODIFIER_ORDER else len(MODIFIER_ORDER)
+    first = FAMILY_ORDER.get(family, [])
+    return (first.index(key) if key in first else len(first),
+            MODIFIER_ORDER.index(key) if key in MODIFIER_ORDER else len(MODIFIER_ORDER))
 
 
 def _overlaps(fam: Family, name: str) -> bool:
@@ -235,8 +274,8 @@ def _modifiers(fam: Family, base: dict[str, int], new_items: dict[str, list[tupl
             by_name[names.pop() if len(names) == 1 else "offset"] += [(f, v, i) for v, i in seen]
         elif all(i.startswith("=") for _, i in seen):
             out.append(("bare", "", (f,), (1,), fam.fields[f][1]))
-        elif kind in FIXED_STYLES:
-            out.append((FIXED_STYLES[kind], _item_name(seen[0][1]), (f,), (), fam.fields[f][1]))
+        elif kind in FIXED_STYLES or kind in isa_text.STYLES:
+            out.append((FIXED_STYLES.get(kind, kind), _item_name(seen[0][1]), (f,), (), fam.fields[f][1]))
         elif len(names) > 1 or not all(re.fullmatch(r"[a-z_0-9]+(:-?(0x[0-9a-f]+|\d+)|:\[[01,]+\])?", i)
                                        for _, i in seen):
             pairs = "|".join(f"{v}={i}" for v, i in sorted(set(seen)))
@@ -308,21 +347,28 @@ def _modifier(fam: Family, base: dict[str, int], name: str, seen: list[tuple[str
     sample = next(iter(first.values()))[1]
     if "[" in sample:  # printed unless every field is at its default (op_sel_hi's is 1); bits: how many slots
         slots = len(sample.split("[")[1].split(","))
-        return ("bits" + "".join(str(base[f]) for f in fields), name, tuple(fields), tuple(i.split("[")[1].rstrip("]").split(",").index(str(1 - base[f])) + 1 for f, (_, i) in first.items()),
+        # printed at the base values too: then its default is all 0s (fma_mix's op_sel_hi:[1,1,1]), or it has none
+        # (printed always: v_mfma_scale's op_sel_hi:[0,0,0])
+        shown = any(v == base[g] for g, v, _ in seen if g in fields)
+        defaults = "".join(str(base[f]) for f in fields)
+        defaults = ("" if "1" not in defaults else "0" * len(fields)) if shown else defaults
+        return ("bits" + defaults, name, tuple(fields), tuple(i.split("[")[1].rstrip("]").split(",").index(str(1 - base[f])) + 1 for f, (_, i) in first.items()),
                 slots)
     if ":" not in sample:
         return ("flag", name, tuple(fields), (1,), bits)
-    scales, signed, hexa = [], False, False
+    scales, signed, hexa, always = [], False, False, False
     for f in fields:
         pos = [(v, i.split(":", 1)[1]) for g, v, i in seen if g == f]
         hexa |= any("0x" in t for _, t in pos)
         signed |= any(t.startswith("-") for _, t in pos)
-        v, t = min(pos, key=lambda p: p[0])
+        always |= any(not v for v, _ in pos)  # an item at the value 0 (SMEM's offset:0x0): always printed
+        v, t = min((p for p in pos if p[0]), key=lambda p: p[0])
         if not re.fullmatch(r"-?(0x[0-9a-f]+|\d+)", t):  # a named form (ds_swizzle's swizzle(...)): not numeric
             return None
         scales.append(int(t, 0) // v if not t.startswith("-") else 1)
     width = max(fam.fields[f][1] + (s.bit_length() - 1) for f, s in zip(fields, scales, strict=True))
-    return (("s" if signed else "") + ("hex" if hexa else "dec"), name, tuple(fields), tuple(scales), width)
+    style = ("s" if signed else "") + ("hex" if hexa else "dec") + ("!" if always else "")
+    return (style, name, tuple(fields), tuple(scales), width)
 
 
 def find(arch: str, fam: Family, mnemonic: str) -> int | None:

@@ -5,6 +5,7 @@ Used by the ISA table generator and by the tests that hold the decoder to LLVM's
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -19,7 +20,8 @@ _ENC = re.compile(r"^\s*(.*?)\s*; encoding: \[(.*)\]\s*$")
 
 def _run(args: list[str], text: str) -> subprocess.CompletedProcess:
     toolchain.require(LLVM_MC, "llvm-22")
-    return subprocess.run([str(LLVM_MC), *args], input=text, capture_output=True, text=True)
+    env = {**os.environ, "LLVM_DISABLE_SYMBOLIZATION": "1"}  # it crashes on some encodings: fail fast
+    return subprocess.run([str(LLVM_MC), *args], input=text, capture_output=True, text=True, env=env)
 
 
 # llvm-mc reads all lines as one byte stream: each probe is padded with s_nop 0 (the same word on every arch
@@ -45,19 +47,66 @@ def disassemble(encodings: list[bytes], arch: str) -> list[tuple[str, int] | Non
 
 
 def _disassemble(encodings: list[bytes], arch: str) -> list[tuple[str, int] | None] | None:
-    """disassemble() in one run of llvm-mc; None when llvm-mc crashes."""
+    """disassemble() in one run of llvm-mc (two where sizes are in doubt); None when llvm-mc crashes."""
+    runs = _decode(encodings, arch)
+    if runs is None:
+        return None
+    out: list[tuple[str, int] | None] = []
+    doubt: dict[int, list[int]] = {}  # probe -> the sizes it may have taken
+    for i, (items, bad_start, skipped) in enumerate(runs):
+        if not items or bad_start:
+            out.append(None)
+            continue
+        # the encoding llvm-mc shows is its re-encoding of what it decoded, which can differ in size (an inline
+        # constant of a 16-bit integer operand becomes a literal, gfx950's VOP3 literal is left out): where
+        # what followed is shown as the probe's own bytes, the instruction took the bytes before them
+        padded, end = _pad(encodings[i]), None
+        if not skipped:
+            end = len(padded)
+            for _, used in reversed(items[1:]):
+                end = end - len(used) if end is not None and padded[:end].endswith(used) else None
+        out.append((items[0][0], end or len(items[0][1])))
+        if end is None and not encodings[i].startswith(items[0][1][: len(encodings[i])]):
+            doubt[i] = list(range(4, len(encodings[i]) + 1, 4))
+    # else the size is the offset from which the rest of the probe decodes as llvm-mc decoded it after the first
+    trials = [(i, k) for i, ks in doubt.items() for k in ks]
+    rests = _decode([encodings[i][k:] for i, k in trials], arch) if trials else []
+    for (i, k), rest in zip(trials, rests or [None] * len(trials), strict=True):
+        items, _, skipped = runs[i]
+        if rest is not None and doubt[i] and _tail(rest[0]) == _tail(items[1:]) and rest[2] + rest[1] == skipped:
+            out[i] = (items[0][0], k)
+            doubt[i] = []
+    return out
+
+
+def _pad(enc: bytes) -> bytes:
+    return enc + bytes(-len(enc) % 4) + FILLER * ((PROBE_BYTES - len(enc)) // 4 + 1)  # keep words aligned
+
+
+def _tail(items: list[tuple[str, bytes]]) -> list[str]:
+    """The texts of a probe's items without the trailing fillers."""
+    texts = [t for t, used in items]
+    while texts and texts[-1] == "s_nop 0":
+        texts.pop()
+    return texts
+
+
+def _decode(encodings: list[bytes], arch: str) -> list[tuple[list[tuple[str, bytes]], bool, int]] | None:
+    """For each encoding padded with fillers: every (text, encoding shown) llvm-mc printed, whether the first
+    word was invalid, and how many further words were; None when llvm-mc crashes."""
     lines = []
     for enc in encodings:
-        padded = enc + bytes(-len(enc) % 4) + FILLER * ((PROBE_BYTES - len(enc)) // 4 + 1)  # keep words aligned
-        lines += [" ".join(f"0x{b:02x}" for b in padded), " ".join(f"0x{b:02x}" for b in SENTINEL)]
+        lines += [" ".join(f"0x{b:02x}" for b in _pad(enc)), " ".join(f"0x{b:02x}" for b in SENTINEL)]
     run = _run(["--disassemble", "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "--show-encoding"], "\n".join(lines))
     if run.returncode < 0:  # killed by a signal: its buffered output is lost
         return None
-    bad_start = set()
+    bad_start, skipped = set(), [0] * len(encodings)
     for line in run.stderr.splitlines():
         m = re.match(r"^<stdin>:(\d+):(\d+): warning:", line)
         if m and m.group(2) == "1":
             bad_start.add((int(m.group(1)) - 1) // 2)
+        elif m:
+            skipped[(int(m.group(1)) - 1) // 2] += 1
     groups: list[list[tuple[str, bytes]]] = [[]]
     for line in run.stdout.splitlines():
         m = _ENC.match(line)
@@ -70,12 +119,7 @@ def _disassemble(encodings: list[bytes], arch: str) -> list[tuple[str, int] | No
             groups[-1].append((m.group(1).strip(), used))
     if len(groups) != len(encodings) + 1:
         raise ToolchainError(f"llvm-mc output does not split into {len(encodings)} probes ({len(groups) - 1})")
-    out: list[tuple[str, int] | None] = []
-    for i, group in enumerate(groups[: len(encodings)]):
-        first = group[0] if group else None
-        ok = first is not None and i not in bad_start
-        out.append((first[0], len(first[1])) if ok else None)
-    return out
+    return [(g, i in bad_start, skipped[i]) for i, g in enumerate(groups[: len(encodings)])]
 
 
 def assemble(lines: list[str], arch: str) -> list[bytes | None]:
@@ -83,13 +127,14 @@ def assemble(lines: list[str], arch: str) -> list[bytes | None]:
     run = _run(["-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "--show-encoding"], "\n".join(lines))
     bad = {int(m.group(1)) for m in map(_LINE.match, run.stderr.splitlines()) if m and m.group(2) == "error"}
     encoded = [m for m in map(_ENC.match, run.stdout.splitlines()) if m]
-    good = iter(encoded)
-    out: list[bytes | None] = []
-    for i, _ in enumerate(lines, start=1):
-        if i in bad:
+    k, out = 0, []
+    for i, line in enumerate(lines, start=1):
+        m = encoded[k] if k < len(encoded) else None
+        if i in bad:  # rejected; a few errors still come with an encoding (nv on gfx1200): this line's, skip it
+            k += m is not None and m.group(1).split() == line.split()
             out.append(None)
             continue
-        m = next(good, None)
+        k += 1
         if m is None:
             raise ToolchainError(f"llvm-mc printed fewer encodings than lines ({i} of {len(lines)})")
         out.append(bytes(int(x, 16) for x in m.group(2).split(",")) if m.group(2) else b"")

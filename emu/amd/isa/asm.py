@@ -50,11 +50,13 @@ def _reverse(arch: str, printer: str, widths: tuple[int, ...]) -> dict[str, list
     """text -> every value of the printer's fields that prints it, smallest first (LLVM's choice)."""
     _, _, names = tables(arch)
     ctx = isa_text.Ctx(isa_encodings.GENERATION[arch], SENTINEL, names)
-    fn = isa_text.PRINTERS[printer][1]
+    fn = isa_text.printer(printer)[1]
     out: dict[str, list[tuple[int, ...]]] = {}
-    for values in itertools.product(*(range(1 << w) for w in widths)):
+    # a 9-bit source names VGPRs as 256 + n: when the printer reads v5 either way, LLVM encodes that
+    domains = [[*range(256, 512), *range(256)] if w == 9 else range(1 << w) for w in widths]
+    for values in itertools.product(*domains):
         text = fn(ctx, *values)
-        if text is not None:
+        if text is not None and not (printer.endswith("_b16") and 240 <= values[0] <= 248):
             out.setdefault(text, []).append(values)
     return out
 
@@ -96,7 +98,7 @@ def _search(arch: str, printer: str, fields: tuple, widths: tuple, text: str):
     domains = [range(1 << w) if w <= 10 else sorted({n & ((1 << w) - 1) for n in numbers}) for w in widths]
     _, _, names = tables(arch)
     ctx = isa_text.Ctx(isa_encodings.GENERATION[arch], None, names)
-    fn = isa_text.PRINTERS[printer][1]
+    fn = isa_text.printer(printer)[1]
     for values in itertools.product(*domains):
         if fn(ctx, *values) == text:
             return dict(zip(fields, values, strict=True)), None
@@ -146,6 +148,8 @@ def _modifier_values(style: str, name: str, fields: tuple, scales: tuple, bits: 
     elif style == "swizzle":
         pattern = item.split(":", 1)[1] if ":" in item else ""
         yield from ((v & 0xFF, v >> 8) for v in range(1, 1 << 16) if isa_text.swizzle(v) == pattern)
+    elif style in isa_text.STYLES:  # a style of one generation's own (gfx9's MTBUF format)
+        yield from ((v,) for v in range(1 << bits) if isa_text.STYLES[style][0](v) == f" {item}")
     elif style == "dppctrl":
         yield from ((v,) for v in range(1 << 9) if isa_text.dpp_ctrl(v, gen) == item)
     elif ":" in item:
@@ -172,7 +176,11 @@ def _try(arch: str, gen: int, fam, opcode: int, row: tuple, ops: list[str], item
     mods = _modifiers(modifier_rows, [*extra, *items], gen)
     if mods is None:
         return None
-    values, literal = {**dict(fixed), **mods}, None
+    # a field the text does not set is at its default, the family's base value: an op_sel_hi bit (an unused
+    # source's is 1, as LLVM encodes it), a generation's own style (gfx9's MTBUF format: 1)
+    defaults = {f: spec[3] for f, spec in fam.fields.items()
+                if len(spec) > 3 and (spec[2] == "opsel" or spec[2] in isa_text.STYLES)}
+    values, literal = {**defaults, **dict(fixed), **mods}, None
     # modifiers, then operands of one field: an operand of several (global's vaddr with saddr, a buffer's vaddr
     # with offen/idxen) must agree with what they set
     pairs = sorted(zip(operand_rows, ops, strict=True), key=lambda p: p[0][0] != "=" and len(p[0][1]))

@@ -76,7 +76,7 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     avail = len(data) - offset
     if avail < 4:
         raise DecodeError(arch, offset, data[offset:], "truncated instruction")
-    word = int.from_bytes(data[offset : offset + 12].ljust(12, b"\0"), "little")  # 12: VOP3 with a DPP dword
+    word = int.from_bytes(data[offset : offset + 16].ljust(16, b"\0"), "little")  # 16: gfx950's VOP3PX2
     fam = next((f for f in families if f.matches(word)), None)
     if fam is None or fam.size > avail:
         raise DecodeError(arch, offset, data[offset : offset + 8], "no encoding family matches" if fam is None
@@ -104,7 +104,8 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
             operands.append(Operand(names, printer, {}))
             continue
         values = {n: fields[n] for n in names}
-        text = isa_text.PRINTERS[printer][1](ctx, *values.values()) if printer in isa_text.PRINTERS else None
+        found = isa_text.printer(printer)
+        text = found[1](ctx, *values.values()) if found else None
         if text is None:
             raise DecodeError(arch, offset, data[offset : offset + size],
                               f"{mnemonic}: operand {', '.join(f'{k}={v:#x}' for k, v in values.items())} is not valid")

@@ -35,7 +35,8 @@ def encodings(arch: str, per_family: int, seed: int = 0) -> list[tuple[str, byte
             continue
         opmask = fam.place((1 << (fam.op[1] + fam.opx[1])) - 1) & ~fam.value
         for _ in range(per_family):
-            word = (rng.getrandbits(64) & ~(fam.mask | opmask)) | fam.place(rng.choice(opcodes))
+            bits = rng.getrandbits(64) | (rng.getrandbits(32) << 64 if fam.size > 8 else 0)  # 96-bit families too
+            word = (bits & ~(fam.mask | opmask)) | fam.place(rng.choice(opcodes))
             if any(f.matches(word) for f in families[:i]):
                 continue
             out.append((fam.name, word.to_bytes(16, "little")[: fam.size] + rng.getrandbits(32).to_bytes(4, "little")))
