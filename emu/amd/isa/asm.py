@@ -123,6 +123,11 @@ def _modifiers(rows: tuple, items: list[str], gen: int) -> dict[str, int] | None
         if found:
             left.remove(found[0])
             values.update(zip(fields, found[1], strict=False))
+        elif style == "map":  # not written: the value that prints nothing (MTBUF's default format)
+            shown = {int(pair.split("=", 1)[0]) for pair in name.split("|")}
+            quiet = next((v for v in range(1 << bits) if v not in shown), None)
+            if quiet is not None:
+                values[fields[0]] = quiet
     return None if left else values
 
 
