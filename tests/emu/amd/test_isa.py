@@ -23,8 +23,8 @@ from usergpu.errors import DecodeError
 
 ARCHS = list(isa.ARCHS)
 KERNELS = Path(__file__).parents[2] / "kernels"
-# the share of llvm-mc's valid encodings ours must print identically (the closing note gives the figures)
-FLOOR = 0.985
+# the share of llvm-mc's valid encodings ours must print identically
+FLOOR = 0.995  # the bar; the closing note gives the figures at 2000 per family
 
 
 @pytest.mark.parametrize("arch", ARCHS)
