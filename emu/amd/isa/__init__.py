@@ -8,7 +8,7 @@ The opcode tables are learned from LLVM (usergpu.autogen.isa_<arch>); illegal by
 """
 
 from usergpu.emu.amd.isa.asm import asm
-from usergpu.emu.amd.isa.decode import ARCHS, Instruction, Operand, decode, decode_all
+from usergpu.emu.amd.isa.decoder import ARCHS, Instruction, Operand, decode, decode_all
 
 
 def disasm(data: bytes, arch: str) -> list[str]:

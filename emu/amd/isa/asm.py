@@ -12,7 +12,7 @@ import re
 from functools import cache
 
 from usergpu.autogen import isa_encodings, isa_text
-from usergpu.emu.amd.isa.decode import decode, tables
+from usergpu.emu.amd.isa.decoder import decode, tables
 from usergpu.errors import DecodeError, Error
 
 SENTINEL = 0xABCD1234  # the literal the reverse maps are built with; a real literal is substituted for it

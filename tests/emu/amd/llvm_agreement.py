@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from usergpu.autogen.generator import llvmmc
-from usergpu.emu.amd.isa.decode import decode, tables
+from usergpu.emu.amd.isa.decoder import decode, tables
 from usergpu.errors import DecodeError
 
 
