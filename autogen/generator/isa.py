@@ -186,9 +186,6 @@ def _tabulate(arch: str, fam: Family, chosen: dict, rows: dict[int, tuple], name
     return rows
 
 
-DEBUG: list = []
-
-
 def _row(fam: Family, gen: tuple[int, dict], base: dict[str, int], found: tuple[str, int], observed: list) -> tuple:
     text, size = found
     mnemonic, tokens, base_items = split(text, fam)
@@ -317,7 +314,6 @@ def _choose(fam: Family, gen: tuple[int, dict], fields: list[str], obs: list, to
                     _apply(fn, gen, lit, [values[f] for f in subset]) == text for values, lit, text in seen
                 ):
                     return (name, subset)
-    DEBUG.append((token, real, obs))
     return ("?", tuple(real))
 
 
