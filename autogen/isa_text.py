@@ -198,6 +198,27 @@ def _shex(v: int, bits: int) -> str:
     return f"-0x{-v:x}" if v < 0 else f"0x{v:x}"
 
 
+def split_operands(text: str) -> list[str]:
+    """Split on the commas between operands, not those inside sendmsg(...) or [..] lists."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += 1 if ch in "([" else -1 if ch in ")]" else 0
+        if ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [*out, text[start:].strip()] if text.strip() else []
+
+
+def split_text(text: str) -> tuple[str, list[str]]:
+    """An instruction's mnemonic and operands (the last may carry trailing modifiers after a space). A dual-issue
+    (VOPD) "X ops :: Y ops" reads as mnemonic "X::Y" with a '::' operand between the two lists."""
+    if " :: " in text:
+        (mx, xs), (my, ys) = (part.split(" ", 1) for part in text.split(" :: ", 1))
+        return f"{mx}::{my}", [*split_operands(xs), "::", *split_operands(ys)]
+    mnemonic, _, rest = text.partition(" ")
+    return mnemonic, split_operands(rest)
+
+
 Printer = Callable[..., str | None]
 
 

@@ -83,34 +83,16 @@ def encode(fam: Family, op: int, values: dict[str, int], lit: int) -> bytes:
 
 
 def split(text: str, fam: Family) -> tuple[str, list[str], list[str]]:
-    """mnemonic, operands, trailing modifier items (for families that have modifiers).
-
-    A dual-issue (VOPD) text "X ops :: Y ops" reads as mnemonic "X::Y" with a '::' operand between the two lists.
-    """
-    if " :: " in text:
-        (mx, xs), (my, ys) = (part.split(" ", 1) for part in text.split(" :: ", 1))
-        return f"{mx}::{my}", [*_operands(xs), "::", *_operands(ys)], []
-    mnemonic, _, rest = text.partition(" ")
-    operands = _operands(rest)
+    """mnemonic, operands, trailing modifier items (for families that have modifiers)."""
+    mnemonic, operands = isa_text.split_text(text)
     items: list[str] = []
-    if operands and any(spec[2] in MODIFIER_KINDS for spec in fam.fields.values()):
+    if operands and "::" not in mnemonic and any(spec[2] in MODIFIER_KINDS for spec in fam.fields.values()):
         last, *items = operands[-1].split(" ")
         operands[-1] = last
         if not last or MODIFIER_ITEM.match(last):
             operands.pop()
             items = [last, *items] if last else items
     return mnemonic, operands, items
-
-
-def _operands(text: str) -> list[str]:
-    """Split on the commas between operands, not those inside sendmsg(...) or [..] lists."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
-        if ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    return [*out, text[start:].strip()] if text else []
 
 
 def _bases(fam: Family) -> list[dict[str, int]]:

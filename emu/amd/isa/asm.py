@@ -24,16 +24,6 @@ class AsmError(Error):
     """Assembly that does not encode: says the line, the text and why."""
 
 
-def _split_operands(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += 1 if ch in "([" else -1 if ch in ")]" else 0
-        if ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    return [*out, text[start:].strip()] if text.strip() else []
-
-
 @cache
 def _index(arch: str) -> dict[str, list[tuple]]:
     """mnemonic -> [(family, opcode, row)], for every encoding the tables know."""
@@ -174,7 +164,7 @@ def _try(arch: str, gen: int, fam, opcode: int, row: tuple, ops: list[str], item
     """The bytes of one candidate encoding, if the operands and modifiers fit it and it reads back as text."""
     _, _, operand_rows, modifier_rows, fixed = row
     extra = []
-    while len(ops) > len(operand_rows) and items is not None:  # 'off offset:16': a slot that holds modifiers
+    while len(ops) > len(operand_rows):  # 'off offset:16': a slot that holds modifiers
         extra.insert(0, ops.pop())
     if len(ops) != len(operand_rows):
         return None
@@ -219,23 +209,17 @@ def encode_one(text: str, arch: str, pc: int = 0, labels: dict[str, int] | None 
     labels = labels or {}
     gen = isa_encodings.GENERATION[arch]
     text = " ".join(text.split())
-    mnemonic, _, rest = text.partition(" ")
-    if " :: " in text:  # dual issue: X ops :: Y ops
-        x, y = text.split(" :: ", 1)
-        (mx, xs), (my, ys) = (part.split(" ", 1) for part in (x, y))
-        mnemonic, operands, items = f"{mx}::{my}", [*_split_operands(xs), "::", *_split_operands(ys)], []
-    else:
-        operands, items = _split_operands(rest), []
+    mnemonic, operands = isa_text.split_text(text)
     index = _index(arch)
     candidates = [c for m in (mnemonic, f"{mnemonic}_e32", f"{mnemonic}_e64") for c in index.get(m, [])]
     if not candidates:
         raise AsmError(f"{arch}: unknown mnemonic {mnemonic!r} in {text!r}")
     for fam, opcode, row in candidates:
         # the words after the last operand are modifiers, unless the operand itself has spaces (s_waitcnt's)
-        words = operands[-1].split(" ") if operands and not items else []
+        words = operands[-1].split(" ") if operands else []
         for k in range(max(len(words), 1) if row[3] else 1):
             ops = [*operands[:-1], " ".join(words[: len(words) - k])] if words else list(operands)
-            data = _try(arch, gen, fam, opcode, row, ops, [*items, *words[len(words) - k :]], text, labels, pc)
+            data = _try(arch, gen, fam, opcode, row, ops, words[len(words) - k :], text, labels, pc)
             if data is not None:
                 return data
     raise AsmError(f"{arch}: cannot encode {text!r}")
