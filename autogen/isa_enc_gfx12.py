@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from usergpu.autogen.isa_enc_gfx11 import GFX11
+from usergpu.autogen.isa_enc_gfx11 import GFX11, nops
 from usergpu.autogen.isa_family import Family, fam, top, with_dpp
 
 SAME = {f.name: f for f in GFX11}  # unchanged from gfx11
@@ -60,6 +60,12 @@ VBUF = dict(vdata=(32, 8, "vgpr"), vaddr=(64, 8, "vgpr"), srsrc=(41, 7, "sgpr"),
             offset=(72, 23, "g12off"), **CPOL, nv=(7, 1, "g12nv"), reserved=(48, 2, "g12zero"),
             reserved95=(95, 1, "g12zero"))
 
+# image instructions (kind "img": read by the image learner, generator/isa_image); four addresses in dword 2,
+# a fifth (BVH) in VIMAGE's bits 56..63
+IMG = dict(dim=(0, 3), r128=(4, 1), d16=(5, 1), a16=(6, 1), nv=(7, 1), dmask=(22, 4), vdata=(32, 8), srsrc=(41, 9),
+           scope=(50, 2), th=(52, 3), **{f"vaddr{i}": (64 + 8 * i, 8) for i in range(4)})
+VIMAGE = {n: (*v, "img") for n, v in {**IMG, "tfe": (55, 1), "vaddr4": (56, 8)}.items()}
+VSAMPLE = {n: (*v, "img") for n, v in {**IMG, "tfe": (3, 1), "unorm": (13, 1), "lwe": (40, 1), "ssamp": (57, 7)}.items()}
 SMEM_IMM = dict(sbase=(0, 6, "sbase"), sdata=(6, 5, "imm"), soffset=(57, 7, "sgpr", 124), offset=(32, 24, "g12smoff"),
                 reserved=(11, 2, "g12zero"))
 
@@ -102,9 +108,7 @@ GFX12 = [
     fam("SMEM", 8, "111101", (13, 6), sbase=(0, 6, "sbase"), sdata=(6, 7, "sgpr"), soffset=(57, 7, "sgpr", 124),
         offset=(32, 24, "g12smoff"), scale_offset=(56, 1, "g12so"), th=(23, 2, "g12sth"), scope=(21, 2, "g12scope"),
         nv=(20, 1, "g12nv")),
-    # v_nop and v_pipeflush read no source: LLVM takes them as 4 bytes whatever src0 says (no DPP form)
-    *(masked(name, 4, "0111111", (9, 0), {"vdst": (17, 8, "vgpr")}, mask=0xFF << 9, value=op << 9)
-      for name, op in (("VOP1_NOP", 0), ("VOP1_PIPEFLUSH", 0x1B))),
+    *nops("VOP1", 4, "0111111", (9, 8), (0, 0x1B)), *nops("VOP3", 8, "110101", (16, 10), (0x180, 0x19B)),
     *with_dpp([SAME["VOP1"]]), *with_dpp([SAME["VOPC"]]),
     *vop3_dpp(SAME["VOP3"]), SAME["VOP3"],
     *vop3_dpp(MIX, tuple((m, v) for _, v, m, _ in MIX_IC)), *mix_ic(), MIX,
@@ -125,16 +129,16 @@ GFX12 = [
     *(masked(f"VBUFFER{tfe}{fmt}", 12, "110001", (14, 8), VBUF, (52, 1), 1 << 22 | m, t << 22 | m & 1 << 55)
       for tfe, t in (("_TFE", 1), ("", 0)) for fmt, m in (("_FMT1", 1 << 55 | 1 << 21), ("", 0))),
     SAME["VOPD"],
-    # parameter interpolation: VINTERP (VALU, VGPR sources), VDSDIR (LDS parameter/direct loads), exports
+    fam("VIMAGE", 12, "110100", (14, 8), **VIMAGE),
+    fam("VSAMPLE", 12, "111001", (14, 8), **VSAMPLE),
+    # parameter interpolation: VINTERP (VALU, VGPR sources), VDSDIR (LDS parameter/direct loads); exports
     fam("VINTERP", 8, "11001101", (16, 7), vdst=(0, 8, "vgpr"), src0=(32, 9, "src"), src1=(41, 9, "src"),
         src2=(50, 9, "src"), **{f"neg{i}": (61 + i, 1, "g12neg") for i in range(3)},
         **{f"opsel{i}": (11 + i, 1, "g12opsel") for i in range(4)}, clamp=(15, 1, "g12clamp"),
         wait_exp=(8, 3, "g12wexp")),
     fam("VDSDIR", 4, "11001110", (20, 2), vdst=(0, 8, "vgpr"), attr=(10, 6, "g12attr"), chan=(8, 2, "g12chan"),
         wait_va_vdst=(16, 4, "g12wva"), wait_vm_vsrc=(23, 1, "g12wvm"), reserved=(22, 1, "g12zero")),
-    # no opcode; each source prints as off unless its enable bit is set
-    fam("EXP", 8, "111110", (0, 0), target=(4, 6, "g12tgt"), done=(11, 1, "flag"), row_en=(13, 1, "flag"),
-        **{k: v for i in range(4) for k, v in ((f"vsrc{i}", (32 + 8 * i, 8, "vgpr")), (f"en{i}", (i, 1, "g12en", 1)))}),
+    SAME["EXP"],
     *with_dpp([SAME["VOP2"]]),
 ]
 

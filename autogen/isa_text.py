@@ -28,10 +28,14 @@ SPECIAL = {
 SPECIAL[12] = SPECIAL[11]
 NULL = {9: 0x7F, 11: 124, 12: 124}  # the value an optional scalar operand reads as "off"
 SADDR_OFF = {9: (0x7F,), 11: (124, 125), 12: (124, 125)}  # the values a FLAT saddr reads as "off"
+EXP_TARGETS = {**{i: f"mrt{i}" for i in range(8)}, 8: "mrtz", **{12 + i: f"pos{i}" for i in range(5)}, 20: "prim",
+               21: "dual_src_blend0", 22: "dual_src_blend1"}
 PAIRS = {"vcc_lo": "vcc", "exec_lo": "exec", "flat_scratch_lo": "flat_scratch", "xnack_mask_lo": "xnack_mask",
          "null": "null"}
 SRC_NAMES = {230: "src_flat_scratch_base_lo", 231: "src_flat_scratch_base_hi", 235: "src_shared_base", 236: "src_shared_limit", 237: "src_private_base", 238: "src_private_limit",
              239: "src_pops_exiting_wave_id", 251: "src_vccz", 252: "src_execz", 253: "src_scc", 254: "src_lds_direct"}
+# the source names LLVM prints for an SGPR destination's value
+SDST_NAMES = {9: {v: n for v, n in SRC_NAMES.items() if v != 254}, 11: SRC_NAMES, 12: SRC_NAMES}
 # s_delay_alu: instid0 [3:0], instskip [6:4], instid1 [10:7]
 INSTID = ["NO_DEP", "VALU_DEP_1", "VALU_DEP_2", "VALU_DEP_3", "VALU_DEP_4", "TRANS32_DEP_1", "TRANS32_DEP_2",
           "TRANS32_DEP_3", "FMA_ACCUM_CYCLE_1", "SALU_CYCLE_1", "SALU_CYCLE_2", "SALU_CYCLE_3"]
@@ -228,6 +232,8 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     for w in WIDTHS:
         p[f"v{w}"] = (("reg",), lambda c, v, w=w: _range("v", v, w))
         p[f"s{w}"] = (("reg",), lambda c, v, w=w: sreg(v, w, c.gen))
+        # an SGPR destination (VOPC, VOP3b) that LLVM prints as a source when it holds a source's name
+        p[f"sdst{w}"] = (("reg",), lambda c, v, w=w: sreg(v, w, c.gen) or SDST_NAMES[c.gen].get(v))
         p[f"sbase{w}"] = (("sbase",), lambda c, v, w=w: sreg(v * 2, w, c.gen))
         p[f"vt{w}"] = (("reg", "flag"), lambda c, v, t, w=w: _range("v", v, w + t))  # tfe adds a status dword
         for t in TYPES:
@@ -271,6 +277,10 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p["saddr"] = (("reg",), lambda c, v: "off" if v in SADDR_OFF[c.gen] else sreg(v, 2, c.gen))
     p["saddr1"] = (("reg",), lambda c, v: "off" if v == NULL.get(c.gen) else sreg(v, 1, c.gen))
     p["scratch_addr"] = (("reg", "flag"), lambda c, v, sve: f"v{v}" if sve else "off")
+    # EXP: a source shows when its enable bit is set; the target and the first source share a token
+    p["exp_src"] = (("reg", "expen"), lambda c, v, e: f"v{v}" if e else "off")
+    p["exp_tgt"] = (("exptgt", "reg", "expen"), lambda c, t, v, e:
+                    f"{EXP_TARGETS.get(t, f'invalid_target_{t}')} {f'v{v}' if e else 'off'}")
     p["smem_soffset"] = (("reg", "soffset21"), lambda c, s, o: _smem_soffset(s, o, c.gen))
     return p
 
@@ -343,11 +353,58 @@ def modifier(style: str, name: str, values: tuple[int, ...], scales: tuple[int, 
 
 
 def printer(name: str) -> tuple[tuple[str, ...], Printer] | None:
-    """A printer by name; 'tab:KEY' is a table of LLVM's texts for every value, learned into the arch's NAMES."""
+    """A printer by name; 'tab:KEY' is a table of LLVM's texts for every value, learned into the arch's NAMES;
+    'img:KEY:data' and 'img:KEY:addr' an image instruction's data and address registers (image_shape)."""
     if name.startswith("tab:"):
         key = name[4:]
         return (("table",), lambda c, v: c.names.get(key, {}).get(v))
+    if name.startswith("img:"):
+        key, part = name[4:].rsplit(":", 1)
+        return (("image",), lambda c, *v: image_text(c.names, key, part, v))
     return PRINTERS.get(name)
+
+
+# Image instructions: the data and address widths LLVM prints, per combination of (channels in dmask, d16, tfe,
+# dim, a16), learned per opcode (generator/isa_image): NAMES['image'][KEY] is (table number, default shape) and
+# NAMES['image_tables'] the tables, shared by opcodes alike. A table packs one entry per combination: the data width,
+# then each address register's width, as base-36 digits ('' where LLVM rejects the combination).
+def pack_shapes(table: list[tuple[int, tuple[int, ...]] | None]) -> str:
+    return ",".join("" if s is None else "".join(_B36[w] for w in (s[0], *s[1])) for s in table)
+
+
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def image_shape(names: dict, key: str, vdata: int, vaddrs: tuple[int, ...], dmask: int, d16: int, tfe: int, dim: int,
+                a16: int) -> tuple[int, tuple[int, ...]] | None:
+    """(data width, address widths) as LLVM prints them: the opcode's variant for these fields, or its default
+    when the variant would take a register past v255."""
+    table, default = names["image"][key]
+    table = names["image_tables"][table]
+    index = ((((max(dmask.bit_count(), 1) - 1) * 2 + d16) * 2 + tfe) * 8 + dim) * 2 + a16
+    entry = table.split(",")[index]
+    if not entry:
+        return None
+    shape = (_B36.index(entry[0]), tuple(_B36.index(ch) for ch in entry[1:]))
+    if default and shape != default:
+        last = len(shape[1]) - 1  # the address register that widens: the only one, or NSA's last
+        if (shape[0] != default[0] and vdata + shape[0] > 256
+                or shape[1][last] != default[1][min(last, len(default[1]) - 1)] and vaddrs[last] + shape[1][last] > 256):
+            shape = default  # which LLVM prints even where it passes v255
+    return shape
+
+
+def image_text(names: dict, key: str, part: str, values: tuple[int, ...]) -> str | None:
+    """An image instruction's data register ('data') or address ('addr': a register, or NSA's list of them)
+    from (vdata, vaddr0, ..., dmask, d16, tfe, dim, a16)."""
+    vdata, vaddrs = values[0], values[1:-5]
+    shape = image_shape(names, key, vdata, vaddrs, *values[-5:])
+    if shape is None:
+        return None
+    if part == "data":
+        return _range("v", vdata, shape[0])
+    regs = [_range("v", v, w) for v, w in zip(vaddrs, shape[1], strict=False)]
+    return regs[0] if len(regs) == 1 else f"[{', '.join(regs)}]"
 
 
 # trailing-modifier styles of the other generations' modules, named by the field kind that has it: kind ->

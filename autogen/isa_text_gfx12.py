@@ -32,8 +32,6 @@ FORMATS = ("INVALID 8_UNORM 8_SNORM 8_USCALED 8_SSCALED 8_UINT 8_SINT 16_UNORM 1
            "16_16_16_16_SSCALED 16_16_16_16_UINT 16_16_16_16_SINT 16_16_16_16_FLOAT 32_32_32_UINT 32_32_32_SINT "
            "32_32_32_FLOAT 32_32_32_32_UINT 32_32_32_32_SINT 32_32_32_32_FLOAT").split()
 KINDS = ("load", "store", "atomic")
-EXP_TARGETS = {**{i: f"mrt{i}" for i in range(8)}, 8: "mrtz", **{12 + i: f"pos{i}" for i in range(5)}, 20: "prim",
-               21: "dual_src_blend0", 22: "dual_src_blend1"}
 # s_wait_alu's counters: name -> (lowest bit, width); all ones is the default; bits 5..6 unused
 DEPCTR = {"depctr_hold_cnt": (7, 1), "depctr_sa_sdst": (0, 1), "depctr_va_vdst": (12, 4), "depctr_va_sdst": (9, 3),
           "depctr_va_ssrc": (8, 1), "depctr_va_vcc": (1, 1), "depctr_vm_vsrc": (2, 3)}
@@ -158,11 +156,6 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p["g12_cnd_open"] = (("reg", "abs", "neg"), lambda c, v, a, n: f"{'-' if n else ''}{'|' if a else ''}v{v}")
     p["g12_vcc_close"] = (("abs",), lambda c, a: "vcc_lo|" if a else "vcc_lo")
     p["g12_v32"] = (("reg",), lambda c, v: _range("v", v, 32))  # scratch_load_block's 32 VGPRs
-    # EXP: a source shows when its enable bit is set
-    p["g12_exp_src"] = (("reg", "g12en"), lambda c, v, e: f"v{v}" if e else "off")
-    # the target and the first source share a token ("export mrt0 v1, ...")
-    p["g12_exp_tgt"] = (("g12tgt", "reg", "g12en"), lambda c, t, v, e:
-                        f"{EXP_TARGETS.get(t, f'invalid_target_{t}')} {f'v{v}' if e else 'off'}")
     # VDSDIR: both waits always print
     p["g12_attr"] = (("g12attr", "g12chan"), lambda c, a, ch: f"attr{a}.{'xyzw'[ch]}")
     for main in ("v1", "g12_attr"):
@@ -208,3 +201,5 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
 
 
 PRINTERS = _build()
+# image instructions' cache policy, one style per opcode kind: th (3 bits) + 8 * scope
+STYLES = {f"g12cpol_{kind}": (lambda v, kind=kind: cpol(v & 7, v >> 3, kind), tuple(range(32))) for kind in KINDS}

@@ -12,7 +12,6 @@ AWIDTHS = (*WIDTHS, 32)  # MFMA results reach 32 registers
 GPR_IDX = ("SRC0", "SRC1", "SRC2", "DST")
 # the f8f6f4 MFMAs: registers of the A (by cbsz) and B (by blgp) operands by format: fp8, bf8, fp6, bf6, fp4
 FMT_REGS = (8, 8, 6, 6, 4, 8, 8, 8)
-SDST_NAMES = {v: n for v, n in isa_text.SRC_NAMES.items() if 235 <= v <= 253}
 DFMT = ("INVALID 8 16 8_8 32 16_16 10_11_11 11_11_10 10_10_10_2 2_10_10_10 8_8_8_8 32_32 16_16_16_16 32_32_32 "
         "32_32_32_32 RESERVED_15").split()
 NFMT = "UNORM SNORM USCALED SSCALED UINT SINT RESERVED_6 FLOAT".split()
@@ -65,8 +64,6 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     for w in AWIDTHS:
         p[f"a{w}"] = (("reg",), lambda c, v, w=w: _range("a", v, w))
         p[f"av{w}"] = (("reg", "acc"), lambda c, v, a, w=w: _acc(v, w, a))
-        # an SGPR destination (VOPC, VOP3b) that LLVM prints as a source when it holds a source's name
-        p[f"sdst{w}"] = (("reg",), lambda c, v, w=w: sreg(v, w, c.gen) or SDST_NAMES.get(v))
         p[f"asrc{w}"] = (("src",), lambda c, v, w=w: _range("a", v - 256, w) if v >= 256 else None)
         for t in isa_text.TYPES:
             p[f"avsrc{w}_{t}"] = (("src", "acc"), lambda c, v, a, w=w, t=t: _avsrc(v, w, t, a, c.gen, c.lit))

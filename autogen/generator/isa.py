@@ -15,7 +15,7 @@ import struct
 from collections import defaultdict
 
 from usergpu.autogen import isa_encodings, isa_text
-from usergpu.autogen.generator import llvmmc, writer
+from usergpu.autogen.generator import isa_image, llvmmc, writer
 from usergpu.autogen.isa_encodings import Family
 
 LIT_BASE, LIT_PROBE = 0x40490FDB, 0x3F800000
@@ -112,6 +112,9 @@ def _bases(fam: Family) -> list[dict[str, int]]:
 
 def learn(arch: str, fam: Family, names: dict | None = None) -> dict[int, tuple]:
     """opcode -> (mnemonic, literal?, operands, modifiers) for the opcodes llvm-mc decodes in this family."""
+    names = names if names is not None else {}
+    if isa_image.is_image(fam):
+        return isa_image.learn(arch, fam, names)
     gen = isa_encodings.GENERATION[arch]
     families = isa_encodings.FAMILIES[arch]
     earlier = families[: families.index(fam)]
@@ -138,7 +141,6 @@ def learn(arch: str, fam: Family, names: dict | None = None) -> dict[int, tuple]
     seen: dict[int, list] = defaultdict(list)
     for probe, res in zip(plan, llvmmc.disassemble(encs, arch), strict=True):
         seen[probe[0]].append((probe, res))
-    names = names if names is not None else {}
     ctx = (gen, names)
     rows = {op: _row(fam, ctx, chosen[op][0], chosen[op][1], seen[op]) for op in sorted(chosen)}
     return _tabulate(arch, fam, chosen, rows, names)

@@ -12,12 +12,14 @@ import re
 from functools import cache
 
 from usergpu.autogen import isa_encodings, isa_text
-from usergpu.emu.amd.isa.decoder import decode, tables
+from usergpu.emu.amd.isa.decoder import HALF, decode, tables
 from usergpu.errors import DecodeError, Error
 
 SENTINEL = 0xABCD1234  # the literal the reverse maps are built with; a real literal is substituted for it
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$]*):")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+_WHOLE = re.compile(r"\b(v\d+)\b(?![.\[])")
+_OPSEL = re.compile(r" op_sel:\[[01,]+\]")
 
 
 class AsmError(Error):
@@ -31,7 +33,7 @@ def _index(arch: str) -> dict[str, list[tuple]]:
     out: dict[str, list[tuple]] = {}
     for fam in families:
         for opcode, row in ops[fam.name].items():
-            out.setdefault(row[0], []).append((fam, opcode, row))
+            out.setdefault(row[0].strip(), []).append((fam, opcode, row))  # gfx11 NSA samplers: "image_sample  v0"
     return out
 
 
@@ -64,13 +66,19 @@ def _operand(arch: str, fam, printer: str, fields: tuple[str, ...], text: str, l
     """(field values, literal or None) that print as text, or None."""
     if printer in ("lit", "lit16"):
         return ({}, int(text, 16)) if _HEX.fullmatch(text) else None
+    if printer.startswith("img:"):  # an image register or address list: the first register of each
+        regs = [int(n) for n in re.findall(r"v\[?(\d+)", text)]
+        named = fields[:1] if printer.endswith(":data") else fields[1:-5]
+        return (dict(zip(named, regs, strict=False)), None) if 0 < len(regs) <= len(named) else None
     widths = tuple(fam.fields[f][1] for f in fields)
     if sum(widths) > 16:  # a wide field (an offset): its candidates are the numbers the text holds
         return _search(arch, printer, fields, widths, text)
     table = _reverse(arch, printer, widths)
-    if text in table:
-        got = _pick(fields, table[text], known)
-        return None if got is None else (got, None)
+    half = _WHOLE.sub(r"\1.l", text)  # fake16 syntax: a whole VGPR where the true16 row reads its low half
+    for key in (text, half):
+        if key in table:
+            got = _pick(fields, table[key], known)
+            return None if got is None else (got, None)
     for m in _HEX.finditer(text):  # a literal constant: try it as a 32-bit and as a 16-bit one
         value = int(m.group(0), 16)
         for stand_in, lit in ((f"0x{SENTINEL:x}", value), (f"0x{SENTINEL & 0xFFFF:x}", value & 0xFFFF)):
@@ -103,16 +111,18 @@ def _modifiers(rows: tuple, items: list[str], gen: int) -> dict[str, int] | None
         if style.startswith("bits") and style[4:]:
             values.update(zip(fields, map(int, style[4:]), strict=True))
         found = None
-        for item in left:
+        spans = (1, 2) if style in isa_text.STYLES else (1,)  # gfx12's image cache policy: "th:.. scope:.."
+        for at, span in itertools.product(range(len(left)), spans):
+            item = " ".join(left[at : at + span])
             for vals in _modifier_values(style, name, fields, scales, bits, item, gen):
                 if isa_text.modifier(style, name, vals, scales, bits, gen) == f" {item}":
-                    found = (item, vals)
+                    found = (at, span, vals)
                     break
             if found:
                 break
         if found:
-            left.remove(found[0])
-            values.update(zip(fields, found[1], strict=False))
+            del left[found[0] : found[0] + found[1]]
+            values.update(zip(fields, found[2], strict=False))
         elif style == "map":  # not written: the value that prints nothing (MTBUF's default format)
             shown = {int(pair.split("=", 1)[0]) for pair in name.split("|")}
             quiet = next((v for v in range(1 << bits) if v not in shown), None)
@@ -143,8 +153,8 @@ def _modifier_values(style: str, name: str, fields: tuple, scales: tuple, bits: 
     elif style == "swizzle":
         pattern = item.split(":", 1)[1] if ":" in item else ""
         yield from ((v & 0xFF, v >> 8) for v in range(1, 1 << 16) if isa_text.swizzle(v) == pattern)
-    elif style in isa_text.STYLES:  # a style of one generation's own (gfx9's MTBUF format)
-        yield from ((v,) for v in range(1 << bits) if isa_text.STYLES[style][0](v) == f" {item}")
+    elif style in isa_text.STYLES:  # a style of one generation's own (gfx9's MTBUF format, gfx12's th + 8 * scope)
+        yield from (_split(v, scales) for v in range(1 << bits) if isa_text.STYLES[style][0](v) == f" {item}")
     elif style == "dppctrl":
         yield from ((v,) for v in range(1 << 9) if isa_text.dpp_ctrl(v, gen) == item)
     elif ":" in item:
@@ -152,11 +162,15 @@ def _modifier_values(style: str, name: str, fields: tuple, scales: tuple, bits: 
             number = int(item.split(":", 1)[1], 0)
         except ValueError:
             return
-        number &= (1 << bits) - 1
-        parts = {}
-        for i, scale in sorted(enumerate(scales or (1,)), key=lambda p: -p[1]):  # offset1 * 256 + offset0
-            parts[i], number = divmod(number, scale)
-        yield tuple(parts[i] for i in range(len(parts)))
+        yield _split(number & ((1 << bits) - 1), scales)
+
+
+def _split(number: int, scales: tuple[int, ...]) -> tuple[int, ...]:
+    """The field values of a modifier's value: sum(value * scale), e.g. offset1 * 256 + offset0."""
+    parts = {}
+    for i, scale in sorted(enumerate(scales or (1,)), key=lambda p: -p[1]):
+        parts[i], number = divmod(number, scale)
+    return tuple(parts[i] for i in range(len(parts)))
 
 
 def _try(arch: str, gen: int, fam, opcode: int, row: tuple, ops: list[str], items: list[str], text: str,
@@ -201,7 +215,8 @@ def _try(arch: str, gen: int, fam, opcode: int, row: tuple, ops: list[str], item
     for i, token in enumerate(ops):  # a branch label reads back as its offset
         if token in labels and i < len(inst.operands):
             text = text.replace(token, inst.operands[i].text)
-    return data[: inst.size] if inst.text.partition(" ")[2] == text.partition(" ")[2] else None
+    got, want = " ".join(inst.text.split()).partition(" ")[2], text.partition(" ")[2]
+    return data[: inst.size] if want in (got, _OPSEL.sub("", HALF.sub(r"\1", got))) else None  # or its fake16 form
 
 
 def encode_one(text: str, arch: str, pc: int = 0, labels: dict[str, int] | None = None) -> bytes:
@@ -211,7 +226,9 @@ def encode_one(text: str, arch: str, pc: int = 0, labels: dict[str, int] | None 
     text = " ".join(text.split())
     mnemonic, operands = isa_text.split_text(text)
     index = _index(arch)
-    candidates = [c for m in (mnemonic, f"{mnemonic}_e32", f"{mnemonic}_e64") for c in index.get(m, [])]
+    # the shortest encoding first, as LLVM's assembler chooses (gfx9's v_nop is never its SDWA form)
+    candidates = sorted((c for m in (mnemonic, f"{mnemonic}_e32", f"{mnemonic}_e64") for c in index.get(m, [])),
+                        key=lambda c: c[0].size)
     if not candidates:
         raise AsmError(f"{arch}: unknown mnemonic {mnemonic!r} in {text!r}")
     for fam, opcode, row in candidates:

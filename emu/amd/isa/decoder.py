@@ -117,8 +117,26 @@ def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
             raise DecodeError(arch, offset, data[offset : offset + size], f"{mnemonic}: reserved {name} value")
         if text:
             modifiers.append(text)
+    if _fake16(fam, operand_rows, modifier_rows, fields):
+        operands = [Operand(HALF.sub(r"\1", o.text), o.printer, o.fields) for o in operands]
+        modifiers = [m for m in modifiers if not m.startswith(" op_sel:")]
     return Instruction(arch, offset, fam.name, opcode, mnemonic, size, fields, literal, tuple(operands),
                        tuple(modifiers))
+
+
+HALF = re.compile(r"\b(v\d+)\.[lh]\b")  # a VGPR half, as true16 text names it
+
+
+def _fake16(fam: Family, operand_rows: tuple, modifier_rows: tuple, fields: dict[str, int]) -> bool:
+    """Whether LLVM reads a true16 instruction (16-bit operands as VGPR halves, chosen by op_sel) in its fake16
+    form instead: it does when an op_sel bit is set that the true16 form has no place for (no operand reads it,
+    op_sel:[...] does not show it). That form names whole VGPRs and prints no op_sel."""
+    placed = {f for p, fs in operand_rows if p != "=" for f in fs if f.startswith("opsel")}
+    if not placed:
+        return False
+    placed |= {f for m in modifier_rows for f in m[2]}
+    return any(v and name.startswith("opsel") and fam.fields[name][2] == "opsel" and name not in placed
+               for name, v in fields.items())
 
 
 def decode_all(data: bytes, arch: str, start: int = 0) -> list[Instruction]:

@@ -36,7 +36,12 @@ def encodings(arch: str, per_family: int, seed: int = 0) -> list[tuple[str, byte
         opmask = fam.place((1 << (fam.op[1] + fam.opx[1])) - 1) & ~fam.value
         for _ in range(per_family):
             bits = rng.getrandbits(64) | (rng.getrandbits(32) << 64 if fam.size > 8 else 0)  # 96-bit families too
-            word = (bits & ~(fam.mask | opmask)) | fam.place(rng.choice(opcodes))
+            op = rng.choice(opcodes)
+            word = (bits & ~(fam.mask | opmask)) | fam.place(op)
+            if rng.random() < 0.75:  # mostly with the fields the opcode needs at a value there (else few are valid)
+                for name, value in ops[fam.name][op][4]:
+                    lo, width = fam.fields[name][:2]
+                    word = word & ~(((1 << width) - 1) << lo) | value << lo
             if any(f.matches(word) for f in families[:i]):
                 continue
             out.append((fam.name, word.to_bytes(16, "little")[: fam.size] + rng.getrandbits(32).to_bytes(4, "little")))
