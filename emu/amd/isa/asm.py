@@ -219,11 +219,20 @@ def _try(arch: str, gen: int, fam, opcode: int, row: tuple, ops: list[str], item
     return data[: inst.size] if want in (got, _OPSEL.sub("", HALF.sub(r"\1", got))) else None  # or its fake16 form
 
 
+# opcodes whose float inline constants LLVM's assembler encodes as a literal of their f16 bits (it prints them
+# back as that literal), though its disassembler reads the inline form as the same text
+F16_LITERAL = {"v_pk_fmac_f16"}
+_FLOAT_TEXT = {isa_text.inline(v, "f16"): bits for v, bits in isa_text.F16_BITS.items()}
+
+
 def encode_one(text: str, arch: str, pc: int = 0, labels: dict[str, int] | None = None) -> bytes:
     """One instruction's bytes."""
     labels = labels or {}
     gen = isa_encodings.GENERATION[arch]
     text = " ".join(text.split())
+    if text.split(" ")[0] in F16_LITERAL:
+        text = re.sub(r"(?<=[ ,])(-?[\d.]+)(?=,|$)", lambda m: f"0x{_FLOAT_TEXT[m.group(1)]:x}"
+                      if m.group(1) in _FLOAT_TEXT else m.group(1), text)
     mnemonic, operands = isa_text.split_text(text)
     index = _index(arch)
     # the shortest encoding first, as LLVM's assembler chooses (gfx9's v_nop is never its SDWA form)

@@ -138,3 +138,13 @@ def test_asm_programs_with_labels_and_comments():
         "v_add_f32_e32 v0, v1, v2", "s_cbranch_scc1 65534", "s_branch 1", "s_nop 0", "s_endpgm"]
     with pytest.raises(usergpu.Error, match="unknown mnemonic 'v_bogus'"):
         isa.asm("v_bogus v0", "gfx1100")
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_asm_encodes_what_llvm_mc_does_where_it_does_not_round_trip(arch):
+    # llvm-mc reads its own "v_pk_fmac_f16 v0, 2.0, v1" (printed from the inline constant) as a literal 0x4000
+    addr = "v[4:5]" if arch == "gfx1100" else "[v4, v6]"  # gfx12 images always list their addresses
+    texts = ["v_pk_fmac_f16 v0, 2.0, v1", "v_pk_fmac_f16 v1, -0.5, v2", "v_pk_fmac_f16 v0, 1, v1",
+             f"image_sample v[0:3], {addr}, s[8:15], s[16:19] dmask:0xf dim:SQ_RSRC_IMG_2D"]
+    for text, want in zip(texts, llvmmc.assemble(texts, arch), strict=True):
+        assert want is not None and isa.asm(text, arch) == want, text
