@@ -90,7 +90,7 @@ def _row(arch: str, fam: Family, op: int, base: dict, text: str, vaddrs: tuple, 
         mnemonic += " "
     tokens = isa_text.split_text(text)[1]
     key = f"{fam.name}.{op:x}"
-    names.setdefault("image", {})[key] = _shapes(arch, fam, op, base, vaddrs, names)
+    names.setdefault("image", {})[key] = _shapes(arch, fam, op, base, names)
     shape_fields = ("vdata", *vaddrs, *SHAPE)
     operands = [(f"img:{key}:data", shape_fields), (f"img:{key}:addr", shape_fields)]
     for field, token in zip(("srsrc", "ssamp"), tokens[2:4], strict=False):
@@ -117,7 +117,7 @@ def _tabulate(arch: str, fam: Family, op: int, base: dict, field: str, index: in
     return out
 
 
-def _shapes(arch: str, fam: Family, op: int, base: dict, vaddrs: tuple, names: dict) -> tuple:
+def _shapes(arch: str, fam: Family, op: int, base: dict, names: dict) -> tuple:
     """(the number of the opcode's shape table in names['image_tables'], the default shape or None)."""
     combos = list(itertools.product(DMASKS, (0, 1), (0, 1), range(8), (0, 1)))
     present = [f for f in SHAPE if f in fam.fields]
