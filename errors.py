@@ -23,3 +23,26 @@ class DecodeError(Error):
 
 class CodeObjectError(Error):
     """A malformed AMDGPU code object: says what is wrong and where (section, offset, kernel)."""
+
+
+class GPUFault(Error):
+    """A kernel touched memory it may not: the faulting address, the access, the kernel, the wave and the PC.
+    `registers` holds the faulting wave's register dump (scalar, vector, exec) for a person to read."""
+
+    def __init__(self, address: int, access: str, kernel: str, wave: int, pc: int, why: str = "not mapped",
+                 registers: dict | None = None):
+        self.address, self.access, self.kernel, self.wave, self.pc = address, access, kernel, wave, pc
+        self.registers = registers or {}
+        super().__init__(f"GPU fault: {access} of {address:#x} ({why}) by kernel {kernel}, wave {wave}, pc {pc:#x}")
+
+
+class GPUHang(Error):
+    """A kernel or queue that did not finish: says what was waited for and how long (instructions or seconds)."""
+
+
+class UnsupportedInstruction(Error):
+    """An instruction the emulator decodes but does not execute: names it, its PC and the kernel."""
+
+    def __init__(self, text: str, pc: int, kernel: str):
+        self.text, self.pc, self.kernel = text, pc, kernel
+        super().__init__(f"emulator: {text!r} at pc {pc:#x} of kernel {kernel} is not implemented")

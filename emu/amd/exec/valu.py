@@ -1,0 +1,387 @@
+"""Vector (and scalar) ALU instructions: the semantics table's expressions compiled to closures over a group of
+waves; compares, carries, lane selects, cross-lane reads, DPP and dual issue (VOPD) around them."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from usergpu.emu.amd.exec import dpp
+from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE
+from usergpu.emu.amd.exec.operands import Operand
+from usergpu.emu.amd.exec.semantics import ALU, CMP, TYPED
+from usergpu.emu.amd.exec.waves import width
+
+SUFFIX = re.compile(r"_(e32|e64|dpp|sdwa)$")
+TYPE = re.compile(r"_([fiub])(\d+)$")
+# carry-out (and carry-in) integer ops: operands vdst, sdst, src0, src1[, carry-in]
+CARRY = {"add_co_u32": "a + b", "sub_co_u32": "a - b", "subrev_co_u32": "b - a",
+         "add_co_ci_u32": "a + b + c", "sub_co_ci_u32": "a - b - c", "subrev_co_ci_u32": "b - a - c"}
+SCC_NONZERO = {"and", "or", "xor", "not", "nand", "nor", "xnor", "and_not1", "or_not1", "andn2", "orn2", "lshl",
+               "lshr", "ashr", "bfe", "bcnt1", "bcnt0", "abs", "lshl1_add", "lshl2_add", "lshl3_add", "lshl4_add"}
+_CODE: dict[str, object] = {}
+
+
+def _eval(expr: str, env: dict) -> np.ndarray:
+    code = _CODE.get(expr)
+    if code is None:
+        code = _CODE[expr] = compile(expr, "<semantics>", "eval")
+    with np.errstate(all="ignore"):
+        return eval(code, NAMESPACE, env)  # noqa: S307 (expressions of the semantics table)
+
+
+def signature(name: str) -> tuple[str, list[str], str] | None:
+    """(destination type, source types, expression) of an ALU mnemonic, from the semantics tables."""
+    base = SUFFIX.sub("", name)
+    if base in TYPED:
+        spec = TYPED[base]
+        return None if spec is None else (spec[0], spec[1].split(), spec[2])
+    core = base[2:]
+    if core in ALU and TYPE.search(core) is None:
+        return None
+    m = TYPE.search(core)
+    if not m:
+        return None
+    kind, bits = m.group(1), m.group(2)
+    typ = {"b": "u", "u": "u", "i": "i", "f": "f"}[kind] + bits
+    op = core[: m.start()]
+    if op in ALU:
+        return typ, [typ] * 3, ALU[op]
+    if core in ALU:
+        return "u32", ["u32"] * 3, ALU[core]
+    return None
+
+
+def _types(srcs: list[Operand], types: list[str]) -> list[str]:
+    return [types[min(i, len(types) - 1)] for i in range(len(srcs))]
+
+
+def scalar_alu(ex, name: str, ops: list[Operand], mods: dict, inst):
+    """SOP1/SOP2/SOPK arithmetic: one value per wave; SCC as the ISA defines it for the opcode."""
+    core = SUFFIX.sub("", name)[2:]
+    carry = re.match(r"(add|sub)(c|b)?(_co)?(_ci)?_([iu])32$", core)
+    if carry and core not in ("add_nc_u64", "sub_nc_u64"):
+        op, with_in, signed = carry.group(1), bool(carry.group(2) or carry.group(4)), carry.group(5) == "i"
+        dst, a_op, b_op = ops
+
+        def add_sub(ex, g) -> None:
+            w = ex.w
+            a = w.read(a_op, "u32", g, False).astype(np.int64)
+            b = w.read(b_op, "u32", g, False).astype(np.int64)
+            c = w.scc[g].astype(np.int64) if with_in else 0
+            r = a + b + c if op == "add" else a - b - c
+            if signed:
+                sa, sb = (x - ((x >> 31) << 32) for x in (a, b))
+                sr = sa + sb if op == "add" else sa - sb
+                w.scc[g] = ((sr > 0x7FFFFFFF) | (sr < -0x80000000)).astype(np.uint32)
+            else:
+                w.scc[g] = ((r >> 32) != 0).astype(np.uint32)
+            w.write(dst, "u32", g, (r & 0xFFFFFFFF).astype(np.uint32), None)
+        return add_sub
+    if name in ("s_movk_i32", "s_cmovk_i32", "s_addk_i32", "s_mulk_i32", "s_addk_co_i32"):
+        k = ops[1].value & 0xFFFF
+        k = k - 0x10000 if k & 0x8000 else k
+        dst = ops[0]
+        kind = name.split("_")[1]
+
+        def sopk(ex, g) -> None:
+            w = ex.w
+            d = w.read(dst, "i32", g, False).astype(np.int64)
+            r = {"movk": np.full(d.shape, k), "cmovk": np.where(w.scc[g] != 0, k, d), "addk": d + k,
+                 "mulk": d * k}[kind]
+            if kind == "addk":
+                w.scc[g] = ((r > 0x7FFFFFFF) | (r < -0x80000000)).astype(np.uint32)
+            w.write(dst, "u32", g, (r & 0xFFFFFFFF).astype(np.uint32), None)
+        return sopk
+    sig = signature(name)
+    if sig is None:
+        return None
+    dtyp, types, expr = sig
+    dst, srcs = ops[0], ops[1:]
+    types = _types(srcs, types)
+    nonzero = core.rsplit("_", 1)[0] in SCC_NONZERO or core in SCC_NONZERO
+    W = width(dtyp)
+
+    def salu(ex, g) -> None:
+        w = ex.w
+        env = {n: w.read(o, t, g, False) for n, o, t in zip("abc", srcs, types, strict=False)}
+        env["W"], env["scc"] = W, w.scc[g] != 0
+        env["d"] = w.read(dst, dtyp, g, False)
+        r = np.asarray(_eval(expr, env)).astype(DTYPES[dtyp])
+        r = np.broadcast_to(r, w.scc[g].shape)
+        if nonzero:
+            w.scc[g] = (r != 0).astype(np.uint32)
+        w.write(dst, dtyp, g, r, None)
+    return salu
+
+
+def step(ex, name: str, ops: list[Operand], mods: dict, inst):
+    if not name.startswith("v_"):
+        return None
+    if "::" in name:
+        return _vopd(ex, name, ops, mods, inst)
+    base = SUFFIX.sub("", name)
+    core = base[2:]
+    perm = dpp.permute(mods, ex.w.lanes) if "dpp8" in mods or any(k in mods for k in dpp.CONTROLS) else None
+    m = re.match(r"^(cmpx?)_(\w+?)_([fiub]\d+)$", core)
+    if m:
+        return _compare(m.group(1) == "cmpx", m.group(2), m.group(3), ops, perm, mods)
+    if core in ("readfirstlane_b32", "readlane_b32"):
+        return _readlane(ops, core == "readfirstlane_b32")
+    if core == "writelane_b32":
+        return _writelane(ops)
+    if core in ("permlane16_b32", "permlanex16_b32"):
+        return _permlane(ops, core == "permlanex16_b32")
+    if core in ("movrels_b32", "movreld_b32", "movrelsd_b32"):
+        return _movrel(ops, core)
+    if core == "cndmask_b32" or core == "cndmask_b16":
+        return _cndmask(ops, "u32" if core.endswith("32") else "u16", perm, mods)
+    carry = CARRY.get(core.rsplit("_", 1)[0] + "_" + core.rsplit("_", 1)[1]) if core.count("_") >= 2 else None
+    if core in CARRY:
+        return _carry(ops, CARRY[core], perm, mods)
+    if core.startswith(("mad_u64_u32", "mad_i64_i32", "mad_co_u64_u32", "mad_co_i64_i32")) or core.startswith(
+            "div_scale"):
+        return _with_sdst(ex, base, ops, mods, perm)
+    del carry
+    sig = signature(name)
+    if sig is None:
+        return None
+    return _alu(sig, ops, mods, perm, core)
+
+
+def _clamp_omod(value: np.ndarray, typ: str, mods: dict) -> np.ndarray:
+    if typ.startswith("f"):
+        if "mul" in mods:
+            value = value * value.dtype.type(int(mods["mul"]))
+        if "div" in mods:
+            value = value / value.dtype.type(int(mods["div"]))
+        if "clamp" in mods:
+            value = np.clip(np.nan_to_num(value, nan=0.0), 0, 1).astype(value.dtype)
+    return value
+
+
+def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
+    dtyp, types, expr = sig
+    dst, srcs = ops[0], ops[1:]
+    k_ops = [o for o in srcs if o.kind == "lit"] if core.startswith(("fmamk", "fmaak")) else []
+    if k_ops:  # v_fmamk_f32 d, a, K, b / v_fmaak_f32 d, a, b, K: K is named k in the expression
+        srcs = [o for o in srcs if o is not k_ops[-1]]
+    types = _types(srcs, types)
+    W = width(dtyp)
+
+    def alu(ex, g) -> None:
+        w = ex.w
+        env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=False)}
+        if perm is not None:
+            env["a"], lanes_ok = dpp.apply(perm, env["a"], w)
+        env["W"], env["L"] = W, w.lanes
+        if "d" in expr:
+            env["d"] = w.read(dst, dtyp, g)
+        if k_ops:
+            env["k"] = w.read(k_ops[-1], dtyp, g)
+        r = _clamp_omod(np.asarray(_eval(expr, env)).astype(DTYPES[dtyp]), dtyp, mods)
+        lanes = w.exec_mask(g)
+        if perm is not None:
+            lanes = lanes & dpp.write_mask(perm, lanes_ok, w)
+        w.write(dst, dtyp, g, r, lanes)
+    return alu
+
+
+def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: dict):
+    typ = {"b": "u"}.get(typ[0], typ[0]) + typ[1:]
+    dst = None if cmpx else ops[0]
+    a_op, b_op = (ops if cmpx else ops[1:])[:2]
+    expr = CMP.get(cond)
+    if expr is None:
+        return None
+    types = (typ, "u32") if cond == "class" else (typ, typ)
+
+    def compare(ex, g) -> None:
+        w = ex.w
+        a, b = w.read(a_op, types[0], g), w.read(b_op, types[1], g)
+        lanes_ok = None
+        if perm is not None:
+            a, lanes_ok = dpp.apply(perm, a, w)
+        res = np.broadcast_to(_eval(expr, {"a": a, "b": b}), (len(w.pc[g]), w.lanes))
+        active = w.exec_mask(g)
+        if lanes_ok is not None:
+            active = active & lanes_ok
+        bits = w.pack(res & active)
+        count = 2 if w.lanes == 64 else 1
+        if cmpx:
+            w.sset(126, count, g, bits)
+        else:
+            w.sset(dst.index, count if dst.count >= count else 1, g, bits)
+    return compare
+
+
+def _cndmask(ops: list[Operand], typ: str, perm, mods: dict):
+    dst, a_op, b_op, m_op = ops
+
+    def cndmask(ex, g) -> None:
+        w = ex.w
+        a, b = w.read(a_op, typ, g), w.read(b_op, typ, g)
+        if perm is not None:
+            a, _ = dpp.apply(perm, a, w)
+        sel = w.mask(w.sget(m_op.index, 2 if w.lanes == 64 else 1, g).astype(np.uint64))
+        w.write(dst, typ, g, np.where(sel, b, a), w.exec_mask(g))
+    return cndmask
+
+
+def _carry(ops: list[Operand], expr: str, perm, mods: dict):
+    dst, sdst, a_op, b_op = ops[:4]
+    cin = ops[4] if len(ops) > 4 else None
+
+    def carry(ex, g) -> None:
+        w = ex.w
+        a = w.read(a_op, "u32", g).astype(np.int64)
+        b = w.read(b_op, "u32", g).astype(np.int64)
+        if perm is not None:
+            a, _ = dpp.apply(perm, a, w)
+        c = w.mask(w.sget(cin.index, 2 if w.lanes == 64 else 1, g).astype(np.uint64)).astype(np.int64) if cin else 0
+        r = np.broadcast_to(_eval(expr, {"a": a, "b": b, "c": c}), (len(w.pc[g]), w.lanes))
+        lanes = w.exec_mask(g)
+        w.sset(sdst.index, 2 if w.lanes == 64 else 1, g, w.pack(((r >> 32) != 0) & lanes))
+        w.write(dst, "u32", g, (r & 0xFFFFFFFF).astype(np.uint32), lanes)
+    return carry
+
+
+def _with_sdst(ex, base: str, ops: list[Operand], mods: dict, perm):
+    """v_mad_u64_u32 / v_mad_i64_i32 (64-bit result, carry out in sdst) and v_div_scale (scale flag in sdst)."""
+    dst, sdst, *srcs = ops
+    if base.startswith("v_div_scale"):
+        typ = base[-3:]
+
+        def div_scale(ex, g) -> None:
+            w = ex.w
+            a = w.read(srcs[0], typ, g)  # the operand to scale: numerator or denominator; no scaling needed in
+            w.write(dst, typ, g, np.broadcast_to(a, (len(w.pc[g]), w.lanes)), w.exec_mask(g))  # full precision
+            w.sset(sdst.index, 2 if w.lanes == 64 else 1, g, np.zeros(len(w.pc[g]), np.uint64))
+        return div_scale
+    dtyp, types, expr = TYPED[base]
+    types = types.split()
+
+    def mad64(ex, g) -> None:
+        w = ex.w
+        env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=True)}
+        r = np.broadcast_to(_eval(expr, env), (len(w.pc[g]), w.lanes))
+        lanes = w.exec_mask(g)
+        a, b, c = (env[k].astype(object) if False else env[k] for k in "abc")
+        wide = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+        over = (wide >= 2.0**64) | (wide < (-(2.0**63) if dtyp == "i64" else 0))
+        w.sset(sdst.index, 2 if w.lanes == 64 else 1, g, w.pack(np.broadcast_to(over, lanes.shape) & lanes))
+        w.write(dst, dtyp, g, r.astype(DTYPES[dtyp]), lanes)
+    return mad64
+
+
+def _readlane(ops: list[Operand], first: bool):
+    dst, src = ops[0], ops[1]
+    sel = None if first else ops[2]
+
+    def readlane(ex, g) -> None:
+        w = ex.w
+        v = w.read(src, "u32", g)
+        v = np.broadcast_to(v, (len(w.pc[g]), w.lanes))
+        if first:
+            bits = w.exec_bits(g)
+            lane = np.where(bits == 0, 0, np.log2((bits & (~bits + np.uint64(1))).astype(np.float64))).astype(int)
+        else:
+            lane = (w.read(sel, "u32", g, False) % w.lanes).astype(int)
+        w.sset(dst.index, 1, g, v[np.arange(len(lane)), lane])
+    return readlane
+
+
+def _writelane(ops: list[Operand]):
+    dst, src, sel = ops
+
+    def writelane(ex, g) -> None:
+        w = ex.w
+        val = w.read(src, "u32", g, False)
+        lane = (w.read(sel, "u32", g, False) % w.lanes).astype(int)
+        lanes = np.zeros((len(lane), w.lanes), bool)
+        lanes[np.arange(len(lane)), lane] = True
+        w.write(dst, "u32", g, np.broadcast_to(val[:, None], lanes.shape), lanes)
+    return writelane
+
+
+def _permlane(ops: list[Operand], cross: bool):
+    """v_permlane16/x16: each lane reads lane sel(lane) of its own (or, x16, the other) row of 16; the 64-bit
+    select is s1 (lanes 0-7) : s2 (lanes 8-15), 4 bits per lane."""
+    dst, src, s1, s2 = ops[:4]
+
+    def permlane(ex, g) -> None:
+        w = ex.w
+        v = np.broadcast_to(w.read(src, "u32", g), (len(w.pc[g]), w.lanes))
+        sel = w.read(s1, "u32", g, False).astype(np.uint64) | (w.read(s2, "u32", g, False).astype(np.uint64) << 32)
+        lane = np.arange(w.lanes)
+        idx = ((sel[:, None] >> (4 * (lane % 16)).astype(np.uint64)) & np.uint64(15)).astype(int)
+        row = lane // 16
+        src_row = (row ^ 1) if cross else row
+        out = np.take_along_axis(v, (src_row * 16)[None, :] + idx, axis=1)
+        w.write(dst, "u32", g, out, w.exec_mask(g))
+    return permlane
+
+
+def _movrel(ops: list[Operand], core: str):
+    """v_movrels (read v[src + M0]), v_movreld (write v[dst + M0])."""
+    dst, src = ops
+
+    def movrel(ex, g) -> None:
+        w = ex.w
+        m0 = w.sget(125, 1, g).astype(int)
+        n = len(w.pc[g])
+        rows = np.arange(n)
+        waves = np.arange(w.n)[g] if not isinstance(g, slice) else np.arange(w.n)
+        lanes = w.exec_mask(g)
+        if core == "movrels_b32":
+            val = w.v[src.index + m0, waves]
+            w.write(dst, "u32", g, val, lanes)
+        else:
+            val = np.broadcast_to(w.read(src, "u32", g), (n, w.lanes))
+            target = dst.index + m0
+            old = w.v[target, waves]
+            w.v[target, waves] = np.where(lanes, val, old)
+        del rows
+    return movrel
+
+
+def _vopd(ex, name: str, ops: list[Operand], mods: dict, inst):
+    """Dual issue: both halves read their sources before either writes."""
+    sep = next(i for i, o in enumerate(ops) if o.kind == "sep")
+    halves = []
+    for part, mnemonic in zip((ops[:sep], ops[sep + 1:]), name.split("::"), strict=True):
+        real = "v_" + mnemonic[len("v_dual_"):]
+        real = {"v_mov_b32": "v_mov_b32", "v_cndmask_b32": "v_cndmask_b32"}.get(real, real)
+        if real == "v_cndmask_b32":
+            part = [*part, Operand("s", 106, 1, text="vcc_lo")]
+            halves.append(("cnd", part, None))
+            continue
+        sig = signature(real)
+        if sig is None:
+            return None
+        halves.append(("alu", part, sig))
+
+    def dual(ex, g) -> None:
+        w = ex.w
+        results = []
+        for kind, part, sig in halves:
+            if kind == "cnd":
+                dst, a_op, b_op, m_op = part
+                sel = w.mask(w.sget(m_op.index, 2 if w.lanes == 64 else 1, g).astype(np.uint64))
+                results.append((dst, "u32", np.where(sel, w.read(b_op, "u32", g), w.read(a_op, "u32", g))))
+                continue
+            dtyp, types, expr = sig
+            dst, srcs = part[0], part[1:]
+            k = [o for o in srcs if o.kind == "lit"]
+            env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, _types(srcs, types), strict=False)}
+            env["W"] = width(dtyp)
+            if "d" in expr:
+                env["d"] = w.read(dst, dtyp, g)
+            if "k" in expr and k:
+                env["k"] = w.read(k[-1], dtyp, g)
+            results.append((dst, dtyp, np.asarray(_eval(expr, env)).astype(DTYPES[dtyp])))
+        lanes = w.exec_mask(g)
+        for dst, dtyp, value in results:
+            w.write(dst, dtyp, g, value, lanes)
+    return dual

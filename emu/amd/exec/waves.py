@@ -1,0 +1,129 @@
+"""The state of a batch of waves and typed access to it: SGPRs and VGPRs by (register, wave[, lane]), SCC, EXEC.
+
+Every wave of the batch is a row; an instruction runs on the group of waves at its PC (g: wave indices, or a
+slice when it is all of them), so a VGPR read is one numpy array of shape (waves, lanes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from usergpu.emu.amd.exec.helpers import DTYPES
+from usergpu.emu.amd.exec.operands import Operand, const_bits
+
+UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64, 8: np.uint8}
+NULL, VCC, EXEC = 124, 106, 126
+
+
+def width(typ: str) -> int:
+    return int("".join(c for c in typ if c.isdigit()) or 32)
+
+
+class Waves:
+    def __init__(self, n: int, lanes: int, vgprs: int):
+        self.n, self.lanes = n, lanes
+        self.v = np.zeros((max(vgprs, 1), n, lanes), np.uint32)
+        self.s = np.zeros((128, n), np.uint32)
+        self.scc = np.zeros(n, np.uint32)
+        self.pc = np.zeros(n, np.int64)
+        self.done = np.zeros(n, bool)
+        self.waiting = np.zeros(n, bool)  # at a barrier
+        self.steps = np.zeros(n, np.int64)
+        self._lane_bits = (np.uint64(1) << np.arange(lanes, dtype=np.uint64))
+
+    # ---- EXEC and lane masks -------------------------------------------------------------------------------
+    def exec_bits(self, g) -> np.ndarray:
+        lo = self.s[EXEC, g].astype(np.uint64)
+        return lo | (self.s[EXEC + 1, g].astype(np.uint64) << np.uint64(32)) if self.lanes == 64 else lo
+
+    def mask(self, bits: np.ndarray) -> np.ndarray:
+        """(waves,) lane bits -> (waves, lanes) bool."""
+        return (bits[:, None] & self._lane_bits) != 0
+
+    def exec_mask(self, g) -> np.ndarray:
+        return self.mask(self.exec_bits(g))
+
+    def pack(self, lanes: np.ndarray) -> np.ndarray:
+        """(waves, lanes) bool -> (waves,) lane bits."""
+        return (lanes.astype(np.uint64) * self._lane_bits).sum(axis=1, dtype=np.uint64)
+
+    # ---- scalar registers ----------------------------------------------------------------------------------
+    def sget(self, index: int, count: int, g) -> np.ndarray:
+        """count SGPRs from index as one unsigned value per wave (32 or 64 bits)."""
+        if index == NULL:
+            return np.zeros(self.s[0, g].shape, UINT[32 * min(count, 2)])
+        if count == 1:
+            return self.s[index, g].copy()
+        return self.s[index, g].astype(np.uint64) | (self.s[index + 1, g].astype(np.uint64) << np.uint64(32))
+
+    def sset(self, index: int, count: int, g, value: np.ndarray) -> None:
+        if index == NULL:
+            return
+        value = np.asarray(value)
+        if count == 1:
+            self.s[index, g] = value.astype(np.uint64).astype(np.uint32) if value.dtype != np.uint32 else value
+        else:
+            u = value.astype(np.uint64)
+            self.s[index, g] = (u & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            self.s[index + 1, g] = (u >> np.uint64(32)).astype(np.uint32)
+
+    # ---- typed operands ------------------------------------------------------------------------------------
+    def read(self, op: Operand, typ: str, g, vector: bool = True) -> np.ndarray:
+        """An operand's value as typ: (waves, lanes) for VGPRs, (waves, 1) for scalars, (1, 1) for constants
+        (or (waves,) for scalars when vector is False). VOP modifiers (neg, abs) apply to float types."""
+        bits = width(typ)
+        u = UINT[max(bits, 16) if bits != 64 else 64]
+        if op.kind == "v":
+            raw = self.v[op.index, g]
+            if bits == 64:
+                raw = raw.astype(np.uint64) | (self.v[op.index + 1, g].astype(np.uint64) << np.uint64(32))
+            elif bits <= 16:
+                raw = ((raw >> np.uint32(16 * (op.half or 0))) & np.uint32(0xFFFF)).astype(np.uint16)
+        elif op.kind == "s":
+            raw = self.sget(op.index, 2 if bits == 64 else 1, g)
+            raw = raw.astype(u) if bits != 64 else raw
+            raw = raw[:, None] if vector else raw
+        elif op.kind == "special":
+            raw = {"scc": self.scc[g], "execz": (self.exec_bits(g) == 0).astype(np.uint32),
+                   "vccz": (self.sget(VCC, 2 if self.lanes == 64 else 1, g) == 0).astype(np.uint32)}[op.value]
+            raw = raw.astype(u)
+            raw = raw[:, None] if vector else raw
+        else:
+            raw = np.asarray(const_bits(op, typ), dtype=u)
+            raw = raw.reshape(1, 1) if vector else raw.reshape(1)
+        raw = raw.astype(u, copy=False)
+        val = raw.view(DTYPES[typ]) if typ != "bf16" else raw
+        if typ.startswith("f") and (op.abs or op.neg):
+            val = np.abs(val) if op.abs else val
+            val = -val if op.neg else val
+        return val
+
+    def write(self, op: Operand, typ: str, g, value: np.ndarray, lanes: np.ndarray | None) -> None:
+        """Store a value of typ into a VGPR operand for the given lanes (all where None) or an SGPR operand."""
+        bits = width(typ)
+        value = np.asarray(value)
+        if value.dtype != DTYPES.get(typ, value.dtype):
+            value = value.astype(DTYPES[typ])
+        raw = value.view(UINT[bits]) if bits in UINT else value
+        if op.kind == "s":
+            self.sset(op.index, 2 if bits == 64 else 1, g, raw.reshape(-1) if raw.ndim else raw)
+            return
+        if op.kind != "v":
+            return
+        shape = self.v[op.index, g].shape
+        raw = np.broadcast_to(raw, shape)
+        parts = [(op.index, raw.astype(np.uint32) if bits <= 32 else (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32))]
+        if bits == 64:
+            parts.append((op.index + 1, (raw >> np.uint64(32)).astype(np.uint32)))
+        if bits <= 16:
+            shift = np.uint32(16 * (op.half or 0))
+            old = self.v[op.index, g]
+            parts = [(op.index, (old & ~(np.uint32(0xFFFF) << shift)) | (raw.astype(np.uint32) << shift))]
+        for index, new in parts:
+            self.v[index, g] = new if lanes is None else np.where(lanes, new, self.v[index, g])
+
+    def dump(self, wave: int) -> dict:
+        """One wave's registers, for a person reading a fault."""
+        exec_bits = int(self.exec_bits(slice(wave, wave + 1))[0])
+        return {"pc": int(self.pc[wave]), "scc": int(self.scc[wave]), "exec": exec_bits,
+                "s": [int(x) for x in self.s[:, wave]], "v": self.v[:, wave, :].copy()}
