@@ -127,7 +127,7 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
         owner = np.repeat(np.arange(len(batch)), waves_per_group)
         for i, gid in enumerate(batch):
             for j in range(waves_per_group):
-                _setup_wave(w, i * waves_per_group + j, j, k, gid, block, lanes, {
+                _setup_wave(w, i * waves_per_group + j, j, k, gid, block, arch, {
                     "kernarg_segment_ptr": kernarg, "dispatch_ptr": packet, "queue_ptr": queue,
                     "private_segment_size": scratch}, kernarg_bytes)
         w.pc[:] = base + k.entry
@@ -137,8 +137,9 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     return arrays
 
 
-def _setup_wave(w: Waves, wave: int, index: int, k: Kernel, gid: tuple, block: tuple, lanes: int, values: dict,
+def _setup_wave(w: Waves, wave: int, index: int, k: Kernel, gid: tuple, block: tuple, arch: str, values: dict,
                 kernarg: bytes) -> None:
+    lanes = w.lanes
     for name, first, count in k.user_sgprs:
         if name == "kernarg_preload":
             words = np.frombuffer(kernarg[: 4 * count].ljust(4 * count, b"\0"), np.uint32)
@@ -147,6 +148,8 @@ def _setup_wave(w: Waves, wave: int, index: int, k: Kernel, gid: tuple, block: t
         value = values.get(name, 0)
         for i in range(count):
             w.s[first + i, wave] = (value >> (32 * i)) & 0xFFFFFFFF
+    if arch.startswith("gfx12"):  # the workgroup IDs are architected: TTMP9 = x, TTMP7 = y | z << 16
+        w.s[108 + 9, wave], w.s[108 + 7, wave] = gid[0], gid[1] | gid[2] << 16
     for name, sgpr, _ in k.system_sgprs:
         w.s[sgpr, wave] = {"workgroup_id_x": gid[0], "workgroup_id_y": gid[1], "workgroup_id_z": gid[2],
                            "workgroup_info": 0}.get(name, 0)
@@ -159,5 +162,5 @@ def _setup_wave(w: Waves, wave: int, index: int, k: Kernel, gid: tuple, block: t
         for i, ids in enumerate((x, y, z)[: max(k.workitem_id_dims, 1)]):
             w.v[i, wave] = ids.astype(np.uint32)
     active = flat < threads
-    bits = int(sum(1 << i for i in np.flatnonzero(active)))
+    bits = sum(1 << int(i) for i in np.flatnonzero(active))
     w.s[126, wave], w.s[127, wave] = bits & 0xFFFFFFFF, bits >> 32

@@ -62,11 +62,15 @@ class Executor:
         if NOOPS.match(name):
             return _nothing
         text = inst.text
+        texts, items = [o.text for o in inst.operands], [m.strip() for m in inst.modifiers]
+        if texts and " " in texts[-1] and not texts[-1].startswith("["):  # gfx12: the cache policy rides on the
+            texts[-1], tail = texts[-1].split(" ", 1)                   # last operand's text
+            items = tail.split() + items
         try:
-            ops = [parse(o.text) if o.text != "::" else Operand("sep", text="::") for o in inst.operands]
+            ops = [parse(t) if t != "::" else Operand("sep", text="::") for t in texts]
         except ValueError:
             ops = None
-        mods = {m.split(":", 1)[0].strip(): (m.split(":", 1)[1] if ":" in m else "1") for m in inst.modifiers}
+        mods = {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
         for builder in (scalar_step, valu.step, memops.step) if ops is not None else ():
             step = builder(self, name, ops, mods, inst)
             if step is not None:
@@ -148,7 +152,6 @@ SFCMP = re.compile(r"^s_cmp_(\w+)_(f16|f32)$")
 def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -> Step | None:
     if not name.startswith("s_") or inst.family.startswith("SMEM"):
         return None
-    lanes64 = ex.w.lanes == 64
     if name == "s_endpgm":
         return lambda ex, g: ex.w.done.__setitem__(g, True)
     if name in ("s_barrier", "s_barrier_wait"):
@@ -159,7 +162,7 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
 
         def branch(ex: Executor, g) -> None:
             w = ex.w
-            env = {"scc": w.scc[g], "vcc": w.sget(106, 2 if lanes64 else 1, g), "exec": w.exec_bits(g)}
+            env = {"scc": w.scc[g], "vcc": w.sget(106, w.lanes // 32, g), "exec": w.exec_bits(g)}
             taken = np.broadcast_to(np.asarray(eval(cond, {}, env)), w.pc[g].shape)  # noqa: S307 (table text)
             ex.branch(g, taken, target)
         return branch

@@ -190,16 +190,11 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mo
     dtype = ATYPE.get(typ, np.uint32)
     size = np.dtype(dtype).itemsize
     returns = returns or "glc" in mods or mods.get("th", "").startswith("TH_ATOMIC_RETURN")
-    if seg == "ds":
-        dst, addr_op, data_op = (ops[0], ops[1], ops[2]) if returns or len(ops) > 2 + cmpswap else (None, *ops[:2])
-        data2 = ops[-1] if cmpswap else None
-        saddr = None
-    else:
-        dst = ops[0] if returns else None
-        rest = ops[1:] if returns else ops
-        addr_op, data_op = rest[0], rest[1]
-        saddr = rest[2] if len(rest) > 2 else None
-        data2 = None
+    dst = ops[0] if returns else None
+    rest = ops[1:] if returns else ops
+    addr_op, data_op = rest[0], rest[1]
+    saddr = rest[2] if seg != "ds" and len(rest) > 2 else None
+    data2 = rest[2] if seg == "ds" and cmpswap else None  # ds_cmpstore: the compare value is data1
 
     def atomic(ex, g) -> None:
         w = ex.w
@@ -211,25 +206,37 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mo
         c = data[..., size:].copy().view(dtype).reshape(lanes.shape) if cmpswap and seg != "ds" else None
         if data2 is not None:
             c = np.stack([w.v[data2.index + i, g] for i in range(size // 4)], -1).view(dtype).reshape(lanes.shape)
-            b, c = c, b  # ds_cmpstore: data0 is the compare value... LDS order: vdst, addr, cmp, new
         if seg == "ds":
             addr = _lds_addr(ex, addr_op, imm, g)
+            grp = np.broadcast_to(_groups(ex, g)[:, None], lanes.shape)[lanes].astype(np.uint64)
+            keys = grp << np.uint64(32) | addr[lanes].astype(np.uint64)  # one LDS per workgroup
         else:
             addr = _lane_addresses(ex, seg, addr_op, saddr, imm, g)
+            keys = addr[lanes]
+        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        if seg == "ds":
+            _lds_check(ex, addr[lanes][first].astype(np.int64), size, "atomic")
+            where = (grp[first].astype(np.int64), addr[lanes][first].astype(np.int64))
+            cur = np.stack([ex.lds[where[0], where[1] + i] for i in range(size)], -1).view(dtype).reshape(-1)
+        else:
+            cur = ex.mem.read(uniq, size).view(dtype).reshape(-1).copy()
+        bl, cl = b[lanes], (c[lanes] if c is not None else np.zeros_like(b[lanes]))
+        old_l = np.empty(len(keys), dtype)
+        if len(uniq) == len(keys):  # no two lanes share an address: one vector step
+            old_l[:] = cur[inverse]
+            cur[inverse] = np.asarray(_eval(expr, {"a": old_l, "b": bl, "c": cl})).astype(dtype)
+        else:  # lane order within each address, as the hardware serialises them
+            for k, u in enumerate(inverse.tolist()):
+                old_l[k] = cur[u]
+                cur[u] = dtype(_eval(expr, {"a": cur[u], "b": bl[k], "c": cl[k]}))
+        if seg == "ds":
+            raw = cur.view(np.uint8).reshape(len(uniq), size)
+            for i in range(size):
+                ex.lds[where[0], where[1] + i] = raw[:, i]
+        else:
+            ex.mem.write(uniq, cur.view(np.uint8).reshape(len(uniq), size))
         old = np.zeros(lanes.shape, dtype)
-        wi, li = np.nonzero(lanes)
-        for k in range(len(wi)):  # lane by lane: repeated addresses see each other's results, as on hardware
-            i, j = wi[k], li[k]
-            a_bytes = _lds_read(ex, g, i, int(addr[i, j]), size) if seg == "ds" else ex.mem.read(
-                np.asarray([addr[i, j]], np.uint64), size)[0]
-            a = a_bytes.view(dtype)
-            env = {"a": a, "b": np.asarray([b[i, j]], dtype), "c": np.asarray([c[i, j]], dtype) if c is not None else 0}
-            new = np.asarray(_eval(expr, env)).astype(dtype).reshape(1)
-            if seg == "ds":
-                _lds_write(ex, g, i, int(addr[i, j]), new.view(np.uint8))
-            else:
-                ex.mem.write(np.asarray([addr[i, j]], np.uint64), new.view(np.uint8).reshape(1, -1))
-            old[i, j] = a[0]
+        old[lanes] = old_l
         if dst is not None:
             words = old.view(np.uint32).reshape(lanes.shape + (-1,))
             for i in range(words.shape[-1]):
@@ -255,16 +262,6 @@ def _lds_check(ex, addr: np.ndarray, size: int, access: str) -> None:
     bad = (addr < 0) | (addr + size > limit)
     if bad.any():
         raise MemoryFault(int(addr[bad][0]), f"LDS {access}", f"outside the workgroup's {limit} bytes of LDS")
-
-
-def _lds_read(ex, g, i: int, addr: int, size: int) -> np.ndarray:
-    _lds_check(ex, np.asarray([addr]), size, "read")
-    return ex.lds[_groups(ex, g)[i], addr : addr + size].copy()
-
-
-def _lds_write(ex, g, i: int, addr: int, data: np.ndarray) -> None:
-    _lds_check(ex, np.asarray([addr]), len(data), "write")
-    ex.lds[_groups(ex, g)[i], addr : addr + len(data)] = data
 
 
 def _ds(kind: str, size: int, two: bool, stride64: bool, what: str, ops: list[Operand], mods: dict):

@@ -169,18 +169,24 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
         srcs = [o for o in srcs if o is not k_ops[-1]]
     types = _types(srcs, types)
     W = width(dtyp)
+    saturate = "clamp" in mods and dtyp[0] in "iu" and W <= 32
 
     def alu(ex, g) -> None:
         w = ex.w
         env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=False)}
         if perm is not None:
             env["a"], lanes_ok = dpp.apply(perm, env["a"], w)
+        if saturate:  # integer clamp: the exact result, saturated to the type's range
+            env = {n: v.astype(np.int64) for n, v in env.items()}
         env["W"], env["L"] = W, w.lanes
         if "d" in expr:
             env["d"] = w.read(dst, dtyp, g)
         if k_ops:
             env["k"] = w.read(k_ops[-1], dtyp, g)
-        r = _clamp_omod(np.asarray(_eval(expr, env)).astype(DTYPES[dtyp]), dtyp, mods)
+        r = np.asarray(_eval(expr, env))
+        if saturate:
+            r = np.clip(r, np.iinfo(DTYPES[dtyp]).min, np.iinfo(DTYPES[dtyp]).max)
+        r = _clamp_omod(r.astype(DTYPES[dtyp]), dtyp, mods)
         lanes = w.exec_mask(g)
         if perm is not None:
             lanes = lanes & dpp.write_mask(perm, lanes_ok, w)
@@ -207,12 +213,7 @@ def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: di
         active = w.exec_mask(g)
         if lanes_ok is not None:
             active = active & lanes_ok
-        bits = w.pack(res & active)
-        count = 2 if w.lanes == 64 else 1
-        if cmpx:
-            w.sset(126, count, g, bits)
-        else:
-            w.sset(dst.index, count if dst.count >= count else 1, g, bits)
+        w.set_lanes(126 if cmpx else dst.index, g, res & active)
     return compare
 
 
@@ -221,12 +222,19 @@ def _cndmask(ops: list[Operand], typ: str, perm, mods: dict):
 
     def cndmask(ex, g) -> None:
         w = ex.w
-        a, b = w.read(a_op, typ, g), w.read(b_op, typ, g)
+        a, b = _bits(w, a_op, typ, g), _bits(w, b_op, typ, g)
         if perm is not None:
             a, _ = dpp.apply(perm, a, w)
-        sel = w.mask(w.sget(m_op.index, 2 if w.lanes == 64 else 1, g).astype(np.uint64))
+        sel = w.lanes_of(m_op.index, g)
         w.write(dst, typ, g, np.where(sel, b, a), w.exec_mask(g))
     return cndmask
+
+
+def _bits(w, op: Operand, typ: str, g) -> np.ndarray:
+    """An operand's bits; VOP3's neg and abs act on them as on a float of that width (v_cndmask's sources)."""
+    if op.neg or op.abs:
+        return w.read(op, "f" + typ[1:], g).view(DTYPES[typ])
+    return w.read(op, typ, g)
 
 
 def _carry(ops: list[Operand], expr: str, perm, mods: dict):
@@ -239,10 +247,10 @@ def _carry(ops: list[Operand], expr: str, perm, mods: dict):
         b = w.read(b_op, "u32", g).astype(np.int64)
         if perm is not None:
             a, _ = dpp.apply(perm, a, w)
-        c = w.mask(w.sget(cin.index, 2 if w.lanes == 64 else 1, g).astype(np.uint64)).astype(np.int64) if cin else 0
+        c = w.lanes_of(cin.index, g).astype(np.int64) if cin else 0
         r = np.broadcast_to(_eval(expr, {"a": a, "b": b, "c": c}), (len(w.pc[g]), w.lanes))
         lanes = w.exec_mask(g)
-        w.sset(sdst.index, 2 if w.lanes == 64 else 1, g, w.pack(((r >> 32) != 0) & lanes))
+        w.set_lanes(sdst.index, g, ((r >> 32) != 0) & lanes)
         w.write(dst, "u32", g, (r & 0xFFFFFFFF).astype(np.uint32), lanes)
     return carry
 
@@ -257,7 +265,7 @@ def _with_sdst(ex, base: str, ops: list[Operand], mods: dict, perm):
             w = ex.w
             a = w.read(srcs[0], typ, g)  # the operand to scale: numerator or denominator; no scaling needed in
             w.write(dst, typ, g, np.broadcast_to(a, (len(w.pc[g]), w.lanes)), w.exec_mask(g))  # full precision
-            w.sset(sdst.index, 2 if w.lanes == 64 else 1, g, np.zeros(len(w.pc[g]), np.uint64))
+            w.set_lanes(sdst.index, g, np.zeros((len(w.pc[g]), w.lanes), bool))
         return div_scale
     dtyp, types, expr = TYPED[base]
     types = types.split()
@@ -270,7 +278,7 @@ def _with_sdst(ex, base: str, ops: list[Operand], mods: dict, perm):
         a, b, c = (env[k].astype(object) if False else env[k] for k in "abc")
         wide = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
         over = (wide >= 2.0**64) | (wide < (-(2.0**63) if dtyp == "i64" else 0))
-        w.sset(sdst.index, 2 if w.lanes == 64 else 1, g, w.pack(np.broadcast_to(over, lanes.shape) & lanes))
+        w.set_lanes(sdst.index, g, np.broadcast_to(over, lanes.shape) & lanes)
         w.write(dst, dtyp, g, r.astype(DTYPES[dtyp]), lanes)
     return mad64
 
@@ -368,7 +376,7 @@ def _vopd(ex, name: str, ops: list[Operand], mods: dict, inst):
         for kind, part, sig in halves:
             if kind == "cnd":
                 dst, a_op, b_op, m_op = part
-                sel = w.mask(w.sget(m_op.index, 2 if w.lanes == 64 else 1, g).astype(np.uint64))
+                sel = w.lanes_of(m_op.index, g)
                 results.append((dst, "u32", np.where(sel, w.read(b_op, "u32", g), w.read(a_op, "u32", g))))
                 continue
             dtyp, types, expr = sig

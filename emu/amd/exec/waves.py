@@ -47,6 +47,13 @@ class Waves:
         """(waves, lanes) bool -> (waves,) lane bits."""
         return (lanes.astype(np.uint64) * self._lane_bits).sum(axis=1, dtype=np.uint64)
 
+    # a lane mask in SGPRs: one register per 32 lanes, whatever the text names (LLVM prints wave32's vcc_lo)
+    def lanes_of(self, index: int, g) -> np.ndarray:
+        return self.mask(self.sget(index, self.lanes // 32, g).astype(np.uint64))
+
+    def set_lanes(self, index: int, g, lanes: np.ndarray) -> None:
+        self.sset(index, self.lanes // 32, g, self.pack(lanes))
+
     # ---- scalar registers ----------------------------------------------------------------------------------
     def sget(self, index: int, count: int, g) -> np.ndarray:
         """count SGPRs from index as one unsigned value per wave (32 or 64 bits)."""
@@ -85,7 +92,7 @@ class Waves:
             raw = raw[:, None] if vector else raw
         elif op.kind == "special":
             raw = {"scc": self.scc[g], "execz": (self.exec_bits(g) == 0).astype(np.uint32),
-                   "vccz": (self.sget(VCC, 2 if self.lanes == 64 else 1, g) == 0).astype(np.uint32)}[op.value]
+                   "vccz": (self.sget(VCC, self.lanes // 32, g) == 0).astype(np.uint32)}[op.value]
             raw = raw.astype(u)
             raw = raw[:, None] if vector else raw
         else:

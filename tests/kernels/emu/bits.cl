@@ -10,9 +10,9 @@ __kernel void bit_count(__global const uint *a, __global const ulong *b, __globa
   o[0] = __builtin_popcount(x);
   o[1] = x ? __builtin_clz(x) : 32;  // clz/ctz of 0 are undefined in C: give them the hardware's width
   o[2] = x ? __builtin_ctz(x) : 32;
-  o[3] = __builtin_popcountll(y);
-  o[4] = y ? __builtin_clzll(y) : 64;
-  o[5] = y ? __builtin_ctzll(y) : 64;
+  o[3] = __builtin_popcountl(y);  // OpenCL's long long is 128 bits: the l forms are the 64-bit ones
+  o[4] = y ? __builtin_clzl(y) : 64;
+  o[5] = y ? __builtin_ctzl(y) : 64;
   o[6] = __builtin_clrsb((int)x);  // leading bits equal to the sign bit, minus one
   o[7] = __builtin_parity(x);
 }

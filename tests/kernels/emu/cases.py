@@ -728,8 +728,8 @@ def _add_u64_ref(a):
 
 case("atomics.add_u64", "atomic_add_u64", (16, 1, 1), (256, 1, 1),
      lambda rng: [rng.integers(0, 1 << 40, 16 * 256, dtype=np.uint64), rand_u64(rng, 3)], _add_u64_ref)
-case("atomics.add_f32", "atomic_add_f32", (32, 1, 1), (256, 1, 1),
-     lambda rng: [dyadic(rng, 32 * 256, 400, 4), np.array([1.5, -2.25], np.float32)],
+case("atomics.add_f32", "atomic_add_f32", (4, 1, 1), (256, 1, 1),  # 1024 lanes: every CAS retry is sequential
+     lambda rng: [dyadic(rng, 4 * 256, 400, 4), np.array([1.5, -2.25], np.float32)],
      lambda a: [None, np.float32(a[1].astype(np.float64) + a[0].astype(np.float64).sum())])
 case("atomics.ticket", "atomic_ticket", (32, 1, 1), (128, 1, 1),
      lambda rng: [np.zeros(3, np.uint32), np.zeros(32 * 128, np.uint32), np.uint32(100)],

@@ -1,0 +1,81 @@
+"""The wave executor against numpy: the kernel corpus (tests/kernels/emu) on gfx1100 and gfx1200, wave32 and
+wave64, and the typed errors a fault, a hang and an unimplemented instruction give."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import usergpu
+from usergpu.emu.amd import launch
+from usergpu.errors import GPUFault, GPUHang, UnsupportedInstruction
+
+CORPUS = Path(__file__).parents[2] / "kernels" / "emu"
+_spec = importlib.util.spec_from_file_location("emu_cases", CORPUS / "cases.py")
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+# cases whose instructions the executor does not implement yet: they must fail until it does (strict)
+NOT_YET = {"transcend.half_div_sqrt": "v_fma_mix_f32", "wmma.f16_gfx11": "v_wmma_*", "wmma.gemm_gfx11": "v_wmma_*",
+           "wmma.iu8_gfx11": "v_wmma_*", "wmma.f16_gfx12": "v_wmma_*", "wmma.gemm_gfx12": "v_wmma_*",
+           "wmma.iu8_gfx12": "v_wmma_*"}
+CONFIGS = [(c, arch, wave) for c in cases.CASES for arch in c.archs for wave in c.waves]
+
+
+@cache
+def code_object(file: str, arch: str, wave: int) -> bytes:
+    options = ["-I", str(CORPUS), "-I", str(CORPUS.parent)] + (["-mwavefrontsize64"] if wave == 64 else [])
+    return usergpu.compile_opencl((CORPUS / file).read_text(), arch, options)
+
+
+@pytest.mark.parametrize(("case", "arch", "wave"), [
+    pytest.param(c, a, w, id=f"{c.name}-{a}-w{w}",
+                 marks=[pytest.mark.xfail(raises=UnsupportedInstruction, strict=True, reason=NOT_YET[c.name])]
+                 if c.name in NOT_YET else []) for c, a, w in CONFIGS])
+def test_corpus_kernel_matches_numpy(case, arch, wave):
+    args = case.args(np.random.default_rng(0))
+    want = case.reference(copy.deepcopy(args))
+    got = launch(code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args, arch=arch)
+    assert len(got) == len(want)
+    for out, ref in zip(got, want, strict=True):
+        if ref is None:
+            continue
+        if out.dtype.kind == "f":
+            np.testing.assert_allclose(out, ref, rtol=case.rtol, atol=case.atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(out, ref)
+
+
+ERRORS = """
+__kernel void oob(__global int *a, int n) { a[__builtin_amdgcn_workitem_id_x() * n] = 1; }
+__kernel void spin(__global volatile int *a) { while (a[0] == 0) {} }
+"""
+
+
+def test_out_of_bounds_store_is_a_gpu_fault_with_address_wave_and_pc():
+    co = usergpu.compile_opencl(ERRORS, "gfx1100")
+    a = np.zeros(64, np.int32)
+    with pytest.raises(GPUFault) as e:
+        launch(co, "oob", (1, 1, 1), (32, 1, 1), [a, np.int32(1 << 20)])
+    f = e.value
+    assert f.access == "write" and f.kernel == "oob" and f.wave == 0 and f.pc > 0
+    assert f.address % 4 == 0 and "v" in f.registers and f.registers["exec"] == 0xFFFFFFFF
+    assert f"{f.address:#x}" in str(f) and f"{f.pc:#x}" in str(f)
+
+
+def test_a_kernel_that_never_ends_is_a_gpu_hang():
+    co = usergpu.compile_opencl(ERRORS, "gfx1200")
+    with pytest.raises(GPUHang, match="spin: wave 0 ran 5000 instructions"):
+        launch(co, "spin", (1, 1, 1), (32, 1, 1), [np.zeros(1, np.int32)], budget=5000)
+
+
+def test_an_unimplemented_instruction_names_itself_and_its_pc():
+    co = code_object("wmma.cl", "gfx1100", 32)
+    c = next(c for c in cases.CASES if c.name == "wmma.f16_gfx11")
+    with pytest.raises(UnsupportedInstruction, match=r"'v_wmma_f32_16x16x16_f16 .*' at pc 0x[0-9a-f]+ of kernel"):
+        launch(co, c.kernel, c.grid, c.block, c.args(np.random.default_rng(0)))
