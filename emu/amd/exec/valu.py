@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from usergpu.emu.amd.exec import dpp
+from usergpu.emu.amd.exec import dpp, wmma
 from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE
 from usergpu.emu.amd.exec.operands import Operand
 from usergpu.emu.amd.exec.semantics import ALU, CMP, TYPED
@@ -137,17 +137,47 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         return _movrel(ops, core)
     if core == "cndmask_b32" or core == "cndmask_b16":
         return _cndmask(ops, "u32" if core.endswith("32") else "u16", perm, mods)
-    carry = CARRY.get(core.rsplit("_", 1)[0] + "_" + core.rsplit("_", 1)[1]) if core.count("_") >= 2 else None
+    if core.startswith("fma_mix"):
+        return _fma_mix(core, ops, mods)
+    if core.startswith("wmma_"):
+        return wmma.step(ex, core, ops, mods)
     if core in CARRY:
         return _carry(ops, CARRY[core], perm, mods)
     if core.startswith(("mad_u64_u32", "mad_i64_i32", "mad_co_u64_u32", "mad_co_i64_i32")) or core.startswith(
             "div_scale"):
         return _with_sdst(ex, base, ops, mods, perm)
-    del carry
     sig = signature(name)
     if sig is None:
         return None
     return _alu(sig, ops, mods, perm, core)
+
+
+def _fma_mix(core: str, ops: list[Operand], mods: dict):
+    """v_fma_mix_f32 / v_fma_mixlo_f16 / v_fma_mixhi_f16: each source is an f32, or (op_sel_hi set) the f16 in
+    its low or (op_sel set) high half; one fused multiply-add in f32, then to f16 into a half for lo/hi."""
+    dst, srcs = ops[0], ops[1:4]
+    sel = [int(x) for x in mods.get("op_sel", "[0,0,0]").strip("[]").split(",")]
+    hi = [int(x) for x in mods.get("op_sel_hi", "[0,0,0]").strip("[]").split(",")]
+    out = core.removeprefix("fma_mix")
+
+    def read(w, op: Operand, i: int, g) -> np.ndarray:
+        if not hi[i]:
+            return w.read(op, "f32", g)
+        half = Operand(op.kind, op.index, op.count, op.value, op.neg, op.abs, sel[i], op.text)
+        return w.read(half, "f16", g).astype(np.float32)
+
+    def mix(ex, g) -> None:
+        w = ex.w
+        a, b, c = (np.broadcast_to(read(w, o, i, g), (len(w.pc[g]), w.lanes)) for i, o in enumerate(srcs))
+        r = NAMESPACE["fma"](a, b, c)
+        if "clamp" in mods:
+            r = np.clip(np.nan_to_num(r, nan=0.0), 0, 1).astype(np.float32)
+        if out == "_f32":
+            w.write(dst, "f32", g, r, w.exec_mask(g))
+        else:
+            target = Operand("v", dst.index, 1, half=int(out == "hi_f16"), text=dst.text)
+            w.write(target, "f16", g, r.astype(np.float16), w.exec_mask(g))
+    return mix
 
 
 def _clamp_omod(value: np.ndarray, typ: str, mods: dict) -> np.ndarray:

@@ -20,10 +20,6 @@ _spec = importlib.util.spec_from_file_location("emu_cases", CORPUS / "cases.py")
 cases = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cases)
 
-# cases whose instructions the executor does not implement yet: they must fail until it does (strict)
-NOT_YET = {"transcend.half_div_sqrt": "v_fma_mix_f32", "wmma.f16_gfx11": "v_wmma_*", "wmma.gemm_gfx11": "v_wmma_*",
-           "wmma.iu8_gfx11": "v_wmma_*", "wmma.f16_gfx12": "v_wmma_*", "wmma.gemm_gfx12": "v_wmma_*",
-           "wmma.iu8_gfx12": "v_wmma_*"}
 CONFIGS = [(c, arch, wave) for c in cases.CASES for arch in c.archs for wave in c.waves]
 
 
@@ -33,10 +29,8 @@ def code_object(file: str, arch: str, wave: int) -> bytes:
     return usergpu.compile_opencl((CORPUS / file).read_text(), arch, options)
 
 
-@pytest.mark.parametrize(("case", "arch", "wave"), [
-    pytest.param(c, a, w, id=f"{c.name}-{a}-w{w}",
-                 marks=[pytest.mark.xfail(raises=UnsupportedInstruction, strict=True, reason=NOT_YET[c.name])]
-                 if c.name in NOT_YET else []) for c, a, w in CONFIGS])
+@pytest.mark.parametrize(("case", "arch", "wave"),
+                         [pytest.param(c, a, w, id=f"{c.name}-{a}-w{w}") for c, a, w in CONFIGS])
 def test_corpus_kernel_matches_numpy(case, arch, wave):
     args = case.args(np.random.default_rng(0))
     want = case.reference(copy.deepcopy(args))
@@ -54,6 +48,7 @@ def test_corpus_kernel_matches_numpy(case, arch, wave):
 ERRORS = """
 __kernel void oob(__global int *a, int n) { a[__builtin_amdgcn_workitem_id_x() * n] = 1; }
 __kernel void spin(__global volatile int *a) { while (a[0] == 0) {} }
+__kernel void msad(__global uint *a) { a[0] = __builtin_amdgcn_msad_u8(a[1], a[2], a[3]); }
 """
 
 
@@ -75,7 +70,6 @@ def test_a_kernel_that_never_ends_is_a_gpu_hang():
 
 
 def test_an_unimplemented_instruction_names_itself_and_its_pc():
-    co = code_object("wmma.cl", "gfx1100", 32)
-    c = next(c for c in cases.CASES if c.name == "wmma.f16_gfx11")
-    with pytest.raises(UnsupportedInstruction, match=r"'v_wmma_f32_16x16x16_f16 .*' at pc 0x[0-9a-f]+ of kernel"):
-        launch(co, c.kernel, c.grid, c.block, c.args(np.random.default_rng(0)))
+    co = usergpu.compile_opencl(ERRORS, "gfx1100")
+    with pytest.raises(UnsupportedInstruction, match=r"'v_msad_u8 .*' at pc 0x[0-9a-f]+ of kernel msad"):
+        launch(co, "msad", (1, 1, 1), (32, 1, 1), [np.zeros(4, np.uint32)])
