@@ -12,7 +12,7 @@ from tabulate import tabulate
 import usergpu
 from usergpu.drivers import devices
 from usergpu.drivers.hal import HAL
-from usergpu.tools import demo, disasm
+from usergpu.tools import demo, disasm, run
 
 
 def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
@@ -46,6 +46,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hex", help='raw instruction bytes, e.g. "7e 00 82 be"')
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=lambda args, hal: disasm.run(args))
+    p = sub.add_parser("run", help="run a kernel (OpenCL source or code object) and summarise its outputs",
+                       description=run.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", help="FILE.cl (compiled with clang-22) or an AMDGPU code object")
+    p.add_argument("--kernel", help="the kernel to run (default: the first)")
+    p.add_argument("--grid", default="1", help="workgroups: X[,Y[,Z]]")
+    p.add_argument("--block", default="64", help="work-items per workgroup: X[,Y[,Z]]")
+    p.add_argument("--arg", action="append", default=[], help="an argument spec (repeat, in order)")
+    p.add_argument("--arch", help="compile for / run as this arch (default: gfx1100, or the code object's)")
+    p.add_argument("--wave64", action="store_true", help="compile a .cl for wave64")
+    p.add_argument("--dev", default="emu", help="where to run: emu (the emulator)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random buffers")
+    p.add_argument("--save", help="write each output buffer as DIR/outN.npy")
+    p.set_defaults(run=lambda args, hal: run.run(args))
     p = sub.add_parser("demo", help="the GPUs found, then a kernel compiled and disassembled for each known ISA")
     p.set_defaults(run=lambda args, hal: demo.run(args, hal, cmd_devices))
     return ap

@@ -93,9 +93,10 @@ def _packet(k: Kernel, grid: tuple, block: tuple, kernarg: int, lds: int) -> byt
 
 
 def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: list,
-           arch: str | None = None, budget: int = DEFAULT_BUDGET) -> list[np.ndarray]:
+           arch: str | None = None, budget: int = DEFAULT_BUDGET, stats: dict | None = None) -> list[np.ndarray]:
     """Run a kernel of a code object on the emulator. grid counts workgroups, block work-items per workgroup;
-    numpy arrays are copied in and the list of them (after the kernel) is returned in argument order."""
+    numpy arrays are copied in and the list of them (after the kernel) is returned in argument order. A stats
+    dict, if given, receives the wave-instructions and lane-instructions (wave-instructions x lanes) executed."""
     co = parse(co) if isinstance(co, bytes | bytearray) else co
     if kernel not in co.kernels:
         raise LaunchError(f"no kernel {kernel!r} in the code object (kernels: {', '.join(co.kernels)})")
@@ -134,6 +135,9 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
         ex = Executor(arch, img, base, mem, w, owner, lds, scratch, kernel, budget)
         ex.trace = trace
         ex.run()
+        if stats is not None:
+            stats["instructions"] = stats.get("instructions", 0) + int(w.steps.sum())
+            stats["lane_instructions"] = stats.get("lane_instructions", 0) + int(w.steps.sum()) * lanes
     return arrays
 
 
