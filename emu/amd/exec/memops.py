@@ -97,8 +97,34 @@ def _lane_addresses(ex, seg: str, addr_op: Operand, saddr: Operand | None, imm: 
     return np.broadcast_to((a + np.uint64(imm % (1 << 64))), (n, w.lanes))
 
 
+def _buffer_addresses(ex, ops: list[Operand], mods: dict, g, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A buffer instruction's per-lane addresses from its buffer resource (V#: base, stride, num_records), and
+    which lanes are in range: out of range, loads read 0 and stores are dropped (no fault), as on hardware."""
+    w = ex.w
+    n = len(w.pc[g])
+    vaddr, rsrc, soff = ops[1], ops[2], ops[3]
+    desc = np.stack([w.s[rsrc.index + i, g] for i in range(4)], -1).astype(np.uint64)
+    base = desc[:, 0] | ((desc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))
+    stride = (desc[:, 1] >> np.uint64(16)) & np.uint64(0x3FFF)
+    records = desc[:, 2]
+    soffset = w.read(soff, "u32", g, False).astype(np.uint64) if soff.kind != "off" else np.zeros(n, np.uint64)
+    offen, idxen = "offen" in mods, "idxen" in mods
+    zero = np.zeros((n, w.lanes), np.uint64)
+    index = w.read(Operand("v", vaddr.index), "u32", g).astype(np.uint64) if idxen else zero
+    voff = w.read(Operand("v", vaddr.index + idxen), "u32", g).astype(np.uint64) if offen else zero
+    offset = voff + np.uint64(_offset(mods)) + soffset[:, None]
+    if idxen:
+        ok = (index < records[:, None]) & (offset + np.uint64(size) <= np.maximum(stride, 1)[:, None])
+    else:
+        ok = offset + np.uint64(size) <= records[:, None]
+    addr = base[:, None] + index * stride[:, None] + offset
+    return np.broadcast_to(addr, (n, w.lanes)), np.broadcast_to(ok, (n, w.lanes))
+
+
 def _vmem(seg: str, kind: str, size: int, what: str, ops: list[Operand], mods: dict):
     imm = _offset(mods)
+    if seg == "buffer":
+        return _buffer(kind, size, what, ops, mods)
     if kind == "load":
         dst, addr_op = ops[0], ops[1]
         saddr = ops[2] if len(ops) > 2 else None
@@ -124,6 +150,23 @@ def _vmem(seg: str, kind: str, size: int, what: str, ops: list[Operand], mods: d
             else:
                 ex.mem.write(addr[lanes], raw[lanes])
     return vmem
+
+
+def _buffer(kind: str, size: int, what: str, ops: list[Operand], mods: dict):
+    data_op = ops[0]
+    signed, hi = what in ("i8", "i16", "d16_i8", "d16_hi_i8"), "hi" in what
+    if "format" in what:  # typed buffer access (a format conversion): not modelled
+        return None
+
+    def buffer(ex, g) -> None:
+        w = ex.w
+        addr, ok = _buffer_addresses(ex, ops, mods, g, size)
+        lanes = w.exec_mask(g) & ok
+        if kind == "load":
+            _to_vgprs(w, data_op, g, _gather(ex, addr, lanes, size), w.exec_mask(g), size, signed, what, hi)
+        else:
+            ex.mem.write(addr[lanes], _from_vgprs(w, data_op, g, size, hi)[lanes])
+    return buffer
 
 
 def _gather(ex, addr: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarray:
@@ -193,6 +236,8 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mo
     dst = ops[0] if returns else None
     rest = ops[1:] if returns else ops
     addr_op, data_op = rest[0], rest[1]
+    if seg == "buffer":  # vdata (returns the old value in place), vaddr, srsrc, soffset
+        dst, data_op, addr_op = (ops[0] if returns else None), ops[0], ops[1]
     saddr = rest[2] if seg != "ds" and len(rest) > 2 else None
     data2 = rest[2] if seg == "ds" and cmpswap else None  # ds_cmpstore: the compare value is data1
 
@@ -206,7 +251,11 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mo
         c = data[..., size:].copy().view(dtype).reshape(lanes.shape) if cmpswap and seg != "ds" else None
         if data2 is not None:
             c = np.stack([w.v[data2.index + i, g] for i in range(size // 4)], -1).view(dtype).reshape(lanes.shape)
-        if seg == "ds":
+        if seg == "buffer":
+            addr, ok = _buffer_addresses(ex, ops, mods, g, size)
+            lanes = lanes & ok
+            keys = addr[lanes]
+        elif seg == "ds":
             addr = _lds_addr(ex, addr_op, imm, g)
             grp = np.broadcast_to(_groups(ex, g)[:, None], lanes.shape)[lanes].astype(np.uint64)
             keys = grp << np.uint64(32) | addr[lanes].astype(np.uint64)  # one LDS per workgroup

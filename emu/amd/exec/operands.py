@@ -18,6 +18,10 @@ SPECIAL = {"vcc_lo": 106, "vcc_hi": 107, "null": 124, "m0": 125, "exec_lo": 126,
            "vcc": 106, "exec": 126}
 PAIRS = {"vcc", "exec"}
 SRC_SPECIAL = {"src_scc": "scc", "src_execz": "execz", "src_vccz": "vccz"}
+# the apertures' registers: high 32 bits of where flat addresses reach LDS and scratch (as the emulator maps them)
+APERTURES = {"src_shared_base": 0x10000, "src_shared_limit": 0x1FFFF, "src_private_base": 0x20000,
+             "src_private_limit": 0x2FFFF, "src_pops_exiting_wave_id": 0, "src_flat_scratch_base_lo": 0,
+             "src_flat_scratch_base_hi": 0}
 FLOATS = {"0.5": 0.5, "-0.5": -0.5, "1.0": 1.0, "-1.0": -1.0, "2.0": 2.0, "-2.0": -2.0, "4.0": 4.0, "-4.0": -4.0,
           "0.15915494": 0.15915494309189532, "0.15915494309189532": 0.15915494309189532}
 INV_2PI_BITS = {"f32": 0x3E22F983, "f16": 0x3118, "f64": 0x3FC45F306DC9C882, "bf16": 0x3E22}
@@ -55,6 +59,8 @@ def parse(text: str) -> Operand:
         return Operand(kind, first + 108 * (m.group(1) == "ttmp"), count, 0, neg, ab, half, text)
     if t in SPECIAL:
         return Operand("s", SPECIAL[t], 2 if t in PAIRS else 1, 0, neg, ab, None, text)
+    if t in APERTURES:
+        return Operand("lit", value=APERTURES[t], neg=neg, abs=ab, text=text)
     if t in SRC_SPECIAL:
         return Operand("special", 0, 1, SRC_SPECIAL[t], neg, ab, None, text)
     if t == "off":

@@ -13,7 +13,7 @@ from usergpu.emu.amd.exec.operands import Operand
 from usergpu.emu.amd.exec.semantics import ALU, CMP, TYPED
 from usergpu.emu.amd.exec.waves import width
 
-SUFFIX = re.compile(r"_(e32|e64|dpp|sdwa)$")
+SUFFIX = re.compile(r"(_(e32|e64|dpp|sdwa))+$")
 TYPE = re.compile(r"_([fiub])(\d+)$")
 # carry-out (and carry-in) integer ops: operands vdst, sdst, src0, src1[, carry-in]
 CARRY = {"add_co_u32": "a + b", "sub_co_u32": "a - b", "subrev_co_u32": "b - a",
@@ -137,6 +137,12 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         return _movrel(ops, core)
     if core == "cndmask_b32" or core == "cndmask_b16":
         return _cndmask(ops, "u32" if core.endswith("32") else "u16", perm, mods)
+    if core.startswith("pk_") and core not in ("pk_fmac_f16",):
+        return _packed(core, ops, mods)
+    if core in DOT:
+        return _dot(core, ops, mods)
+    if core in ("swap_b32", "swap_b16"):
+        return _swap(ops, "u32" if core.endswith("32") else "u16")
     if core.startswith("fma_mix"):
         return _fma_mix(core, ops, mods)
     if core.startswith("wmma_"):
@@ -150,6 +156,104 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
     if sig is None:
         return None
     return _alu(sig, ops, mods, perm, core)
+
+
+# dot products: (source element type, elements per dword, accumulator type)
+DOT = {"dot2_f32_f16": ("f16", "f32"), "dot2_f32_bf16": ("bf16", "f32"), "dot2acc_f32_f16": ("f16", "f32"),
+       "dot2acc_f32_bf16": ("bf16", "f32"), "dot4_i32_iu8": ("i8", "i32"), "dot4_u32_u8": ("u8", "u32"),
+       "dot8_u32_u4": ("u4", "u32"), "dot8_i32_iu4": ("i4", "i32"), "dot2_f16_f16": ("f16", "f16"),
+       "dot2_bf16_bf16": ("bf16", "bf16")}
+
+
+def _elements(raw: np.ndarray, kind: str) -> list[np.ndarray]:
+    """The packed elements of dwords, low first, as float64 or int64."""
+    raw = raw.astype(np.uint32)
+    if kind in ("f16", "bf16"):
+        halves = [(raw >> np.uint32(16 * i)) & np.uint32(0xFFFF) for i in range(2)]
+        if kind == "f16":
+            return [h.astype(np.uint16).view(np.float16).astype(np.float64) for h in halves]
+        return [(h << np.uint32(16)).view(np.float32).astype(np.float64) for h in halves]
+    bits = 8 if kind.endswith("8") else 4
+    vals = [((raw >> np.uint32(bits * i)) & np.uint32((1 << bits) - 1)).astype(np.int64) for i in range(32 // bits)]
+    if kind[0] == "i":
+        vals = [np.where(v >> (bits - 1), v - (1 << bits), v) for v in vals]
+    return vals
+
+
+def _dot(core: str, ops: list[Operand], mods: dict):
+    """v_dot*: sum of the packed elements' products of src0 and src1, plus src2 (dot2acc: plus the destination)."""
+    kind, acc = DOT[core]
+    dst, srcs = ops[0], ops[1:]
+    signed = [int(x) for x in mods.get("neg_lo", "[0,0,0]").strip("[]").split(",")]
+
+    def dot(ex, g) -> None:
+        w = ex.w
+        a_kind, b_kind = kind, kind
+        if kind in ("i8", "i4") and core.endswith(("iu8", "iu4")):  # iu: neg_lo says which sources are signed
+            a_kind = kind if signed[0] else "u" + kind[1:]
+            b_kind = kind if signed[1] else "u" + kind[1:]
+        a = _elements(np.broadcast_to(w.read(srcs[0], "u32", g), (len(w.pc[g]), w.lanes)), a_kind)
+        b = _elements(np.broadcast_to(w.read(srcs[1], "u32", g), (len(w.pc[g]), w.lanes)), b_kind)
+        c = w.read(dst if "acc" in core else srcs[2], acc if acc != "bf16" else "u16", g)
+        if acc == "bf16":
+            c = (c.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        total = sum(x * y for x, y in zip(a, b, strict=True)) + c.astype(np.float64 if acc[0] in "fb" else np.int64)
+        if acc == "bf16":
+            out = (total.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+            w.write(dst, "u16", g, out, w.exec_mask(g))
+            return
+        if "clamp" in mods and acc[0] in "iu":
+            info = np.iinfo(DTYPES[acc])
+            total = np.clip(total, info.min, info.max)
+        w.write(dst, acc, g, total.astype(DTYPES[acc]), w.exec_mask(g))
+    return dot
+
+
+def _packed(core: str, ops: list[Operand], mods: dict):
+    """v_pk_*: the operation on the low halves and on the high halves; op_sel picks each source's half for the
+    low result, op_sel_hi for the high one; neg_lo/neg_hi negate float sources."""
+    sig = signature("v_" + core[3:])
+    if sig is None:
+        return None
+    dtyp, types, expr = sig
+    dst, srcs = ops[0], ops[1:]
+    n = len(srcs)
+    sel = [int(x) for x in mods.get("op_sel", "[" + ",".join("0" * n) + "]").strip("[]").split(",")]
+    hi = [int(x) for x in mods.get("op_sel_hi", "[" + ",".join("1" * n) + "]").strip("[]").split(",")]
+    neg_lo = [int(x) for x in mods.get("neg_lo", "[" + ",".join("0" * n) + "]").strip("[]").split(",")]
+    neg_hi = [int(x) for x in mods.get("neg_hi", "[" + ",".join("0" * n) + "]").strip("[]").split(",")]
+    types = _types(srcs, types)
+
+    def half(w, op: Operand, typ: str, which: int, negate: int, g) -> np.ndarray:
+        if op.kind in ("int", "float", "lit"):  # a constant: the same value in both halves (literals: low half)
+            v = w.read(op, typ, g)
+        else:
+            v = w.read(Operand(op.kind, op.index, 1, 0, False, False, which, op.text), typ, g)
+        return -v if negate and typ.startswith("f") else v
+
+    def packed(ex, g) -> None:
+        w = ex.w
+        parts = []
+        for pick, negs in ((sel, neg_lo), (hi, neg_hi)):
+            env = {name: half(w, o, t, pick[i], negs[i], g) for i, (name, o, t) in enumerate(zip("abc", srcs, types,
+                                                                                              strict=False))}
+            env["W"] = width(dtyp)
+            parts.append(np.asarray(_eval(expr, env)).astype(DTYPES[dtyp]))
+        lo, hi_part = (np.broadcast_to(p, (len(w.pc[g]), w.lanes)).view(np.uint16).astype(np.uint32) for p in parts)
+        w.write(dst, "u32", g, lo | (hi_part << np.uint32(16)), w.exec_mask(g))
+    return packed
+
+
+def _swap(ops: list[Operand], typ: str):
+    a_op, b_op = ops
+
+    def swap(ex, g) -> None:
+        w = ex.w
+        a, b = w.read(a_op, typ, g), w.read(b_op, typ, g)
+        lanes = w.exec_mask(g)
+        w.write(a_op, typ, g, b, lanes)
+        w.write(b_op, typ, g, a, lanes)
+    return swap
 
 
 def _fma_mix(core: str, ops: list[Operand], mods: dict):
