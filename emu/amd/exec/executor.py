@@ -66,6 +66,8 @@ class Executor:
         if texts and " " in texts[-1] and not texts[-1].startswith("["):  # gfx12: the cache policy rides on the
             texts[-1], tail = texts[-1].split(" ", 1)                   # last operand's text
             items = tail.split() + items
+        if name == "s_sendmsg_rtn_b32":  # its source is a message name, not a value
+            texts = texts[:1]
         try:
             ops = [parse(t) if t != "::" else Operand("sep", text="::") for t in texts]
         except ValueError:
@@ -154,6 +156,15 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
         return None
     if name == "s_endpgm":
         return lambda ex, g: ex.w.done.__setitem__(g, True)
+    if name in ("s_trap", "s_code_end"):  # a trap (abort, assert), or running past the code's end
+        def trap(ex: Executor, g) -> None:
+            wave = int(np.arange(ex.w.n)[g][0])
+            raise GPUFault(pc, name, ex.kernel, wave, pc, "the kernel trapped" if name == "s_trap"
+                           else "ran past the end of the code", ex.w.dump(wave))
+        pc = ex.code_base + inst.offset
+        return trap
+    if name == "s_sendmsg_rtn_b32":  # a message with a reply (the realtime clock, doorbell id): 0 here
+        return lambda ex, g: ex.w.sset(ops[0].index, 1, g, np.zeros(len(ex.w.pc[g]), np.uint32))
     if name in ("s_barrier", "s_barrier_wait"):
         return lambda ex, g: ex.w.waiting.__setitem__(g, True)
     if name in BRANCH:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -73,3 +74,23 @@ def test_an_unimplemented_instruction_names_itself_and_its_pc():
     co = usergpu.compile_opencl(ERRORS, "gfx1100")
     with pytest.raises(UnsupportedInstruction, match=r"'v_msad_u8 .*' at pc 0x[0-9a-f]+ of kernel msad"):
         launch(co, "msad", (1, 1, 1), (32, 1, 1), [np.zeros(4, np.uint32)])
+
+
+@pytest.mark.parametrize(("arch", "wave"), [(a, w) for a in ("gfx1100", "gfx1200") for w in (32, 64)])
+def test_every_instruction_clang_emits_for_the_corpus_is_implemented(arch, wave):
+    from usergpu.emu.amd import isa
+    from usergpu.emu.amd.codeobj import parse
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from exec_coverage import implemented
+
+    missing = set()
+    for file in sorted({c.file for c in cases.CASES}):
+        text = bytes(parse(code_object(file, arch, wave)).text.data)
+        offset = 0
+        while offset < len(text):
+            inst = isa.decode(text, arch, offset)
+            if not implemented(arch, inst):
+                missing.add(inst.mnemonic)
+            offset += inst.size
+    assert not missing, sorted(missing)

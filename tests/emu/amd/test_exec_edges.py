@@ -2,7 +2,8 @@
 denormals, ±0, integer extremes), one lane per case, against a host reference written here independently: plain
 Python arithmetic on the values, rounded to float32 with struct, and the ISA guide's rules for special values.
 
-An instruction runs alone: assembled with isa.asm (its shortest encoding), executed on one wave of the executor with v0, v1 set per lane.
+An instruction runs alone: assembled with isa.asm (its shortest encoding), executed on one wave of the executor
+with v0, v1 set per lane.
 """
 
 from __future__ import annotations
