@@ -138,18 +138,58 @@ def _vmem(seg: str, kind: str, size: int, what: str, ops: list[Operand], mods: d
         w = ex.w
         lanes = w.exec_mask(g)
         addr = _lane_addresses(ex, seg, addr_op, saddr, imm, g)
-        if seg == "scratch":
-            access = _scratch(ex, g, addr, lanes, size, kind)
-        if kind == "load":
-            raw = access("read", None) if seg == "scratch" else _gather(ex, addr, lanes, size)
-            _to_vgprs(w, dst, g, raw, lanes, size, signed, what, hi)
-        else:
-            raw = _from_vgprs(w, data_op, g, size, hi)
-            if seg == "scratch":
-                access("write", raw)
+        raw = np.zeros(addr.shape + (size,), np.uint8) if kind == "load" else _from_vgprs(w, data_op, g, size, hi)
+        for where, sel, offs in _apertures(seg, addr, lanes):
+            if where == "global" and kind == "load":
+                raw[sel] = ex.mem.read(offs[sel], size)
+            elif where == "global":
+                ex.mem.write(offs[sel], raw[sel])
+            elif where == "scratch":
+                access = _scratch(ex, g, offs, sel, size, kind)
+                if kind == "load":
+                    raw[sel] = access("read", None)[sel]
+                else:
+                    access("write", raw)
             else:
-                ex.mem.write(addr[lanes], raw[lanes])
+                _lds_access(ex, g, offs, sel, size, kind, raw)
+        if kind == "load":
+            _to_vgprs(w, dst, g, raw, lanes, size, signed, what, hi)
     return vmem
+
+
+APERTURE = {0x10000: "lds", 0x20000: "scratch"}  # the high halves of src_shared_base / src_private_base
+
+
+def _apertures(seg: str, addr: np.ndarray, lanes: np.ndarray):
+    """(where, lanes, addresses) for each memory a vector access reaches: a flat address in the LDS or private
+    aperture is an offset into that memory; scratch_* are private offsets; the rest global addresses."""
+    if seg == "scratch":
+        yield "scratch", lanes, addr
+        return
+    if seg != "flat":
+        yield "global", lanes, addr
+        return
+    high = (addr >> np.uint64(32)).astype(np.int64)
+    rest = lanes.copy()
+    for base, where in APERTURE.items():
+        sel = lanes & (high == base)
+        if sel.any():
+            rest &= ~sel
+            yield where, sel, addr & np.uint64(0xFFFFFFFF)
+    if rest.any():
+        yield "global", rest, addr
+
+
+def _lds_access(ex, g, offs: np.ndarray, sel: np.ndarray, size: int, kind: str, raw: np.ndarray) -> None:
+    """A flat access that lands in the workgroup's LDS."""
+    grp = np.broadcast_to(ex.group[g][:, None], sel.shape)
+    off = offs.astype(np.int64)
+    _lds_check(ex, off[sel], size, kind)
+    idx = off[sel][:, None] + np.arange(size)
+    if kind == "load":
+        raw[sel] = ex.lds[grp[sel][:, None], idx]
+    else:
+        ex.lds[grp[sel][:, None], idx] = raw[sel]
 
 
 def _buffer(kind: str, size: int, what: str, ops: list[Operand], mods: dict):

@@ -30,7 +30,8 @@ _REG = re.compile(r"^(v|s|ttmp)(?:(\d+)|\[(\d+):(\d+)\])(?:\.([lh]))?$")
 
 @dataclass(frozen=True)
 class Operand:
-    kind: str  # 'v', 's', 'int' (inline integer), 'float' (inline float), 'lit' (32-bit literal), 'special', 'off'
+    kind: str  # 'v', 's', 'int' (inline integer), 'float' (inline float), 'lit' (32-bit literal), 'special',
+    # 'aperture' (src_shared_base ...), 'off'
     index: int = 0  # first register (s: the scalar encoding number, so ttmp0 is 108)
     count: int = 1
     value: float | int = 0
@@ -60,7 +61,7 @@ def parse(text: str) -> Operand:
     if t in SPECIAL:
         return Operand("s", SPECIAL[t], 2 if t in PAIRS else 1, 0, neg, ab, None, text)
     if t in APERTURES:
-        return Operand("lit", value=APERTURES[t], neg=neg, abs=ab, text=text)
+        return Operand("aperture", value=APERTURES[t], neg=neg, abs=ab, text=text)
     if t in SRC_SPECIAL:
         return Operand("special", 0, 1, SRC_SPECIAL[t], neg, ab, None, text)
     if t == "off":
@@ -80,6 +81,8 @@ def const_bits(op: Operand, typ: str) -> int:
     mask = (1 << width) - 1
     if op.kind == "int":
         return op.value & mask
+    if op.kind == "aperture":  # read as 64 bits, the aperture's base address; as 32, its high half
+        return op.value << 32 if width == 64 else op.value
     if op.kind == "lit":
         if width == 64:  # a 32-bit literal: the high half of a double, else zero- or sign-extended
             return op.value << 32 if typ == "f64" else (op.value | (0xFFFFFFFF00000000 if typ == "i64"

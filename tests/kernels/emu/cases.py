@@ -1059,3 +1059,15 @@ for _tag, _archs, _waves in WMMA_TARGETS:
     case(f"wmma.iu8_{_tag}", "wmma_iu8", (1, 1, 1), (64, 1, 1), _iu8_args, _iu8_ref, archs=_archs, waves=_waves)
 
 assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
+
+
+# ---- generic pointers ----------------------------------------------------------------------------------------------
+
+def _generic_ref(a):
+    t = np.arange(64)
+    lds, priv, glob = 100 * t + t, (t & 7) * t + (t & 7), a[0][:64] + t
+    return [np.concatenate([glob, lds + priv + glob]).astype(np.int32)]
+
+
+case("generic.pointers", "generic_ptrs", (1, 1, 1), (64, 1, 1), lambda rng: [rng.integers(-1000, 1000, 128).astype(
+    np.int32)], _generic_ref)
