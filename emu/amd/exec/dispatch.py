@@ -133,6 +133,9 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
                     "private_segment_size": scratch}, kernarg_bytes)
         w.pc[:] = base + k.entry
         ex = Executor(arch, img, base, mem, w, owner, lds, scratch, kernel, budget)
+        ex.denorm = {32: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32", 3),
+                     16: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64", 3),
+                     64: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64", 3)}
         ex.trace = trace
         ex.run()
         if stats is not None:

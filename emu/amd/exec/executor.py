@@ -42,6 +42,9 @@ class Executor:
         self.lds = np.zeros((int(groups.max()) + 1 if len(groups) else 1, max(lds_bytes, 4)), np.uint8)
         self.scratch = np.zeros((waves.n, waves.lanes, max(scratch_bytes, 4)), np.uint8)
         self.kernel, self.budget = kernel, budget
+        # FLOAT_DENORM_MODE per type size (0 flush in and out, 1 flush in, 2 flush out, 3 keep), set by the
+        # descriptor, changed by s_denorm_mode
+        self.denorm = {32: 3, 16: 3, 64: 3}
         self._cache: dict[int, Compiled] = {}
         self.trace: Callable[[Executor, Compiled, object, dict], None] | None = None
 
@@ -163,6 +166,13 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
                            else "ran past the end of the code", ex.w.dump(wave))
         pc = ex.code_base + inst.offset
         return trap
+    if name == "s_denorm_mode":
+        imm = ops[0].value
+
+        def denorm_mode(ex: Executor, g) -> None:
+            ex.denorm[32] = imm & 3
+            ex.denorm[16] = ex.denorm[64] = (imm >> 2) & 3
+        return denorm_mode
     if name == "s_sendmsg_rtn_b32":  # a message with a reply (the realtime clock, doorbell id): 0 here
         return lambda ex, g: ex.w.sset(ops[0].index, 1, g, np.zeros(len(ex.w.pc[g]), np.uint32))
     if name in ("s_barrier", "s_barrier_wait"):

@@ -284,6 +284,13 @@ def _fma_mix(core: str, ops: list[Operand], mods: dict):
     return mix
 
 
+def flush(v: np.ndarray) -> np.ndarray:
+    """Denormal floats to zero of their sign (other values, and integers, unchanged)."""
+    if v.dtype.kind != "f":
+        return v
+    return np.where(np.abs(v) < np.finfo(v.dtype).tiny, np.copysign(np.zeros_like(v), v), v).astype(v.dtype)
+
+
 def _clamp_omod(value: np.ndarray, typ: str, mods: dict) -> np.ndarray:
     if typ.startswith("f"):
         if "mul" in mods:
@@ -312,6 +319,9 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
             env["a"], lanes_ok = dpp.apply(perm, env["a"], w)
         if saturate:  # integer clamp: the exact result, saturated to the type's range
             env = {n: v.astype(np.int64) for n, v in env.items()}
+        mode = ex.denorm[W] if dtyp[0] == "f" or types[0][0] == "f" else 3
+        if mode in (0, 1):  # flush denormal inputs to zero
+            env = {n: flush(v) for n, v in env.items()}
         env["W"], env["L"] = W, w.lanes
         if "d" in expr:
             env["d"] = w.read(dst, dtyp, g)
@@ -321,6 +331,8 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
         if saturate:
             r = np.clip(r, np.iinfo(DTYPES[dtyp]).min, np.iinfo(DTYPES[dtyp]).max)
         r = _clamp_omod(r.astype(DTYPES[dtyp]), dtyp, mods)
+        if mode in (0, 2):
+            r = flush(r)
         lanes = w.exec_mask(g)
         if perm is not None:
             lanes = lanes & dpp.write_mask(perm, lanes_ok, w)

@@ -94,3 +94,13 @@ def test_every_instruction_clang_emits_for_the_corpus_is_implemented(arch, wave)
                 missing.add(inst.mnemonic)
             offset += inst.size
     assert not missing, sorted(missing)
+
+
+def test_denormals_flush_as_the_descriptor_says():
+    src = "__kernel void dn(__global float *a) { uint i = __builtin_amdgcn_workitem_id_x(); a[i] = a[i] * 0.5f; }"
+    a = np.full(32, 1e-39, np.float32)  # a denormal; half of it too
+    kept = launch(usergpu.compile_opencl(src, "gfx1100"), "dn", (1, 1, 1), (32, 1, 1), [a])[0]
+    flushed = launch(usergpu.compile_opencl(src, "gfx1100", ["-cl-denorms-are-zero"]), "dn", (1, 1, 1), (32, 1, 1),
+                     [a])[0]
+    np.testing.assert_array_equal(kept, a * np.float32(0.5))
+    np.testing.assert_array_equal(flushed, np.zeros(32, np.float32))
