@@ -19,7 +19,7 @@ from usergpu.emu.amd.exec.waves import Waves
 from usergpu.errors import Error
 
 PT_LOAD = 1
-BATCH_WAVES = 256  # waves run together; workgroups are never split across batches
+BATCH_WAVES = 1024  # waves run together (numpy arrays of waves x lanes); workgroups are never split
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
 
 
@@ -122,17 +122,16 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     per_batch = max(1, BATCH_WAVES // waves_per_group)
     scratch = k.private_segment_fixed_size + (16384 if k.uses_dynamic_stack else 0)
     trace = tracer() if os.environ.get("USERGPU_TRACE") else None
+    program: dict = {}  # instructions decoded and compiled once for all batches
     for start in range(0, len(groups), per_batch):
         batch = groups[start : start + per_batch]
         w = Waves(len(batch) * waves_per_group, lanes, max(k.vgpr_count, k.vgpr_alloc, 1))
         owner = np.repeat(np.arange(len(batch)), waves_per_group)
-        for i, gid in enumerate(batch):
-            for j in range(waves_per_group):
-                _setup_wave(w, i * waves_per_group + j, j, k, gid, block, arch, {
-                    "kernarg_segment_ptr": kernarg, "dispatch_ptr": packet, "queue_ptr": queue,
-                    "private_segment_size": scratch}, kernarg_bytes)
+        _setup(w, np.asarray(batch)[owner], np.tile(np.arange(waves_per_group), len(batch)), k, block, arch, {
+            "kernarg_segment_ptr": kernarg, "dispatch_ptr": packet, "queue_ptr": queue,
+            "private_segment_size": scratch}, kernarg_bytes)
         w.pc[:] = base + k.entry
-        ex = Executor(arch, img, base, mem, w, owner, lds, scratch, kernel, budget)
+        ex = Executor(arch, img, base, mem, w, owner, lds, scratch, kernel, budget, program)
         ex.denorm = {32: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32", 3),
                      16: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64", 3),
                      64: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64", 3)}
@@ -144,30 +143,30 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     return arrays
 
 
-def _setup_wave(w: Waves, wave: int, index: int, k: Kernel, gid: tuple, block: tuple, arch: str, values: dict,
-                kernarg: bytes) -> None:
-    lanes = w.lanes
+def _setup(w: Waves, gids: np.ndarray, index: np.ndarray, k: Kernel, block: tuple, arch: str, values: dict,
+           kernarg: bytes) -> None:
+    """Every wave's initial state: gids (waves, 3) its workgroup's ID, index its number within the workgroup."""
     for name, first, count in k.user_sgprs:
         if name == "kernarg_preload":
             words = np.frombuffer(kernarg[: 4 * count].ljust(4 * count, b"\0"), np.uint32)
-            w.s[first : first + count, wave] = words
+            w.s[first : first + count] = words[:, None]
             continue
         value = values.get(name, 0)
         for i in range(count):
-            w.s[first + i, wave] = (value >> (32 * i)) & 0xFFFFFFFF
+            w.s[first + i] = (value >> (32 * i)) & 0xFFFFFFFF
     if arch.startswith("gfx12"):  # the workgroup IDs are architected: TTMP9 = x, TTMP7 = y | z << 16
-        w.s[108 + 9, wave], w.s[108 + 7, wave] = gid[0], gid[1] | gid[2] << 16
+        w.s[108 + 9], w.s[108 + 7] = gids[:, 0], gids[:, 1] | gids[:, 2] << 16
     for name, sgpr, _ in k.system_sgprs:
-        w.s[sgpr, wave] = {"workgroup_id_x": gid[0], "workgroup_id_y": gid[1], "workgroup_id_z": gid[2],
-                           "workgroup_info": 0}.get(name, 0)
-    flat = index * lanes + np.arange(lanes)
-    threads = block[0] * block[1] * block[2]
+        axis = {"workgroup_id_x": 0, "workgroup_id_y": 1, "workgroup_id_z": 2}.get(name)
+        w.s[sgpr] = 0 if axis is None else gids[:, axis]
+    flat = index[:, None] * w.lanes + np.arange(w.lanes)
     x, y, z = flat % block[0], flat // block[0] % block[1], flat // (block[0] * block[1])
     if k.packed_workitem_ids:
-        w.v[0, wave] = (x | y << 10 | z << 20).astype(np.uint32)
+        w.v[0] = (x | y << 10 | z << 20).astype(np.uint32)
     else:
         for i, ids in enumerate((x, y, z)[: max(k.workitem_id_dims, 1)]):
-            w.v[i, wave] = ids.astype(np.uint32)
-    active = flat < threads
-    bits = sum(1 << int(i) for i in np.flatnonzero(active))
-    w.s[126, wave], w.s[127, wave] = bits & 0xFFFFFFFF, bits >> 32
+            w.v[i] = ids.astype(np.uint32)
+    threads = block[0] * block[1] * block[2]
+    active = np.clip(threads - index * w.lanes, 0, w.lanes).astype(np.uint64)  # EXEC: the wave's real lanes
+    bits = np.where(active >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(active, 63)) - 1)
+    w.s[126], w.s[127] = (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32), (bits >> np.uint64(32)).astype(np.uint32)

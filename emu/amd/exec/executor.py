@@ -35,7 +35,7 @@ class Compiled:
 
 class Executor:
     def __init__(self, arch: str, code: bytes, code_base: int, memory: Memory, waves: Waves, groups: np.ndarray,
-                 lds_bytes: int, scratch_bytes: int, kernel: str, budget: int):
+                 lds_bytes: int, scratch_bytes: int, kernel: str, budget: int, cache: dict | None = None):
         self.arch, self.code, self.code_base, self.mem, self.w = arch, code, code_base, memory, waves
         self.gen = 12 if arch.startswith("gfx12") else 11
         self.group = groups  # wave -> workgroup number within the batch
@@ -45,7 +45,7 @@ class Executor:
         # FLOAT_DENORM_MODE per type size (0 flush in and out, 1 flush in, 2 flush out, 3 keep), set by the
         # descriptor, changed by s_denorm_mode
         self.denorm = {32: 3, 16: 3, 64: 3}
-        self._cache: dict[int, Compiled] = {}
+        self._cache: dict[int, Compiled] = {} if cache is None else cache  # shared by a dispatch's batches
         self.trace: Callable[[Executor, Compiled, object, dict], None] | None = None
 
     # ---- the program ---------------------------------------------------------------------------------------
