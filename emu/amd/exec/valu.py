@@ -131,6 +131,8 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         return _readlane(ops, core == "readfirstlane_b32")
     if core == "writelane_b32":
         return _writelane(ops)
+    if core == "permlane64_b32":
+        return _permlane64(ops)
     if core in ("permlane16_b32", "permlanex16_b32"):
         return _permlane(ops, core == "permlanex16_b32")
     if core in ("movrels_b32", "movreld_b32", "movrelsd_b32"):
@@ -475,6 +477,17 @@ def _permlane(ops: list[Operand], cross: bool):
         out = np.take_along_axis(v, (src_row * 16)[None, :] + idx, axis=1)
         w.write(dst, "u32", g, out, w.exec_mask(g))
     return permlane
+
+
+def _permlane64(ops: list[Operand]):
+    """v_permlane64: each lane reads the same lane of the other half of a wave64 (wave32: itself)."""
+    dst, src = ops
+
+    def permlane64(ex, g) -> None:
+        w = ex.w
+        v = np.broadcast_to(w.read(src, "u32", g), (len(w.pc[g]), w.lanes))
+        w.write(dst, "u32", g, np.roll(v, w.lanes // 2, axis=1) if w.lanes == 64 else v, w.exec_mask(g))
+    return permlane64
 
 
 def _movrel(ops: list[Operand], core: str):

@@ -16,7 +16,7 @@ import numpy as np
 from usergpu.emu.amd.exec.operands import Operand
 
 KINDS = {"f32_16x16x16_f16": (np.float16, np.float32), "f32_16x16x16_bf16": ("bf16", np.float32),
-         "i32_16x16x16_iu8": ("iu8", np.int32), "f16_16x16x16_f16": (np.float16, np.float16)}
+         "i32_16x16x16_iu8": ("iu8", np.int32), "i32_16x16x16_iu4": ("iu4", np.int32)}
 
 
 def _elements(w, op: Operand, g, kind, signed: bool) -> np.ndarray:
@@ -27,6 +27,9 @@ def _elements(w, op: Operand, g, kind, signed: bool) -> np.ndarray:
     if kind == "iu8":
         vals = raw.view(np.int8) if signed else raw
         return vals.astype(np.int64)
+    if kind == "iu4":  # two 4-bit values a byte, low nibble first
+        nib = np.stack([raw & 15, raw >> 4], -1).reshape(n, lanes, -1).astype(np.int64)
+        return np.where(nib >= 8, nib - 16, nib) if signed else nib
     halves = raw.view(np.uint16)
     if kind == "bf16":
         return (halves.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
@@ -61,8 +64,6 @@ def step(ex, core: str, ops: list[Operand], mods: dict):
             B[:, :, :] = np.swapaxes(b[:, :16, :16], 1, 2)
         rows_per_reg = lanes // 16 if not gfx12 else 1
         nregs = 256 // lanes
-        if out_type == np.float16:
-            nregs //= 2
         c = np.stack([np.broadcast_to(w.v[c_op.index + j, g], (n, lanes)) for j in range(nregs)], -1)
         cvals = c.view(np.int32 if out_type == np.int32 else np.float32).astype(np.float64)
         D = A @ B
