@@ -44,25 +44,20 @@ def permute(mods: dict, lanes: int) -> dict:
     return {"src": src, "bound_ctrl": "bound_ctrl" in mods, "fi": "fi" in mods, "enabled": enabled}
 
 
-def apply(perm: dict, values: np.ndarray, w) -> tuple[np.ndarray, np.ndarray]:
-    """values read through the permutation, and the lanes whose read is valid (source in range and active,
-    or bound_ctrl's zero)."""
-    n = w.lanes
-    values = np.broadcast_to(values, values.shape[:-1] + (n,)) if values.shape[-1] == 1 else values
+def apply(perm: dict, values: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """values read through the permutation, and the lanes whose read is valid: the source lane in the row and,
+    unless fi (fetch inactive), active; with bound_ctrl an invalid read is 0 and the lane still writes."""
+    values = np.broadcast_to(values, active.shape) if values.shape[-1] == 1 else values
     src = perm["src"]
     inside = src >= 0
     safe = np.where(inside, src, 0)
     out = values[..., safe]
-    active = np.ones(out.shape, bool)
-    if not perm["fi"]:  # a disabled source lane reads as out of range
-        execm = w.exec_mask(slice(None)) if False else None
-        del execm
-    ok = np.broadcast_to(inside, out.shape) & active
+    ok = np.broadcast_to(inside, out.shape) & (True if perm["fi"] else active[..., safe])
     if perm["bound_ctrl"]:
         out = np.where(ok, out, 0).astype(out.dtype)
         ok = np.ones_like(ok)
     return out, ok
 
 
-def write_mask(perm: dict, ok: np.ndarray, w) -> np.ndarray:
+def write_mask(perm: dict, ok: np.ndarray) -> np.ndarray:
     return ok & perm["enabled"]

@@ -184,7 +184,7 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
         def branch(ex: Executor, g) -> None:
             w = ex.w
             env = {"scc": w.scc[g], "vcc": w.sget(106, w.lanes // 32, g), "exec": w.exec_bits(g)}
-            taken = np.broadcast_to(np.asarray(eval(cond, {}, env)), w.pc[g].shape)  # noqa: S307 (table text)
+            taken = np.broadcast_to(np.asarray(valu.evaluate(cond, env)), w.pc[g].shape)
             ex.branch(g, taken, target)
         return branch
     if name == "s_getpc_b64":
@@ -210,7 +210,7 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
             w = ex.w
             e = w.sget(126, bits // 32, g)
             a = w.read(src, f"u{bits}", g, vector=False)
-            new = np.asarray(eval(expr, {}, {"a": a, "e": e})).astype(e.dtype)  # noqa: S307
+            new = np.asarray(valu.evaluate(expr, {"a": a, "e": e})).astype(e.dtype)
             w.sset(dst.index, bits // 32, g, e) if dst.index != 124 else None
             w.sset(126, bits // 32, g, new)
             w.scc[g] = (new != 0).astype(np.uint32)
@@ -222,7 +222,7 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
 
         def scmp(ex: Executor, g) -> None:
             a, b = ex.w.read(a_op, typ, g, False), ex.w.read(b_op, typ, g, False)
-            ex.w.scc[g] = np.asarray(eval(f"a {op} b", {}, {"a": a, "b": b})).astype(np.uint32)  # noqa: S307
+            ex.w.scc[g] = np.asarray(valu.evaluate(f"a {op} b", {"a": a, "b": b})).astype(np.uint32)
         return scmp
     if name in ("s_bitcmp0_b32", "s_bitcmp1_b32", "s_bitcmp0_b64", "s_bitcmp1_b64"):
         want = int(name[8])

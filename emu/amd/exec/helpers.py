@@ -93,11 +93,9 @@ def perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
     for i in range(4):
         s = (sel >> (8 * i)) & 0xFF
         byte = ((src >> (8 * np.minimum(s, 7)).astype(np.uint64)) & np.uint64(0xFF)).astype(np.uint32)
-        sign = lambda k: np.where((src >> np.uint64(8 * k + 7)) & np.uint64(1), 0xFF, 0).astype(np.uint32)  # noqa: E731
-        byte = np.where(s == 8, sign(1), byte)
-        byte = np.where(s == 9, sign(3), byte)
-        byte = np.where(s == 10, sign(5), byte)
-        byte = np.where(s == 11, sign(7), byte)
+        for code, k in ((8, 1), (9, 3), (10, 5), (11, 7)):  # the sign of byte k, repeated
+            sign = np.where((src >> np.uint64(8 * k + 7)) & np.uint64(1), 0xFF, 0).astype(np.uint32)
+            byte = np.where(s == code, sign, byte)
         byte = np.where(s == 12, 0, byte)
         byte = np.where(s > 12, 0xFF, byte)
         out |= byte << np.uint32(8 * i)

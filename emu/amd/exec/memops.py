@@ -74,7 +74,7 @@ def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
             raw = ex.mem.read(addr, sub)
             val = raw.view(np.uint8 if sub == 1 else np.uint16).reshape(-1).astype(np.uint32)
             if name.endswith(("i8", "i16")):
-                val = val.view(np.int32) if False else np.where(val >> (8 * sub - 1), val - (1 << 8 * sub), val)
+                val = np.where(val >> (8 * sub - 1), val.astype(np.int64) - (1 << 8 * sub), val)
             w.s[dst.index, g] = val.astype(np.int64).astype(np.uint32)
             return
         data = ex.mem.read(addr & ~np.uint64(3), 4 * dwords).view(np.uint32).reshape(-1, dwords)
@@ -267,7 +267,7 @@ def _from_vgprs(w, src: Operand, g, size: int, hi: bool) -> np.ndarray:
 
 
 def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mods: dict, cmpswap: bool):
-    from usergpu.emu.amd.exec.valu import _eval
+    from usergpu.emu.amd.exec.valu import evaluate
 
     imm = _offset(mods)
     dtype = ATYPE.get(typ, np.uint32)
@@ -313,11 +313,11 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mo
         old_l = np.empty(len(keys), dtype)
         if len(uniq) == len(keys):  # no two lanes share an address: one vector step
             old_l[:] = cur[inverse]
-            cur[inverse] = np.asarray(_eval(expr, {"a": old_l, "b": bl, "c": cl})).astype(dtype)
+            cur[inverse] = np.asarray(evaluate(expr, {"a": old_l, "b": bl, "c": cl})).astype(dtype)
         else:  # lane order within each address, as the hardware serialises them
             for k, u in enumerate(inverse.tolist()):
                 old_l[k] = cur[u]
-                cur[u] = dtype(_eval(expr, {"a": cur[u], "b": bl[k], "c": cl[k]}))
+                cur[u] = dtype(evaluate(expr, {"a": cur[u], "b": bl[k], "c": cl[k]}))
         if seg == "ds":
             raw = cur.view(np.uint8).reshape(len(uniq), size)
             for i in range(size):

@@ -23,7 +23,8 @@ SCC_NONZERO = {"and", "or", "xor", "not", "nand", "nor", "xnor", "and_not1", "or
 _CODE: dict[str, object] = {}
 
 
-def _eval(expr: str, env: dict) -> np.ndarray:
+def evaluate(expr: str, env: dict) -> np.ndarray:
+    """An expression of the semantics tables over numpy values (compiled once)."""
     code = _CODE.get(expr)
     if code is None:
         code = _CODE[expr] = compile(expr, "<semantics>", "eval")
@@ -108,7 +109,7 @@ def scalar_alu(ex, name: str, ops: list[Operand], mods: dict, inst):
         env = {n: w.read(o, t, g, False) for n, o, t in zip("abc", srcs, types, strict=False)}
         env["W"], env["scc"] = W, w.scc[g] != 0
         env["d"] = w.read(dst, dtyp, g, False)
-        r = np.asarray(_eval(expr, env)).astype(DTYPES[dtyp])
+        r = np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp])
         r = np.broadcast_to(r, w.scc[g].shape)
         if nonzero:
             w.scc[g] = (r != 0).astype(np.uint32)
@@ -240,7 +241,7 @@ def _packed(core: str, ops: list[Operand], mods: dict):
             env = {name: half(w, o, t, pick[i], negs[i], g) for i, (name, o, t) in enumerate(zip("abc", srcs, types,
                                                                                               strict=False))}
             env["W"] = width(dtyp)
-            parts.append(np.asarray(_eval(expr, env)).astype(DTYPES[dtyp]))
+            parts.append(np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp]))
         lo, hi_part = (np.broadcast_to(p, (len(w.pc[g]), w.lanes)).view(np.uint16).astype(np.uint32) for p in parts)
         w.write(dst, "u32", g, lo | (hi_part << np.uint32(16)), w.exec_mask(g))
     return packed
@@ -318,7 +319,7 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
         w = ex.w
         env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=False)}
         if perm is not None:
-            env["a"], lanes_ok = dpp.apply(perm, env["a"], w)
+            env["a"], lanes_ok = dpp.apply(perm, env["a"], w.exec_mask(g))
         if saturate:  # integer clamp: the exact result, saturated to the type's range
             env = {n: v.astype(np.int64) for n, v in env.items()}
         mode = ex.denorm[W] if dtyp[0] == "f" or types[0][0] == "f" else 3
@@ -329,7 +330,7 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
             env["d"] = w.read(dst, dtyp, g)
         if k_ops:
             env["k"] = w.read(k_ops[-1], dtyp, g)
-        r = np.asarray(_eval(expr, env))
+        r = np.asarray(evaluate(expr, env))
         if saturate:
             r = np.clip(r, np.iinfo(DTYPES[dtyp]).min, np.iinfo(DTYPES[dtyp]).max)
         r = _clamp_omod(r.astype(DTYPES[dtyp]), dtyp, mods)
@@ -337,7 +338,7 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
             r = flush(r)
         lanes = w.exec_mask(g)
         if perm is not None:
-            lanes = lanes & dpp.write_mask(perm, lanes_ok, w)
+            lanes = lanes & dpp.write_mask(perm, lanes_ok)
         w.write(dst, dtyp, g, r, lanes)
     return alu
 
@@ -356,8 +357,8 @@ def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: di
         a, b = w.read(a_op, types[0], g), w.read(b_op, types[1], g)
         lanes_ok = None
         if perm is not None:
-            a, lanes_ok = dpp.apply(perm, a, w)
-        res = np.broadcast_to(_eval(expr, {"a": a, "b": b}), (len(w.pc[g]), w.lanes))
+            a, lanes_ok = dpp.apply(perm, a, w.exec_mask(g))
+        res = np.broadcast_to(evaluate(expr, {"a": a, "b": b}), (len(w.pc[g]), w.lanes))
         active = w.exec_mask(g)
         if lanes_ok is not None:
             active = active & lanes_ok
@@ -372,7 +373,7 @@ def _cndmask(ops: list[Operand], typ: str, perm, mods: dict):
         w = ex.w
         a, b = _bits(w, a_op, typ, g), _bits(w, b_op, typ, g)
         if perm is not None:
-            a, _ = dpp.apply(perm, a, w)
+            a, _ = dpp.apply(perm, a, w.exec_mask(g))
         sel = w.lanes_of(m_op.index, g)
         w.write(dst, typ, g, np.where(sel, b, a), w.exec_mask(g))
     return cndmask
@@ -394,9 +395,9 @@ def _carry(ops: list[Operand], expr: str, perm, mods: dict):
         a = w.read(a_op, "u32", g).astype(np.int64)
         b = w.read(b_op, "u32", g).astype(np.int64)
         if perm is not None:
-            a, _ = dpp.apply(perm, a, w)
+            a, _ = dpp.apply(perm, a, w.exec_mask(g))
         c = w.lanes_of(cin.index, g).astype(np.int64) if cin else 0
-        r = np.broadcast_to(_eval(expr, {"a": a, "b": b, "c": c}), (len(w.pc[g]), w.lanes))
+        r = np.broadcast_to(evaluate(expr, {"a": a, "b": b, "c": c}), (len(w.pc[g]), w.lanes))
         lanes = w.exec_mask(g)
         w.set_lanes(sdst.index, g, ((r >> 32) != 0) & lanes)
         w.write(dst, "u32", g, (r & 0xFFFFFFFF).astype(np.uint32), lanes)
@@ -421,10 +422,9 @@ def _with_sdst(ex, base: str, ops: list[Operand], mods: dict, perm):
     def mad64(ex, g) -> None:
         w = ex.w
         env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=True)}
-        r = np.broadcast_to(_eval(expr, env), (len(w.pc[g]), w.lanes))
+        r = np.broadcast_to(evaluate(expr, env), (len(w.pc[g]), w.lanes))
         lanes = w.exec_mask(g)
-        a, b, c = (env[k].astype(object) if False else env[k] for k in "abc")
-        wide = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+        wide = env["a"].astype(np.float64) * env["b"].astype(np.float64) + env["c"].astype(np.float64)
         over = (wide >= 2.0**64) | (wide < (-(2.0**63) if dtyp == "i64" else 0))
         w.set_lanes(sdst.index, g, np.broadcast_to(over, lanes.shape) & lanes)
         w.write(dst, dtyp, g, r.astype(DTYPES[dtyp]), lanes)
@@ -498,8 +498,7 @@ def _movrel(ops: list[Operand], core: str):
         w = ex.w
         m0 = w.sget(125, 1, g).astype(int)
         n = len(w.pc[g])
-        rows = np.arange(n)
-        waves = np.arange(w.n)[g] if not isinstance(g, slice) else np.arange(w.n)
+        waves = np.arange(w.n)[g]
         lanes = w.exec_mask(g)
         if core == "movrels_b32":
             val = w.v[src.index + m0, waves]
@@ -509,7 +508,6 @@ def _movrel(ops: list[Operand], core: str):
             target = dst.index + m0
             old = w.v[target, waves]
             w.v[target, waves] = np.where(lanes, val, old)
-        del rows
     return movrel
 
 
@@ -547,7 +545,7 @@ def _vopd(ex, name: str, ops: list[Operand], mods: dict, inst):
                 env["d"] = w.read(dst, dtyp, g)
             if "k" in expr and k:
                 env["k"] = w.read(k[-1], dtyp, g)
-            results.append((dst, dtyp, np.asarray(_eval(expr, env)).astype(DTYPES[dtyp])))
+            results.append((dst, dtyp, np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp])))
         lanes = w.exec_mask(g)
         for dst, dtyp, value in results:
             w.write(dst, dtyp, g, value, lanes)

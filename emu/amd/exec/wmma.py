@@ -67,9 +67,9 @@ def step(ex, core: str, ops: list[Operand], mods: dict):
         c = np.stack([np.broadcast_to(w.v[c_op.index + j, g], (n, lanes)) for j in range(nregs)], -1)
         cvals = c.view(np.int32 if out_type == np.int32 else np.float32).astype(np.float64)
         D = A @ B
-        row = lambda j: (j + 8 * (lane // 16)) if gfx12 else (rows_per_reg * j + lane // 16)  # noqa: E731
         for j in range(nregs):
-            res = D[:, row(j) % 16, lane % 16] + cvals[..., j]
+            row = (j + 8 * (lane // 16)) if gfx12 else (rows_per_reg * j + lane // 16)
+            res = D[:, row % 16, lane % 16] + cvals[..., j]
             bits = res.astype(np.int64).astype(np.int32).view(np.uint32) if out_type == np.int32 else \
                 res.astype(np.float32).view(np.uint32)
             w.v[dst.index + j, g] = np.where(w.exec_mask(g), bits, w.v[dst.index + j, g])
