@@ -27,7 +27,7 @@ ATYPE = {"u32": np.uint32, "i32": np.int32, "b32": np.uint32, "u64": np.uint64, 
 
 
 def step(ex, name: str, ops: list[Operand], mods: dict, inst):
-    if inst.family.startswith("SMEM") and name.startswith("s_load_"):
+    if inst.family.startswith("SMEM") and name.startswith(("s_load_", "s_buffer_load_")):
         return _smem(ops, mods, int(name.split("_b")[-1]) // 32 if "_b" in name else 1, name)
     if name in ("ds_swizzle_b32", "ds_bpermute_b32", "ds_permute_b32"):
         return _lanes(name, ops, mods)
@@ -58,28 +58,40 @@ def _offset(mods: dict) -> int:
 
 
 def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
+    """s_load_*: from a 64-bit base address; s_buffer_load_*: from a buffer resource (its base in the first 48
+    bits), reading 0 past its num_records. Offsets: the immediate, and an SGPR or literal soffset."""
     dst, base = ops[0], ops[1]
     off_op = ops[2] if len(ops) > 2 else None
     imm = _offset(mods)
     sub = {"s_load_u8": 1, "s_load_i8": 1, "s_load_u16": 2, "s_load_i16": 2}.get(name)
+    buffer = name.startswith("s_buffer_load_")
 
     def smem(ex, g) -> None:
         w = ex.w
-        addr = w.sget(base.index, 2, g) + np.uint64(imm & 0xFFFFFFFFFFFFFFFF if imm >= 0 else (imm + (1 << 64)))
+        offset = np.full(w.s[0, g].shape, imm % (1 << 64), np.uint64)
         if off_op is not None and off_op.kind == "s" and off_op.index != NULL:
-            addr = addr + w.sget(off_op.index, 1, g).astype(np.uint64)
+            offset = offset + w.sget(off_op.index, 1, g).astype(np.uint64)
         elif off_op is not None and off_op.kind in ("int", "lit"):
-            addr = addr + np.uint64(off_op.value & 0xFFFFFFFF)
+            offset = offset + np.uint64(off_op.value & 0xFFFFFFFF)
+        if buffer:
+            desc = np.stack([w.s[base.index + i, g] for i in range(4)], -1).astype(np.uint64)
+            addr = (desc[:, 0] | ((desc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))) + offset
+            inside = [offset + np.uint64(4 * i + 4) <= desc[:, 2] for i in range(dwords)]
+        else:
+            addr = w.sget(base.index, 2, g) + offset
+            inside = [np.ones(addr.shape, bool)] * dwords
         if sub:
-            raw = ex.mem.read(addr, sub)
-            val = raw.view(np.uint8 if sub == 1 else np.uint16).reshape(-1).astype(np.uint32)
+            val = ex.mem.read(addr, sub).view(np.uint8 if sub == 1 else np.uint16).reshape(-1).astype(np.int64)
             if name.endswith(("i8", "i16")):
-                val = np.where(val >> (8 * sub - 1), val.astype(np.int64) - (1 << 8 * sub), val)
-            w.s[dst.index, g] = val.astype(np.int64).astype(np.uint32)
+                val = np.where(val >> (8 * sub - 1), val - (1 << 8 * sub), val)
+            w.s[dst.index, g] = (val & 0xFFFFFFFF).astype(np.uint32)
             return
-        data = ex.mem.read(addr & ~np.uint64(3), 4 * dwords).view(np.uint32).reshape(-1, dwords)
         for i in range(dwords):
-            w.s[dst.index + i, g] = data[:, i]
+            words = np.zeros(addr.shape, np.uint32)
+            ok = inside[i]
+            if ok.any():
+                words[ok] = ex.mem.read((addr[ok] & ~np.uint64(3)) + np.uint64(4 * i), 4).view(np.uint32).reshape(-1)
+            w.s[dst.index + i, g] = words
     return smem
 
 

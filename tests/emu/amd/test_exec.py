@@ -104,3 +104,32 @@ def test_denormals_flush_as_the_descriptor_says():
                      [a])[0]
     np.testing.assert_array_equal(kept, a * np.float32(0.5))
     np.testing.assert_array_equal(flushed, np.zeros(32, np.float32))
+
+
+def test_buffer_resources_bound_accesses_like_hardware():
+    """MUBUF and s_buffer_load address through a buffer resource; past num_records loads read 0, stores drop."""
+    from usergpu.emu.amd import isa
+    from usergpu.emu.amd.exec.executor import Executor
+    from usergpu.emu.amd.exec.memory import Memory
+    from usergpu.emu.amd.exec.waves import Waves
+
+    code = isa.asm("""
+        buffer_load_b32 v1, v0, s[4:7], 0 offen offset:4
+        buffer_store_b32 v1, v0, s[8:11], 0 offen
+        buffer_atomic_add_u32 v2, v0, s[8:11], 0 offen glc
+        s_buffer_load_b64 s[0:1], s[4:7], 0x8
+        s_buffer_load_b32 s2, s[4:7], 0x9c
+        s_endpgm""", "gfx1100")
+    mem = Memory()
+    src, dst = np.arange(40, dtype=np.uint32), np.zeros(32, np.uint32)
+    w = Waves(1, 32, 4)
+    w.s[126] = 0xFFFFFFFF
+    w.v[0, 0], w.v[2, 0] = np.arange(32) * 4, 5
+    for first, array, records in ((4, src, 40 * 4), (8, dst, 16 * 4)):
+        base = mem.map(array)
+        w.s[first : first + 4, 0] = [base & 0xFFFFFFFF, base >> 32, records, 0]
+    Executor("gfx1100", code, 0, mem, w, np.zeros(1, np.int64), 4, 4, "buffers", 100).run()
+    np.testing.assert_array_equal(dst[:16], np.arange(1, 17) + 5)  # loaded from +4, stored, then +5 atomically
+    np.testing.assert_array_equal(dst[16:], 0)  # past the 16 records: dropped
+    np.testing.assert_array_equal(w.v[2, 0, :16], np.arange(1, 17))  # the atomic returned the old values
+    assert list(w.s[0:3, 0]) == [2, 3, 39]
