@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -181,3 +182,104 @@ def test_float_compares_treat_nan_as_the_isa_says(cond, arch):
              "u": lambda x, y: math.isnan(x) or math.isnan(y)}[cond]
     for lane, (x, y) in enumerate(zip(a, b, strict=True)):
         assert int(w.v[2, 0, lane]) == int(plain(x, y)), f"lane {lane}: cmp_{cond}({x!r}, {y!r})"
+
+
+def run64(text: str, arch: str, a: list, b: list, c: list | None = None) -> list[float]:
+    """A double-precision instruction with v[0:1] = a, v[2:3] = b (v[4:5] = c); v[6:7] after."""
+    code = isa.asm(f"{text}\ns_endpgm", arch)
+    w = Waves(1, 32, 8)
+    w.s[126] = 0xFFFFFFFF
+    for reg, vals in ((0, a), (2, b), (4, c or a)):
+        raw = np.asarray(vals, np.float64).view(np.uint64)
+        w.v[reg, 0], w.v[reg + 1, 0] = raw & 0xFFFFFFFF, raw >> 32
+    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    return list((w.v[6, 0].astype(np.uint64) | (w.v[7, 0].astype(np.uint64) << 32)).view(np.float64))
+
+
+DOUBLES = [0.0, -0.0, 1.0, -1.0, 2.5, -3.75, INF, -INF, NAN, 5e-324, -5e-324, 2.2250738585072014e-308,
+           1.7976931348623157e308, -1.7976931348623157e308, 0.1, 1e300]
+
+
+def same64(got: float, want: float) -> bool:
+    if math.isnan(want):
+        return math.isnan(got)
+    return got == want and (want != 0 or math.copysign(1, got) == math.copysign(1, want))
+
+
+DOUBLE2 = {"add": lambda x, y: x + y, "mul": lambda x, y: x * y, "min": min_num, "max": max_num}
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("op", sorted(DOUBLE2))
+def test_double_ops_on_special_values(op, arch):
+    name = {"min": "min_num", "max": "max_num"}.get(op, op) if arch == "gfx1200" else op
+    a, b = pairs(DOUBLES)
+    got = run64(f"v_{name}_f64 v[6:7], v[0:1], v[2:3]", arch, a, b)
+    for lane, (x, y, g) in enumerate(zip(a, b, got, strict=True)):
+        if op in ("min", "max") and x == 0 and y == 0:
+            continue
+        want = DOUBLE2[op](x, y)
+        assert same64(g, want), f"lane {lane}: {op}_f64({x!r}, {y!r}) = {g!r}, want {want!r}"
+
+
+def round_to(value: Fraction, bits: int) -> float:
+    """A rational rounded once to the nearest float32 (bits 32) or double (64), ties to even."""
+    if value == 0:
+        return 0.0
+    near = float(value)  # correctly rounded to double
+    if bits == 64:
+        return near
+    lo = f32(near)
+    step = np.nextafter(np.float32(lo), np.float32(math.copysign(INF, float(value) - lo or 1.0)))
+    options = sorted({lo, float(step)}, key=lambda f: (abs(Fraction(f) - value), bits_of(f) & 1))
+    return options[0]
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_fma_rounds_once(arch):
+    # products whose exact sum with c lies just off a float32 halfway point: rounding twice gets them wrong
+    rng = np.random.default_rng(7)
+    a = [f32(float(x)) for x in rng.uniform(1, 2, 32)]
+    b = [f32(1 + 2.0**-12 + k * 2.0**-23) for k in range(32)]
+    c = [f32(-x * y) for x, y in zip(a, b, strict=True)]
+    code = isa.asm("v_fma_f32 v3, v0, v1, v2\ns_endpgm", arch)
+    w = Waves(1, 32, 8)
+    w.s[126] = 0xFFFFFFFF
+    for reg, vals in ((0, a), (1, b), (2, c)):
+        w.v[reg, 0] = [bits_of(v) for v in vals]
+    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    for lane, (x, y, z) in enumerate(zip(a, b, c, strict=True)):
+        want = round_to(Fraction(x) * Fraction(y) + Fraction(z), 32)
+        assert value_of(int(w.v[3, 0, lane])) == want, f"lane {lane}: fma({x!r}, {y!r}, {z!r})"
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize(("op", "ref"), [
+    ("min_i32", lambda x, y: min(sx(x), sx(y))), ("max_i32", lambda x, y: max(sx(x), sx(y))),
+    ("min_u32", min), ("max_u32", max), ("mul_hi_u32", lambda x, y: (x * y) >> 32),
+    ("mul_hi_i32", lambda x, y: (sx(x) * sx(y)) >> 32), ("ashrrev_i32", lambda x, y: sx(y) >> (x & 31))])
+def test_integer_extremes(op, ref, arch):
+    a, b = pairs(INTS)
+    got = run(f"v_{op} v2, v0, v1", arch, a, b, kind="i")
+    for lane, (x, y, g) in enumerate(zip(a, b, got, strict=True)):
+        assert g == ref(x, y) & 0xFFFFFFFF, f"lane {lane}: {op}({x:#x}, {y:#x}) = {g:#x}"
+
+
+def sx(x: int) -> int:
+    return x - (1 << 32) if x >> 31 else x
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_frexp_ldexp_and_fract_on_special_values(arch):
+    a, _ = pairs(FLOATS)
+    mant = run("v_frexp_mant_f32 v2, v0", arch, a, a)
+    exp = run("v_frexp_exp_i32_f32 v2, v0", arch, a, a)
+    fract = run("v_fract_f32 v2, v0", arch, a, a)
+    for lane, x in enumerate(a):
+        if math.isfinite(x) and x != 0:
+            m, e = math.frexp(x)
+            assert value_of(mant[lane]) == m and sx(exp[lane]) == e, f"lane {lane}: frexp({x!r})"
+            assert value_of(fract[lane]) == f32(min(x - math.floor(x), f32(1 - 2**-24))), f"lane {lane}: fract"
+        else:  # the ISA: ±0, ±inf and NaN keep their mantissa (exponent 0); fract of inf or NaN is NaN
+            assert same(mant[lane], x) and exp[lane] == 0, f"lane {lane}: frexp({x!r})"
+            assert math.isnan(value_of(fract[lane])) if not math.isfinite(x) else value_of(fract[lane]) == 0, x
