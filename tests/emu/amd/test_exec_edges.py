@@ -283,3 +283,107 @@ def test_frexp_ldexp_and_fract_on_special_values(arch):
         else:  # the ISA: ±0, ±inf and NaN keep their mantissa (exponent 0); fract of inf or NaN is NaN
             assert same(mant[lane], x) and exp[lane] == 0, f"lane {lane}: frexp({x!r})"
             assert math.isnan(value_of(fract[lane])) if not math.isfinite(x) else value_of(fract[lane]) == 0, x
+
+
+def h16(x: float) -> float:
+    """x rounded to half precision (struct's 'e', correctly rounded; inf past the largest half)."""
+    if math.isnan(x) or math.isinf(x):
+        return x
+    try:
+        return struct.unpack("<e", struct.pack("<e", x))[0]
+    except OverflowError:
+        return math.copysign(INF, x)
+
+
+HALVES = [h16(v) for v in (0.0, -0.0, 1.0, -1.0, 2.5, -3.75, INF, -INF, NAN, 6e-8, -6e-8, 6.1e-5, 65504.0,
+                           -65504.0, 0.1, 1000.0)]
+
+
+def run16(text: str, arch: str, a: list, b: list) -> list[float]:
+    """A 16-bit instruction on the low halves of v0, v1; the low half of v2 after, as a float."""
+    code = isa.asm(f"{text}\ns_endpgm", arch)
+    w = Waves(1, 32, 8)
+    w.s[126] = 0xFFFFFFFF
+    for reg, vals in ((0, a), (1, b)):
+        w.v[reg, 0] = [struct.unpack("<H", struct.pack("<e", v))[0] for v in vals]
+    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    return [struct.unpack("<e", struct.pack("<H", int(x) & 0xFFFF))[0] for x in w.v[2, 0]]
+
+
+HALF2 = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("op", sorted(HALF2))
+def test_half_ops_on_special_values(op, arch):
+    a, b = pairs(HALVES)
+    got = run16(f"v_{op}_f16 v2, v0, v1", arch, a, b)
+    for lane, (x, y, g) in enumerate(zip(a, b, got, strict=True)):
+        want = h16(HALF2[op](x, y))  # a double holds a half's sum and product exactly: one rounding
+        assert same64(g, want), f"lane {lane}: {op}_f16({x!r}, {y!r}) = {g!r}, want {want!r}"
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_half_float_conversions(arch):
+    a, _ = pairs(FLOATS + [65520.0, 65519.0, -70000.0, 3e-8])
+    got = [struct.unpack("<e", struct.pack("<H", x & 0xFFFF))[0] for x in run("v_cvt_f16_f32 v2, v0", arch, a, a)]
+    for lane, (x, g) in enumerate(zip(a, got, strict=True)):
+        assert same64(g, h16(x)), f"lane {lane}: cvt_f16_f32({x!r}) = {g!r}, want {h16(x)!r}"
+    halves = pairs(HALVES)[0]
+    raw = [struct.unpack("<H", struct.pack("<e", h))[0] for h in halves]
+    back = run("v_cvt_f32_f16 v2, v0", arch, raw, raw, kind="i")
+    for lane, (h, g) in enumerate(zip(halves, back, strict=True)):
+        assert same(g, h), f"lane {lane}: cvt_f32_f16({h!r}) = {value_of(g)!r}"
+
+
+CLASSES = {"snan": 1, "qnan": 2, "-inf": 4, "-normal": 8, "-denormal": 16, "-0": 32, "+0": 64, "+denormal": 128,
+           "+normal": 256, "+inf": 512}
+
+
+def float_class(x: float) -> str:
+    if math.isnan(x):
+        return "qnan"  # the lanes hold quiet NaNs
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    sign = "-" if math.copysign(1, x) < 0 else "+"
+    if x == 0:
+        return sign + "0"
+    return sign + ("denormal" if abs(x) < TINY else "normal")
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("mask", [0x3, 0x21, 0x90, 0x108, 0x204, 0x3FF])
+def test_class_compare_picks_the_classes_in_its_mask(mask, arch):
+    a, _ = pairs(FLOATS)
+    code = isa.asm("v_cmp_class_f32_e64 s0, v0, v1\nv_cndmask_b32_e64 v2, 0, 1, s0\ns_endpgm", arch)
+    w = Waves(1, 32, 8)
+    w.s[126] = 0xFFFFFFFF
+    w.v[0, 0], w.v[1, 0] = [bits_of(v) for v in a], mask
+    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    for lane, x in enumerate(a):
+        assert int(w.v[2, 0, lane]) == int(bool(CLASSES[float_class(x)] & mask)), f"lane {lane}: class({x!r})"
+
+
+SALU = {"s_add_u32": (lambda x, y: x + y, lambda x, y: x + y > 0xFFFFFFFF),
+        "s_sub_u32": (lambda x, y: x - y, lambda x, y: y > x),
+        "s_add_i32": (lambda x, y: x + y, lambda x, y: not -(2**31) <= sx(x) + sx(y) < 2**31),
+        "s_lshl_b32": (lambda x, y: x << (y & 31), lambda x, y: (x << (y & 31)) & 0xFFFFFFFF != 0),
+        "s_ashr_i32": (lambda x, y: sx(x) >> (y & 31), lambda x, y: sx(x) >> (y & 31) != 0),
+        "s_min_i32": (lambda x, y: min(sx(x), sx(y)), None), "s_max_u32": (max, None),
+        "s_and_b32": (lambda x, y: x & y, lambda x, y: x & y != 0)}
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("op", sorted(SALU))
+def test_scalar_ops_and_their_scc(op, arch):
+    value, carry = SALU[op]
+    name = {"s_add_u32": "s_add_co_u32", "s_sub_u32": "s_sub_co_u32", "s_add_i32": "s_add_co_i32"}.get(op, op) \
+        if arch == "gfx1200" else op
+    code = isa.asm(f"{name} s2, s0, s1\ns_endpgm", arch)
+    for x, y in zip(*pairs(INTS), strict=True):
+        w = Waves(1, 32, 1)
+        w.s[0, 0], w.s[1, 0], w.scc[0] = x, y, 0 if carry else 1
+        Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 10).run()
+        assert int(w.s[2, 0]) == value(x, y) & 0xFFFFFFFF, f"{op}({x:#x}, {y:#x})"
+        if carry is not None:
+            assert int(w.scc[0]) == int(carry(x, y)), f"{op}({x:#x}, {y:#x}): scc"
