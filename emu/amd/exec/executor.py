@@ -139,8 +139,6 @@ def _nothing(ex: Executor, g) -> None:
 
 
 # ---- scalar instructions ---------------------------------------------------------------------------------
-SCC_NONZERO = {"and", "or", "xor", "not", "nand", "nor", "xnor", "and_not1", "or_not1", "andn2", "orn2", "lshl",
-               "lshr", "ashr", "bfe", "bcnt1", "bcnt0", "abs", "quadmask", "wqm", "bfm_no"}
 SAVEEXEC = re.compile(r"^s_(and|or|xor|nand|nor|xnor|and_not0|and_not1|or_not0|or_not1|andn1|andn2|orn1|orn2)"
                       r"_saveexec_b(32|64)$")
 SAVEEXEC_OPS = {"and": "a & e", "or": "a | e", "xor": "a ^ e", "nand": "~(a & e)", "nor": "~(a | e)",
@@ -151,7 +149,6 @@ BRANCH = {"s_branch": "True", "s_cbranch_scc0": "scc == 0", "s_cbranch_scc1": "s
           "s_cbranch_execnz": "exec != 0"}
 SCMP = re.compile(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_([iu]\d+)$")
 SCMP_OPS = {"eq": "==", "lg": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
-SFCMP = re.compile(r"^s_cmp_(\w+)_(f16|f32)$")
 
 
 def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -> Step | None:
@@ -160,11 +157,12 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
     if name == "s_endpgm":
         return lambda ex, g: ex.w.done.__setitem__(g, True)
     if name in ("s_trap", "s_code_end"):  # a trap (abort, assert), or running past the code's end
+        pc = ex.code_base + inst.offset
+        why = "the kernel trapped" if name == "s_trap" else "ran past the end of the code"
+
         def trap(ex: Executor, g) -> None:
             wave = int(np.arange(ex.w.n)[g][0])
-            raise GPUFault(pc, name, ex.kernel, wave, pc, "the kernel trapped" if name == "s_trap"
-                           else "ran past the end of the code", ex.w.dump(wave))
-        pc = ex.code_base + inst.offset
+            raise GPUFault(pc, name, ex.kernel, wave, pc, why, ex.w.dump(wave))
         return trap
     if name == "s_denorm_mode":
         imm = ops[0].value

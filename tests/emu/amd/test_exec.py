@@ -50,6 +50,7 @@ ERRORS = """
 __kernel void oob(__global int *a, int n) { a[__builtin_amdgcn_workitem_id_x() * n] = 1; }
 __kernel void spin(__global volatile int *a) { while (a[0] == 0) {} }
 __kernel void msad(__global uint *a) { a[0] = __builtin_amdgcn_msad_u8(a[1], a[2], a[3]); }
+__kernel void trap(__global int *a) { if (a[0]) __builtin_trap(); a[1] = 1; }
 """
 
 
@@ -62,6 +63,13 @@ def test_out_of_bounds_store_is_a_gpu_fault_with_address_wave_and_pc():
     assert f.access == "write" and f.kernel == "oob" and f.wave == 0 and f.pc > 0
     assert f.address % 4 == 0 and "v" in f.registers and f.registers["exec"] == 0xFFFFFFFF
     assert f"{f.address:#x}" in str(f) and f"{f.pc:#x}" in str(f)
+
+
+def test_a_trap_is_a_gpu_fault_at_its_pc():
+    co = usergpu.compile_opencl(ERRORS, "gfx1100")
+    assert launch(co, "trap", (1, 1, 1), (32, 1, 1), [np.zeros(2, np.int32)])[0][1] == 1
+    with pytest.raises(GPUFault, match="s_trap .*the kernel trapped.* kernel trap, wave 0"):
+        launch(co, "trap", (1, 1, 1), (32, 1, 1), [np.ones(2, np.int32)])
 
 
 def test_a_kernel_that_never_ends_is_a_gpu_hang():
