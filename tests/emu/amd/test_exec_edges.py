@@ -387,3 +387,73 @@ def test_scalar_ops_and_their_scc(op, arch):
         assert int(w.s[2, 0]) == value(x, y) & 0xFFFFFFFF, f"{op}({x:#x}, {y:#x})"
         if carry is not None:
             assert int(w.scc[0]) == int(carry(x, y)), f"{op}({x:#x}, {y:#x}): scc"
+
+
+def run3(text: str, arch: str, a: list, b: list, c: list) -> list[int]:
+    """A three-source integer instruction with v0, v1, v3 = a, b, c; v2 after."""
+    code = isa.asm(f"{text}\ns_endpgm", arch)
+    w = Waves(1, 32, 8)
+    w.s[126] = 0xFFFFFFFF
+    w.v[0, 0], w.v[1, 0], w.v[3, 0] = a, b, c
+    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    return [int(x) for x in w.v[2, 0]]
+
+
+def bfe(x: int, offset: int, size: int, signed: bool) -> int:
+    offset, size = offset & 31, size & 31
+    if size == 0:
+        return 0
+    field = (x >> offset) & ((1 << size) - 1)
+    return field - (1 << size) if signed and field >> (size - 1) else field
+
+
+BITS3 = {"v_bfe_u32": lambda x, o, s: bfe(x, o, s, False), "v_bfe_i32": lambda x, o, s: bfe(x, o, s, True),
+         "v_bfi_b32": lambda m, x, y: (m & x) | (~m & y),
+         "v_alignbit_b32": lambda hi, lo, s: ((hi << 32 | lo) >> (s & 31)),
+         "v_alignbyte_b32": lambda hi, lo, s: ((hi << 32 | lo) >> (8 * (s & 3)))}
+BITS1 = {"v_bcnt_u32_b32": lambda x: x.bit_count(), "v_bfrev_b32": lambda x: int(f"{x:032b}"[::-1], 2),
+         "v_clz_i32_u32": lambda x: 32 - x.bit_length() if x else -1,
+         "v_ctz_i32_b32": lambda x: (x & -x).bit_length() - 1 if x else -1,
+         # the leading bits equal to the sign bit, the sign bit among them (-1 when all are)
+         "v_cls_i32": lambda x: 32 - (x if x < 2**31 else ~x & 0xFFFFFFFF).bit_length() if x not in (
+             0, 0xFFFFFFFF) else -1}
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("op", sorted(BITS3))
+def test_bit_field_ops(op, arch):
+    a, b = pairs(INTS)
+    c = [INTS[(i * 5 + 1) % len(INTS)] for i in range(32)]
+    got = run3(f"{op} v2, v0, v1, v3", arch, a, b, c)
+    for lane, (x, y, z, g) in enumerate(zip(a, b, c, got, strict=True)):
+        assert g == BITS3[op](x, y, z) & 0xFFFFFFFF, f"lane {lane}: {op}({x:#x}, {y:#x}, {z:#x}) = {g:#x}"
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("op", sorted(BITS1))
+def test_bit_count_ops(op, arch):
+    a, _ = pairs(INTS)
+    operands = "v2, v0, 0" if op == "v_bcnt_u32_b32" else "v2, v0"
+    got = run(f"{op} {operands}", arch, a, a, kind="i")
+    for lane, (x, g) in enumerate(zip(a, got, strict=True)):
+        assert g == BITS1[op](x) & 0xFFFFFFFF, f"lane {lane}: {op}({x:#x}) = {g:#x}"
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_double_conversions(arch):
+    a, _ = pairs(FLOATS)
+    code = isa.asm("v_cvt_f64_f32 v[4:5], v0\nv_cvt_f32_f64 v2, v[6:7]\nv_cvt_i32_f64 v3, v[6:7]\ns_endpgm", arch)
+    doubles = pairs(DOUBLES + [3e9, -3e9, 2.5, -2.5])[0]
+    w = Waves(1, 32, 8)
+    w.s[126] = 0xFFFFFFFF
+    w.v[0, 0] = [bits_of(v) for v in a]
+    raw = np.asarray(doubles, np.float64).view(np.uint64)
+    w.v[6, 0], w.v[7, 0] = raw & 0xFFFFFFFF, raw >> 32
+    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    widened = (w.v[4, 0].astype(np.uint64) | (w.v[5, 0].astype(np.uint64) << 32)).view(np.float64)
+    for lane, (x, d) in enumerate(zip(a, doubles, strict=True)):
+        assert same64(float(widened[lane]), x), f"lane {lane}: cvt_f64_f32({x!r})"
+        assert same(int(w.v[2, 0, lane]), f32(d)), f"lane {lane}: cvt_f32_f64({d!r})"
+        want = 0 if math.isnan(d) else max(-(2**31), min(2**31 - 1, math.trunc(d) if math.isfinite(d) else
+                                                          (2**31 - 1 if d > 0 else -(2**31))))
+        assert int(w.v[3, 0, lane]) == want & 0xFFFFFFFF, f"lane {lane}: cvt_i32_f64({d!r})"
