@@ -457,3 +457,43 @@ def test_double_conversions(arch):
         want = 0 if math.isnan(d) else max(-(2**31), min(2**31 - 1, math.trunc(d) if math.isfinite(d) else
                                                           (2**31 - 1 if d > 0 else -(2**31))))
         assert int(w.v[3, 0, lane]) == want & 0xFFFFFFFF, f"lane {lane}: cvt_i32_f64({d!r})"
+
+
+PACKED = {"v_pk_add_f16": lambda x, y: h16(x + y), "v_pk_mul_f16": lambda x, y: h16(x * y),
+          "v_pk_max_f16": max_num, "v_pk_min_f16": min_num}
+PACKED_INT = {"v_pk_add_u16": lambda x, y: (x + y) & 0xFFFF, "v_pk_sub_u16": lambda x, y: (x - y) & 0xFFFF,
+              "v_pk_max_i16": lambda x, y: max(s16(x), s16(y)) & 0xFFFF,
+              "v_pk_lshlrev_b16": lambda x, y: (y << (x & 15)) & 0xFFFF,
+              "v_pk_mul_lo_u16": lambda x, y: (x * y) & 0xFFFF}
+
+
+def s16(x: int) -> int:
+    return x - 0x10000 if x & 0x8000 else x
+
+
+def half_bits(x: float) -> int:
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("op", sorted(PACKED) + sorted(PACKED_INT))
+def test_packed_ops_work_on_both_halves(op, arch):
+    floats = op in PACKED
+    values = HALVES if floats else [0, 1, 2, 15, 16, 0x7FFF, 0x8000, 0xFFFF, 0xFFFE, 0x1234, 7, 0x8001, 3, 100, 255, 9]
+    a, b = pairs(values)
+    hi_a, hi_b = b[::-1], a[::-1]  # different values in the high halves
+    pack = half_bits if floats else (lambda v: v)
+    name = op.replace("max_f16", "max_num_f16").replace("min_f16", "min_num_f16") if arch == "gfx1200" else op
+    got = run(f"{name} v2, v0, v1", arch, [pack(x) | pack(y) << 16 for x, y in zip(a, hi_a, strict=True)],
+              [pack(x) | pack(y) << 16 for x, y in zip(b, hi_b, strict=True)], kind="i")
+    ref = PACKED.get(op) or PACKED_INT[op]
+    for lane, g in enumerate(got):
+        for half, (x, y) in enumerate(((a[lane], b[lane]), (hi_a[lane], hi_b[lane]))):
+            if floats and op.startswith(("v_pk_max", "v_pk_min")) and x == 0 and y == 0:
+                continue
+            bits = (g >> (16 * half)) & 0xFFFF
+            if floats:
+                value = struct.unpack("<e", struct.pack("<H", bits))[0]
+                assert same64(value, ref(x, y)), f"lane {lane} half {half}: {op}({x!r}, {y!r}) = {value!r}"
+            else:
+                assert bits == ref(x, y), f"lane {lane} half {half}: {op}({x:#x}, {y:#x}) = {bits:#x}"
