@@ -18,10 +18,10 @@ from tabulate import tabulate
 
 from usergpu.emu.amd import launch
 from usergpu.emu.amd.codeobj import compile_opencl, parse
+from usergpu.emu.amd.exec import helpers
 from usergpu.errors import Error
 
-DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16,
-          "u32": np.uint32, "u64": np.uint64, "f16": np.float16, "f32": np.float32, "f64": np.float64}
+DTYPES = {name: t for name, t in helpers.DTYPES.items() if name != "bf16"}  # numpy has no bfloat16
 BUFFER = re.compile(r"^(\w+)\[(\d+)\]:(random|zeros|ones|iota)$")
 SCALAR = re.compile(r"^(\w+)=(.+)$")
 DEVICES = ("emu",)

@@ -14,6 +14,7 @@ import itertools
 import re
 
 from usergpu.autogen import isa_text
+from usergpu.autogen.generator import isa as learner  # its encode(); learner.learn hands image families here
 from usergpu.autogen.generator import llvmmc
 from usergpu.autogen.isa_family import Family
 
@@ -27,14 +28,6 @@ _REG = re.compile(r"v(\d+)$|v\[(\d+):(\d+)\]$")
 
 def is_image(fam: Family) -> bool:
     return any(spec[2] == "img" for spec in fam.fields.values())
-
-
-def _encode(fam: Family, op: int, values: dict[str, int]) -> bytes:
-    word = fam.place(op)
-    for name, v in values.items():
-        lo, width = fam.fields[name][:2]
-        word |= (v & ((1 << width) - 1)) << lo
-    return word.to_bytes(16, "little")[: fam.size] + bytes(8)
 
 
 def _widths(text: str) -> list[int] | None:
@@ -57,7 +50,7 @@ def _shape(text: str) -> tuple[int, tuple[int, ...]] | None:
 
 
 def _run(arch: str, fam: Family, probes: list[tuple[int, dict[str, int]]]) -> list[str | None]:
-    res = llvmmc.disassemble([_encode(fam, op, v) for op, v in probes], arch)
+    res = llvmmc.disassemble([learner.encode(fam, op, v, 0) for op, v in probes], arch)
     return [r[0] if r and r[1] == fam.size and "/*" not in r[0] else None for r in res]
 
 

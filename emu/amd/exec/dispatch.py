@@ -37,7 +37,7 @@ def image(co: CodeObject) -> bytes:
     return bytes(out)
 
 
-def _kernarg(k: Kernel, args: list, mem: Memory, grid: tuple, block: tuple, lds_dynamic: list[int]) -> tuple:
+def _kernarg(k: Kernel, args: list, mem: Memory, grid: tuple, block: tuple) -> tuple:
     """The kernarg segment's bytes and the arrays mapped for the pointer arguments (in order)."""
     explicit = [a for a in k.args if not a.value_kind.startswith("hidden_")]
     if len(args) != len(explicit):
@@ -55,11 +55,10 @@ def _kernarg(k: Kernel, args: list, mem: Memory, grid: tuple, block: tuple, lds_
             arrays.append(copy)
             struct.pack_into("<Q", buf, a.offset, mem.map(copy))
         elif a.value_kind == "dynamic_shared_pointer":
-            lds_end = -(-lds_end // max(int(a.meta.get(".pointee_align", 4)), 4)) * max(int(
-                a.meta.get(".pointee_align", 4)), 4)
+            align = max(int(a.meta.get(".pointee_align", 4)), 4)
+            lds_end = -(-lds_end // align) * align
             struct.pack_into("<I", buf, a.offset, lds_end)
             lds_end += int(v)
-            lds_dynamic.append(int(v))
         else:
             raw = v if isinstance(v, bytes | bytearray) else np.asarray(v).tobytes() if isinstance(
                 v, np.generic | np.ndarray) else _python_scalar(v, a.size, a.type_name or "")
@@ -112,7 +111,7 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     mem = Memory()
     img = image(co)
     base = mem.map(np.frombuffer(img, np.uint8).copy(), align=1 << 16)
-    kernarg_bytes, arrays, lds = _kernarg(k, args, mem, grid, block, [])
+    kernarg_bytes, arrays, lds = _kernarg(k, args, mem, grid, block)
     kernarg = mem.map(np.frombuffer(kernarg_bytes, np.uint8).copy())
     packet = mem.map(np.frombuffer(_packet(k, grid, block, kernarg, lds), np.uint8).copy())
     queue = mem.map(256)

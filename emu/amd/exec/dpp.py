@@ -58,6 +58,3 @@ def apply(perm: dict, values: np.ndarray, active: np.ndarray) -> tuple[np.ndarra
         ok = np.ones_like(ok)
     return out, ok
 
-
-def write_mask(perm: dict, ok: np.ndarray) -> np.ndarray:
-    return ok & perm["enabled"]

@@ -130,9 +130,6 @@ class Executor:
         pcs = self.w.pc[g]
         self.w.pc[g] = np.where(taken, target, pcs)
 
-    def fault_check(self, addr, access: str) -> None:
-        raise MemoryFault(int(addr), access)
-
 
 def _nothing(ex: Executor, g) -> None:
     return None
@@ -223,11 +220,13 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
             ex.w.scc[g] = np.asarray(valu.evaluate(f"a {op} b", {"a": a, "b": b})).astype(np.uint32)
         return scmp
     if name in ("s_bitcmp0_b32", "s_bitcmp1_b32", "s_bitcmp0_b64", "s_bitcmp1_b64"):
-        want = int(name[8])
-        typ = "u64" if name.endswith("64") else "u32"
-        return lambda ex, g: ex.w.scc.__setitem__(g, (((ex.w.read(ops[0], typ, g, False) >> (
-            ex.w.read(ops[1], "u32", g, False) & (63 if typ == "u64" else 31)).astype(ex.w.read(
-                ops[0], typ, g, False).dtype)) & 1) == want).astype(np.uint32))
+        want, bits = int(name[8]), int(name[-2:])
+
+        def bitcmp(ex: Executor, g) -> None:
+            value = ex.w.read(ops[0], f"u{bits}", g, False).astype(np.uint64)
+            bit = ex.w.read(ops[1], "u32", g, False).astype(np.uint64) & np.uint64(bits - 1)
+            ex.w.scc[g] = (((value >> bit) & np.uint64(1)) == want).astype(np.uint32)
+        return bitcmp
     return valu.scalar_alu(ex, name, ops, mods, inst)
 
 

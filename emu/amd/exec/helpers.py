@@ -162,6 +162,21 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return (a.astype(np.float64) * b + c).astype(a.dtype)  # f16: the double result rounds once to half
 
 
+def unpack(dwords: np.ndarray, kind: str) -> np.ndarray:
+    """The packed elements of dwords (last axis), low first: f16, bf16 (as float64), i8, u8, i4, u4 (as int64).
+    Shape (..., n) -> (..., n * elements per dword)."""
+    bits = 16 if kind in ("f16", "bf16") else int(kind[1:])
+    shifts = np.arange(32 // bits, dtype=np.uint32) * np.uint32(bits)
+    raw = (dwords.astype(np.uint32)[..., None] >> shifts) & np.uint32((1 << bits) - 1)
+    raw = raw.reshape(*dwords.shape[:-1], -1)
+    if kind == "f16":
+        return raw.astype(np.uint16).view(np.float16).astype(np.float64)
+    if kind == "bf16":
+        return (raw << np.uint32(16)).view(np.float32).astype(np.float64)
+    vals = raw.astype(np.int64)
+    return np.where(vals >> (bits - 1), vals - (1 << bits), vals) if kind[0] == "i" else vals
+
+
 def mbcnt(mask: np.ndarray, first: int, lanes: int) -> np.ndarray:
     """v_mbcnt_lo/hi: the set bits of mask below this lane's position, counting lanes first..first + 31."""
     below = np.clip(np.arange(lanes) - first, 0, 32).astype(np.uint64)

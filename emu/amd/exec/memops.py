@@ -28,7 +28,8 @@ ATYPE = {"u32": np.uint32, "i32": np.int32, "b32": np.uint32, "u64": np.uint64, 
 
 def step(ex, name: str, ops: list[Operand], mods: dict, inst):
     if inst.family.startswith("SMEM") and name.startswith(("s_load_", "s_buffer_load_")):
-        return _smem(ops, mods, int(name.split("_b")[-1]) // 32 if "_b" in name else 1, name)
+        width = name.rsplit("_", 1)[1]  # b32 .. b512, or a sub-dword u8 / i8 / u16 / i16
+        return _smem(ops, mods, int(width[1:]) // 32 if width[0] == "b" else 1, name)
     if name in ("ds_swizzle_b32", "ds_bpermute_b32", "ds_permute_b32"):
         return _lanes(name, ops, mods)
     m = LOAD.match(name)
@@ -63,7 +64,7 @@ def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
     dst, base = ops[0], ops[1]
     off_op = ops[2] if len(ops) > 2 else None
     imm = _offset(mods)
-    sub = {"s_load_u8": 1, "s_load_i8": 1, "s_load_u16": 2, "s_load_i16": 2}.get(name)
+    sub = {"u8": 1, "i8": 1, "u16": 2, "i16": 2}.get(name.rsplit("_", 1)[1])
     buffer = name.startswith("s_buffer_load_")
 
     def smem(ex, g) -> None:
@@ -81,7 +82,8 @@ def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
             addr = w.sget(base.index, 2, g) + offset
             inside = [np.ones(addr.shape, bool)] * dwords
         if sub:
-            val = ex.mem.read(addr, sub).view(np.uint8 if sub == 1 else np.uint16).reshape(-1).astype(np.int64)
+            val = _gather(ex, addr[:, None], inside[0][:, None], sub).view(np.uint8 if sub == 1 else np.uint16)
+            val = val.reshape(-1).astype(np.int64)
             if name.endswith(("i8", "i16")):
                 val = np.where(val >> (8 * sub - 1), val - (1 << 8 * sub), val)
             w.s[dst.index, g] = (val & 0xFFFFFFFF).astype(np.uint32)
@@ -309,7 +311,7 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mo
             keys = addr[lanes]
         elif seg == "ds":
             addr = _lds_addr(ex, addr_op, imm, g)
-            grp = np.broadcast_to(_groups(ex, g)[:, None], lanes.shape)[lanes].astype(np.uint64)
+            grp = np.broadcast_to(ex.group[g][:, None], lanes.shape)[lanes].astype(np.uint64)
             keys = grp << np.uint64(32) | addr[lanes].astype(np.uint64)  # one LDS per workgroup
         else:
             addr = _lane_addresses(ex, seg, addr_op, saddr, imm, g)
@@ -352,10 +354,6 @@ def _lds_addr(ex, addr_op: Operand, imm: int, g) -> np.ndarray:
     return np.broadcast_to(a, (len(w.pc[g]), w.lanes))
 
 
-def _groups(ex, g) -> np.ndarray:
-    return ex.group[g]
-
-
 def _lds_check(ex, addr: np.ndarray, size: int, access: str) -> None:
     from usergpu.emu.amd.exec.memory import MemoryFault
 
@@ -380,7 +378,7 @@ def _ds(kind: str, size: int, two: bool, stride64: bool, what: str, ops: list[Op
         w = ex.w
         lanes = w.exec_mask(g)
         base = _lds_addr(ex, addr_op, 0, g)
-        grp = np.broadcast_to(_groups(ex, g)[:, None], lanes.shape)
+        grp = np.broadcast_to(ex.group[g][:, None], lanes.shape)
         for k, off in enumerate(offs):
             addr = base + off
             _lds_check(ex, addr[lanes], size, kind)

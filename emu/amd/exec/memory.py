@@ -73,9 +73,3 @@ class Memory:
             sel = idx == i
             off = (addr[sel] - np.uint64(self._bases[i])).astype(np.int64)
             self._bufs[i][off[:, None] + np.arange(nbytes)] = data[sel]
-
-    def view(self, addr: int, nbytes: int) -> np.ndarray:
-        """The mapped bytes [addr, addr + nbytes) as a writable array (for host-side setup and readback)."""
-        i = int(self._locate(np.asarray([addr], np.uint64), nbytes, "host access")[0])
-        off = addr - self._bases[i]
-        return self._bufs[i][off : off + nbytes]

@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from usergpu.emu.amd.exec import dpp, wmma
-from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE
+from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE, unpack
 from usergpu.emu.amd.exec.operands import Operand
 from usergpu.emu.amd.exec.semantics import ALU, CMP, TYPED
 from usergpu.emu.amd.exec.waves import width
@@ -139,7 +139,8 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
     if core in ("movrels_b32", "movreld_b32", "movrelsd_b32"):
         return _movrel(ops, core)
     if core == "cndmask_b32" or core == "cndmask_b16":
-        return _cndmask(ops, "u32" if core.endswith("32") else "u16", perm, mods)
+        typ = "u32" if core.endswith("32") else "u16"
+        return _writer(ops[0], typ, _cndmask_value(ops, typ, perm))
     if core.startswith("pk_") and core not in ("pk_fmac_f16",):
         return _packed(core, ops, mods)
     if core in DOT:
@@ -168,21 +169,6 @@ DOT = {"dot2_f32_f16": ("f16", "f32"), "dot2_f32_bf16": ("bf16", "f32"), "dot2ac
        "dot2_bf16_bf16": ("bf16", "bf16")}
 
 
-def _elements(raw: np.ndarray, kind: str) -> list[np.ndarray]:
-    """The packed elements of dwords, low first, as float64 or int64."""
-    raw = raw.astype(np.uint32)
-    if kind in ("f16", "bf16"):
-        halves = [(raw >> np.uint32(16 * i)) & np.uint32(0xFFFF) for i in range(2)]
-        if kind == "f16":
-            return [h.astype(np.uint16).view(np.float16).astype(np.float64) for h in halves]
-        return [(h << np.uint32(16)).view(np.float32).astype(np.float64) for h in halves]
-    bits = 8 if kind.endswith("8") else 4
-    vals = [((raw >> np.uint32(bits * i)) & np.uint32((1 << bits) - 1)).astype(np.int64) for i in range(32 // bits)]
-    if kind[0] == "i":
-        vals = [np.where(v >> (bits - 1), v - (1 << bits), v) for v in vals]
-    return vals
-
-
 def _dot(core: str, ops: list[Operand], mods: dict):
     """v_dot*: sum of the packed elements' products of src0 and src1, plus src2 (dot2acc: plus the destination)."""
     kind, acc = DOT[core]
@@ -195,12 +181,13 @@ def _dot(core: str, ops: list[Operand], mods: dict):
         if kind in ("i8", "i4") and core.endswith(("iu8", "iu4")):  # iu: neg_lo says which sources are signed
             a_kind = kind if signed[0] else "u" + kind[1:]
             b_kind = kind if signed[1] else "u" + kind[1:]
-        a = _elements(np.broadcast_to(w.read(srcs[0], "u32", g), (len(w.pc[g]), w.lanes)), a_kind)
-        b = _elements(np.broadcast_to(w.read(srcs[1], "u32", g), (len(w.pc[g]), w.lanes)), b_kind)
+        shape = (len(w.pc[g]), w.lanes, 1)
+        a = unpack(np.broadcast_to(w.read(srcs[0], "u32", g)[..., None], shape), a_kind)
+        b = unpack(np.broadcast_to(w.read(srcs[1], "u32", g)[..., None], shape), b_kind)
         c = w.read(dst if "acc" in core else srcs[2], acc if acc != "bf16" else "u16", g)
         if acc == "bf16":
             c = (c.astype(np.uint32) << np.uint32(16)).view(np.float32)
-        total = sum(x * y for x, y in zip(a, b, strict=True)) + c.astype(np.float64 if acc[0] in "fb" else np.int64)
+        total = (a * b).sum(axis=-1) + c.astype(np.float64 if acc[0] in "fb" else np.int64)
         if acc == "bf16":
             out = (total.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
             w.write(dst, "u16", g, out, w.exec_mask(g))
@@ -306,6 +293,20 @@ def _clamp_omod(value: np.ndarray, typ: str, mods: dict) -> np.ndarray:
 
 
 def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
+    return _writer(ops[0], sig[0], _alu_value(sig, ops, mods, perm, core))
+
+
+def _writer(dst: Operand, typ: str, value):
+    """The step that stores value(ex, g) -> (result, lanes that write) into dst."""
+
+    def write(ex, g) -> None:
+        result, lanes = value(ex, g)
+        ex.w.write(dst, typ, g, result, lanes)
+    return write
+
+
+def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
+    """An ALU operation's result for the destination ops[0], and the lanes that write it."""
     dtyp, types, expr = sig
     dst, srcs = ops[0], ops[1:]
     k_ops = [o for o in srcs if o.kind == "lit"] if core.startswith(("fmamk", "fmaak")) else []
@@ -315,7 +316,7 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
     W = width(dtyp)
     saturate = "clamp" in mods and dtyp[0] in "iu" and W <= 32
 
-    def alu(ex, g) -> None:
+    def alu(ex, g) -> tuple[np.ndarray, np.ndarray]:
         w = ex.w
         env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=False)}
         if perm is not None:
@@ -338,8 +339,8 @@ def _alu(sig, ops: list[Operand], mods: dict, perm, core: str):
             r = flush(r)
         lanes = w.exec_mask(g)
         if perm is not None:
-            lanes = lanes & dpp.write_mask(perm, lanes_ok)
-        w.write(dst, dtyp, g, r, lanes)
+            lanes = lanes & lanes_ok & perm["enabled"]
+        return r, lanes
     return alu
 
 
@@ -366,16 +367,16 @@ def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: di
     return compare
 
 
-def _cndmask(ops: list[Operand], typ: str, perm, mods: dict):
-    dst, a_op, b_op, m_op = ops
+def _cndmask_value(ops: list[Operand], typ: str, perm):
+    """v_cndmask: src1 where the lane mask (src2) is set, else src0; and the lanes that write."""
+    a_op, b_op, m_op = ops[1:4]
 
-    def cndmask(ex, g) -> None:
+    def cndmask(ex, g) -> tuple[np.ndarray, np.ndarray]:
         w = ex.w
         a, b = _bits(w, a_op, typ, g), _bits(w, b_op, typ, g)
         if perm is not None:
             a, _ = dpp.apply(perm, a, w.exec_mask(g))
-        sel = w.lanes_of(m_op.index, g)
-        w.write(dst, typ, g, np.where(sel, b, a), w.exec_mask(g))
+        return np.where(w.lanes_of(m_op.index, g), b, a), w.exec_mask(g)
     return cndmask
 
 
@@ -515,38 +516,18 @@ def _vopd(ex, name: str, ops: list[Operand], mods: dict, inst):
     """Dual issue: both halves read their sources before either writes."""
     sep = next(i for i, o in enumerate(ops) if o.kind == "sep")
     halves = []
-    for part, mnemonic in zip((ops[:sep], ops[sep + 1:]), name.split("::"), strict=True):
-        real = "v_" + mnemonic[len("v_dual_"):]
-        real = {"v_mov_b32": "v_mov_b32", "v_cndmask_b32": "v_cndmask_b32"}.get(real, real)
-        if real == "v_cndmask_b32":
-            part = [*part, Operand("s", 106, 1, text="vcc_lo")]
-            halves.append(("cnd", part, None))
+    for part, mnemonic in zip((ops[:sep], ops[sep + 1 :]), name.split("::"), strict=True):
+        real = "v_" + mnemonic[len("v_dual_") :]
+        if real == "v_cndmask_b32":  # its lane mask is VCC, not written
+            halves.append((part[0], "u32", _cndmask_value([*part, Operand("s", 106, text="vcc_lo")], "u32", None)))
             continue
         sig = signature(real)
         if sig is None:
             return None
-        halves.append(("alu", part, sig))
+        halves.append((part[0], sig[0], _alu_value(sig, part, {}, None, real[2:])))
 
     def dual(ex, g) -> None:
-        w = ex.w
-        results = []
-        for kind, part, sig in halves:
-            if kind == "cnd":
-                dst, a_op, b_op, m_op = part
-                sel = w.lanes_of(m_op.index, g)
-                results.append((dst, "u32", np.where(sel, w.read(b_op, "u32", g), w.read(a_op, "u32", g))))
-                continue
-            dtyp, types, expr = sig
-            dst, srcs = part[0], part[1:]
-            k = [o for o in srcs if o.kind == "lit"]
-            env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, _types(srcs, types), strict=False)}
-            env["W"] = width(dtyp)
-            if "d" in expr:
-                env["d"] = w.read(dst, dtyp, g)
-            if "k" in expr and k:
-                env["k"] = w.read(k[-1], dtyp, g)
-            results.append((dst, dtyp, np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp])))
-        lanes = w.exec_mask(g)
-        for dst, dtyp, value in results:
-            w.write(dst, dtyp, g, value, lanes)
+        results = [(dst, typ, *value(ex, g)) for dst, typ, value in halves]
+        for dst, typ, result, lanes in results:
+            ex.w.write(dst, typ, g, result, lanes)
     return dual

@@ -13,27 +13,19 @@ import re
 
 import numpy as np
 
+from usergpu.emu.amd.exec.helpers import unpack
 from usergpu.emu.amd.exec.operands import Operand
 
-KINDS = {"f32_16x16x16_f16": (np.float16, np.float32), "f32_16x16x16_bf16": ("bf16", np.float32),
+# source element kind ("iu": signed or unsigned by neg_lo), accumulator type
+KINDS = {"f32_16x16x16_f16": ("f16", np.float32), "f32_16x16x16_bf16": ("bf16", np.float32),
          "i32_16x16x16_iu8": ("iu8", np.int32), "i32_16x16x16_iu4": ("iu4", np.int32)}
 
 
-def _elements(w, op: Operand, g, kind, signed: bool) -> np.ndarray:
+def _elements(w, op: Operand, g, kind: str, signed: bool) -> np.ndarray:
     """(waves, lanes, k) values of a source matrix operand from its VGPRs (as many as the layout fills)."""
     n, lanes = len(w.pc[g]), w.lanes
     regs = np.stack([np.broadcast_to(w.v[op.index + i, g], (n, lanes)) for i in range(op.count)], -1)
-    raw = regs.astype(np.uint32).view(np.uint8).reshape(n, lanes, -1)
-    if kind == "iu8":
-        vals = raw.view(np.int8) if signed else raw
-        return vals.astype(np.int64)
-    if kind == "iu4":  # two 4-bit values a byte, low nibble first
-        nib = np.stack([raw & 15, raw >> 4], -1).reshape(n, lanes, -1).astype(np.int64)
-        return np.where(nib >= 8, nib - 16, nib) if signed else nib
-    halves = raw.view(np.uint16)
-    if kind == "bf16":
-        return (halves.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return halves.view(np.float16).astype(np.float64)
+    return unpack(regs, ("i" if signed else "u") + kind[2:] if kind.startswith("iu") else kind)
 
 
 def step(ex, core: str, ops: list[Operand], mods: dict):

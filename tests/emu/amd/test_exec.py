@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import sys
 from functools import cache
 from pathlib import Path
 
@@ -86,11 +85,10 @@ def test_an_unimplemented_instruction_names_itself_and_its_pc():
 
 @pytest.mark.parametrize(("arch", "wave"), [(a, w) for a in ("gfx1100", "gfx1200") for w in (32, 64)])
 def test_every_instruction_clang_emits_for_the_corpus_is_implemented(arch, wave):
+    from exec_coverage import implemented
+
     from usergpu.emu.amd import isa
     from usergpu.emu.amd.codeobj import parse
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from exec_coverage import implemented
 
     missing = set()
     for file in sorted({c.file for c in cases.CASES}):
@@ -116,27 +114,22 @@ def test_denormals_flush_as_the_descriptor_says():
 
 def test_buffer_resources_bound_accesses_like_hardware():
     """MUBUF and s_buffer_load address through a buffer resource; past num_records loads read 0, stores drop."""
-    from usergpu.emu.amd import isa
-    from usergpu.emu.amd.exec.executor import Executor
-    from usergpu.emu.amd.exec.memory import Memory
-    from usergpu.emu.amd.exec.waves import Waves
+    from exec_harness import execute
 
-    code = isa.asm("""
+    from usergpu.emu.amd.exec.memory import Memory
+
+    mem = Memory()
+    src, dst = np.arange(40, dtype=np.uint32), np.zeros(32, np.uint32)
+    sgprs = {}
+    for first, array, records in ((4, src, 40 * 4), (8, dst, 16 * 4)):
+        base = mem.map(array)
+        sgprs |= dict(zip(range(first, first + 4), (base & 0xFFFFFFFF, base >> 32, records, 0), strict=True))
+    w = execute("""
         buffer_load_b32 v1, v0, s[4:7], 0 offen offset:4
         buffer_store_b32 v1, v0, s[8:11], 0 offen
         buffer_atomic_add_u32 v2, v0, s[8:11], 0 offen glc
         s_buffer_load_b64 s[0:1], s[4:7], 0x8
-        s_buffer_load_b32 s2, s[4:7], 0x9c
-        s_endpgm""", "gfx1100")
-    mem = Memory()
-    src, dst = np.arange(40, dtype=np.uint32), np.zeros(32, np.uint32)
-    w = Waves(1, 32, 4)
-    w.s[126] = 0xFFFFFFFF
-    w.v[0, 0], w.v[2, 0] = np.arange(32) * 4, 5
-    for first, array, records in ((4, src, 40 * 4), (8, dst, 16 * 4)):
-        base = mem.map(array)
-        w.s[first : first + 4, 0] = [base & 0xFFFFFFFF, base >> 32, records, 0]
-    Executor("gfx1100", code, 0, mem, w, np.zeros(1, np.int64), 4, 4, "buffers", 100).run()
+        s_buffer_load_b32 s2, s[4:7], 0x9c""", "gfx1100", v={0: np.arange(32) * 4, 2: [5] * 32}, s=sgprs, memory=mem)
     np.testing.assert_array_equal(dst[:16], np.arange(1, 17) + 5)  # loaded from +4, stored, then +5 atomically
     np.testing.assert_array_equal(dst[16:], 0)  # past the 16 records: dropped
     np.testing.assert_array_equal(w.v[2, 0, :16], np.arange(1, 17))  # the atomic returned the old values

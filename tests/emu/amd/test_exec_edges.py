@@ -14,12 +14,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from exec_harness import double, doubles, execute
 
-from usergpu.emu.amd import isa
-from usergpu.emu.amd.exec.executor import Executor
-from usergpu.emu.amd.exec.memory import Memory
 from usergpu.emu.amd.exec.semantics import ALU
-from usergpu.emu.amd.exec.waves import Waves
 
 INF, NAN = math.inf, math.nan
 DENORM, TINY, BIG = 1e-45, 1.1754943508222875e-38, 3.4028234663852886e38
@@ -49,13 +46,9 @@ def value_of(b: int) -> float:
 
 
 def run(text: str, arch: str, a: list, b: list, kind: str = "f") -> list[int]:
-    """Execute one instruction with v0 = a, v1 = b (floats as f32 bits, or uint32 ints) on 32 lanes; v2 after."""
-    code = isa.asm(f"{text}\ns_endpgm", arch)
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
-    for reg, vals in ((0, a), (1, b)):
-        w.v[reg, 0] = [bits_of(v) if kind == "f" else v & 0xFFFFFFFF for v in vals]
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    """One instruction with v0 = a, v1 = b (floats as f32 bits, or uint32 ints); v2 after, per lane."""
+    as_bits = (lambda vals: [bits_of(x) for x in vals]) if kind == "f" else (lambda vals: vals)
+    w = execute(text, arch, v={0: as_bits(a), 1: as_bits(b)})
     return [int(x) for x in w.v[2, 0]]
 
 
@@ -172,11 +165,8 @@ def test_float_to_int_conversions_saturate_and_map_nan_to_zero(op, arch):
 @pytest.mark.parametrize("cond", ["lt", "eq", "neq", "nge", "o", "u"])
 def test_float_compares_treat_nan_as_the_isa_says(cond, arch):
     a, b = pairs(FLOATS)
-    code = isa.asm(f"v_cmp_{cond}_f32_e64 s0, v0, v1\nv_cndmask_b32_e64 v2, 0, 1, s0\ns_endpgm", arch)
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
-    w.v[0, 0], w.v[1, 0] = [bits_of(v) for v in a], [bits_of(v) for v in b]
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    w = execute(f"v_cmp_{cond}_f32_e64 s0, v0, v1\nv_cndmask_b32_e64 v2, 0, 1, s0", arch,
+                v={0: [bits_of(x) for x in a], 1: [bits_of(x) for x in b]})
     plain = {"lt": lambda x, y: x < y, "eq": lambda x, y: x == y, "neq": lambda x, y: not x == y,
              "nge": lambda x, y: not x >= y, "o": lambda x, y: not (math.isnan(x) or math.isnan(y)),
              "u": lambda x, y: math.isnan(x) or math.isnan(y)}[cond]
@@ -186,14 +176,10 @@ def test_float_compares_treat_nan_as_the_isa_says(cond, arch):
 
 def run64(text: str, arch: str, a: list, b: list, c: list | None = None) -> list[float]:
     """A double-precision instruction with v[0:1] = a, v[2:3] = b (v[4:5] = c); v[6:7] after."""
-    code = isa.asm(f"{text}\ns_endpgm", arch)
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
+    regs = {}
     for reg, vals in ((0, a), (2, b), (4, c or a)):
-        raw = np.asarray(vals, np.float64).view(np.uint64)
-        w.v[reg, 0], w.v[reg + 1, 0] = raw & 0xFFFFFFFF, raw >> 32
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
-    return list((w.v[6, 0].astype(np.uint64) | (w.v[7, 0].astype(np.uint64) << 32)).view(np.float64))
+        regs[reg], regs[reg + 1] = doubles(vals)
+    return list(double(execute(text, arch, v=regs), 6))
 
 
 DOUBLES = [0.0, -0.0, 1.0, -1.0, 2.5, -3.75, INF, -INF, NAN, 5e-324, -5e-324, 2.2250738585072014e-308,
@@ -242,12 +228,8 @@ def test_fma_rounds_once(arch):
     a = [f32(float(x)) for x in rng.uniform(1, 2, 32)]
     b = [f32(1 + 2.0**-12 + k * 2.0**-23) for k in range(32)]
     c = [f32(-x * y) for x, y in zip(a, b, strict=True)]
-    code = isa.asm("v_fma_f32 v3, v0, v1, v2\ns_endpgm", arch)
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
-    for reg, vals in ((0, a), (1, b), (2, c)):
-        w.v[reg, 0] = [bits_of(v) for v in vals]
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    w = execute("v_fma_f32 v3, v0, v1, v2", arch,
+                v={reg: [bits_of(x) for x in vals] for reg, vals in enumerate((a, b, c))})
     for lane, (x, y, z) in enumerate(zip(a, b, c, strict=True)):
         want = round_to(Fraction(x) * Fraction(y) + Fraction(z), 32)
         assert value_of(int(w.v[3, 0, lane])) == want, f"lane {lane}: fma({x!r}, {y!r}, {z!r})"
@@ -299,15 +281,14 @@ HALVES = [h16(v) for v in (0.0, -0.0, 1.0, -1.0, 2.5, -3.75, INF, -INF, NAN, 6e-
                            -65504.0, 0.1, 1000.0)]
 
 
+def half_value(b: int) -> float:
+    return struct.unpack("<e", struct.pack("<H", b & 0xFFFF))[0]
+
+
 def run16(text: str, arch: str, a: list, b: list) -> list[float]:
     """A 16-bit instruction on the low halves of v0, v1; the low half of v2 after, as a float."""
-    code = isa.asm(f"{text}\ns_endpgm", arch)
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
-    for reg, vals in ((0, a), (1, b)):
-        w.v[reg, 0] = [struct.unpack("<H", struct.pack("<e", v))[0] for v in vals]
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
-    return [struct.unpack("<e", struct.pack("<H", int(x) & 0xFFFF))[0] for x in w.v[2, 0]]
+    w = execute(text, arch, v={0: [half_bits(x) for x in a], 1: [half_bits(x) for x in b]})
+    return [half_value(int(x)) for x in w.v[2, 0]]
 
 
 HALF2 = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}
@@ -326,11 +307,11 @@ def test_half_ops_on_special_values(op, arch):
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
 def test_half_float_conversions(arch):
     a, _ = pairs(FLOATS + [65520.0, 65519.0, -70000.0, 3e-8])
-    got = [struct.unpack("<e", struct.pack("<H", x & 0xFFFF))[0] for x in run("v_cvt_f16_f32 v2, v0", arch, a, a)]
+    got = [half_value(x) for x in run("v_cvt_f16_f32 v2, v0", arch, a, a)]
     for lane, (x, g) in enumerate(zip(a, got, strict=True)):
         assert same64(g, h16(x)), f"lane {lane}: cvt_f16_f32({x!r}) = {g!r}, want {h16(x)!r}"
     halves = pairs(HALVES)[0]
-    raw = [struct.unpack("<H", struct.pack("<e", h))[0] for h in halves]
+    raw = [half_bits(h) for h in halves]
     back = run("v_cvt_f32_f16 v2, v0", arch, raw, raw, kind="i")
     for lane, (h, g) in enumerate(zip(halves, back, strict=True)):
         assert same(g, h), f"lane {lane}: cvt_f32_f16({h!r}) = {value_of(g)!r}"
@@ -355,11 +336,8 @@ def float_class(x: float) -> str:
 @pytest.mark.parametrize("mask", [0x3, 0x21, 0x90, 0x108, 0x204, 0x3FF])
 def test_class_compare_picks_the_classes_in_its_mask(mask, arch):
     a, _ = pairs(FLOATS)
-    code = isa.asm("v_cmp_class_f32_e64 s0, v0, v1\nv_cndmask_b32_e64 v2, 0, 1, s0\ns_endpgm", arch)
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
-    w.v[0, 0], w.v[1, 0] = [bits_of(v) for v in a], mask
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
+    w = execute("v_cmp_class_f32_e64 s0, v0, v1\nv_cndmask_b32_e64 v2, 0, 1, s0", arch,
+                v={0: [bits_of(x) for x in a], 1: [mask] * 32})
     for lane, x in enumerate(a):
         assert int(w.v[2, 0, lane]) == int(bool(CLASSES[float_class(x)] & mask)), f"lane {lane}: class({x!r})"
 
@@ -379,11 +357,8 @@ def test_scalar_ops_and_their_scc(op, arch):
     value, carry = SALU[op]
     name = {"s_add_u32": "s_add_co_u32", "s_sub_u32": "s_sub_co_u32", "s_add_i32": "s_add_co_i32"}.get(op, op) \
         if arch == "gfx1200" else op
-    code = isa.asm(f"{name} s2, s0, s1\ns_endpgm", arch)
     for x, y in zip(*pairs(INTS), strict=True):
-        w = Waves(1, 32, 1)
-        w.s[0, 0], w.s[1, 0], w.scc[0] = x, y, 0 if carry else 1
-        Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 10).run()
+        w = execute(f"{name} s2, s0, s1", arch, s={0: x, 1: y})  # SCC starts at 0
         assert int(w.s[2, 0]) == value(x, y) & 0xFFFFFFFF, f"{op}({x:#x}, {y:#x})"
         if carry is not None:
             assert int(w.scc[0]) == int(carry(x, y)), f"{op}({x:#x}, {y:#x}): scc"
@@ -391,12 +366,7 @@ def test_scalar_ops_and_their_scc(op, arch):
 
 def run3(text: str, arch: str, a: list, b: list, c: list) -> list[int]:
     """A three-source integer instruction with v0, v1, v3 = a, b, c; v2 after."""
-    code = isa.asm(f"{text}\ns_endpgm", arch)
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
-    w.v[0, 0], w.v[1, 0], w.v[3, 0] = a, b, c
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
-    return [int(x) for x in w.v[2, 0]]
+    return [int(x) for x in execute(text, arch, v={0: a, 1: b, 3: c}).v[2, 0]]
 
 
 def bfe(x: int, offset: int, size: int, signed: bool) -> int:
@@ -442,16 +412,12 @@ def test_bit_count_ops(op, arch):
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
 def test_double_conversions(arch):
     a, _ = pairs(FLOATS)
-    code = isa.asm("v_cvt_f64_f32 v[4:5], v0\nv_cvt_f32_f64 v2, v[6:7]\nv_cvt_i32_f64 v3, v[6:7]\ns_endpgm", arch)
-    doubles = pairs(DOUBLES + [3e9, -3e9, 2.5, -2.5])[0]
-    w = Waves(1, 32, 8)
-    w.s[126] = 0xFFFFFFFF
-    w.v[0, 0] = [bits_of(v) for v in a]
-    raw = np.asarray(doubles, np.float64).view(np.uint64)
-    w.v[6, 0], w.v[7, 0] = raw & 0xFFFFFFFF, raw >> 32
-    Executor(arch, code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "edge", 100).run()
-    widened = (w.v[4, 0].astype(np.uint64) | (w.v[5, 0].astype(np.uint64) << 32)).view(np.float64)
-    for lane, (x, d) in enumerate(zip(a, doubles, strict=True)):
+    ds = pairs(DOUBLES + [3e9, -3e9, 2.5, -2.5])[0]
+    low, high = doubles(ds)
+    w = execute("v_cvt_f64_f32 v[4:5], v0\nv_cvt_f32_f64 v2, v[6:7]\nv_cvt_i32_f64 v3, v[6:7]", arch,
+                v={0: [bits_of(x) for x in a], 6: low, 7: high})
+    widened = double(w, 4)
+    for lane, (x, d) in enumerate(zip(a, ds, strict=True)):
         assert same64(float(widened[lane]), x), f"lane {lane}: cvt_f64_f32({x!r})"
         assert same(int(w.v[2, 0, lane]), f32(d)), f"lane {lane}: cvt_f32_f64({d!r})"
         want = 0 if math.isnan(d) else max(-(2**31), min(2**31 - 1, math.trunc(d) if math.isfinite(d) else
@@ -493,7 +459,7 @@ def test_packed_ops_work_on_both_halves(op, arch):
                 continue
             bits = (g >> (16 * half)) & 0xFFFF
             if floats:
-                value = struct.unpack("<e", struct.pack("<H", bits))[0]
+                value = half_value(bits)
                 assert same64(value, ref(x, y)), f"lane {lane} half {half}: {op}({x!r}, {y!r}) = {value!r}"
             else:
                 assert bits == ref(x, y), f"lane {lane} half {half}: {op}({x:#x}, {y:#x}) = {bits:#x}"
