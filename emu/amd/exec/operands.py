@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -75,6 +76,7 @@ def parse(text: str) -> Operand:
     raise ValueError(f"operand {text!r}")
 
 
+@cache  # read on every execution of the instruction: work it out once per operand and type
 def const_bits(op: Operand, typ: str) -> int:
     """The bits an inline constant or literal supplies to an operand of type typ (e.g. 'f32', 'u64', 'f16')."""
     width = int(re.sub(r"\D", "", typ) or 32)
