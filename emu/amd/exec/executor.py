@@ -23,7 +23,8 @@ from usergpu.errors import DecodeError, GPUFault, GPUHang, UnsupportedInstructio
 Step = Callable[["Executor", object], None]
 NOOPS = re.compile(r"^s_(waitcnt.*|wait_.*|delay_alu|clause|nop|set_inst_prefetch_distance|inst_prefetch|sendmsg"
                    r"|sendmsghalt|sethalt|ttracedata|icache_inv|dcache_inv|barrier_signal|wait_event|"
-                   r"prefetch.*)$|^(buffer_gl[01]_inv|global_inv|global_wb|global_wbinv|buffer_wbl2|buffer_inv)$")
+                   r"prefetch.*|setprio|sleep|incperflevel|decperflevel)$|^(buffer_gl[01]_inv|global_inv|global_wb|"
+                   r"global_wbinv|buffer_wbl2|buffer_inv|v_nop|v_pipeflush|ds_nop)$")
 
 
 @dataclass
@@ -42,9 +43,10 @@ class Executor:
         self.lds = np.zeros((int(groups.max()) + 1 if len(groups) else 1, max(lds_bytes, 4)), np.uint8)
         self.scratch = np.zeros((waves.n, waves.lanes, max(scratch_bytes, 4)), np.uint8)
         self.kernel, self.budget = kernel, budget
-        # FLOAT_DENORM_MODE per type size (0 flush in and out, 1 flush in, 2 flush out, 3 keep), set by the
+        # FLOAT_DENORM_MODE per type size (0 flush in and out, 1 flush out, 2 flush in, 3 keep), set by the
         # descriptor, changed by s_denorm_mode
         self.denorm = {32: 3, 16: 3, 64: 3}
+        self.mode = 0  # the MODE register's other bits (FP_ROUND, IEEE, ...), as s_setreg last wrote them
         self._cache: dict[int, Compiled] = {} if cache is None else cache  # shared by a dispatch's batches
         self.trace: Callable[[Executor, Compiled, object, dict], None] | None = None
 
@@ -71,6 +73,8 @@ class Executor:
             items = tail.split() + items
         if name == "s_sendmsg_rtn_b32":  # its source is a message name, not a value
             texts = texts[:1]
+        if name in ("s_getreg_b32", "s_setreg_b32", "s_setreg_imm32_b32"):  # hwreg(..) is no value either
+            return _hwreg(name, inst)
         try:
             ops = [parse(t) if t != "::" else Operand("sep", text="::") for t in texts]
         except ValueError:
@@ -107,7 +111,8 @@ class Executor:
             before = self._snapshot(g) if self.trace else None
             w.pc[g] = pc + step.size
             try:
-                step.run(self, g)
+                with np.errstate(all="ignore"):  # NaN, inf and wrapping are the hardware's results, not warnings
+                    step.run(self, g)
             except MemoryFault as f:
                 wave = int(idx[0])
                 raise GPUFault(f.address, f.access, self.kernel, wave, pc, f.why, w.dump(wave)) from None
@@ -136,16 +141,16 @@ def _nothing(ex: Executor, g) -> None:
 
 
 # ---- scalar instructions ---------------------------------------------------------------------------------
+# EXEC = S0 op EXEC; saveexec: D = the old EXEC, wrexec: D = the new
 SAVEEXEC = re.compile(r"^s_(and|or|xor|nand|nor|xnor|and_not0|and_not1|or_not0|or_not1|andn1|andn2|orn1|orn2)"
-                      r"_saveexec_b(32|64)$")
+                      r"_(saveexec|wrexec)_b(32|64)$")
 SAVEEXEC_OPS = {"and": "a & e", "or": "a | e", "xor": "a ^ e", "nand": "~(a & e)", "nor": "~(a | e)",
-                "xnor": "~(a ^ e)", "and_not0": "~e & a", "andn1": "~e & a", "and_not1": "a & ~e", "andn2": "a & ~e",
-                "or_not0": "~e | a", "orn1": "~e | a", "or_not1": "a | ~e", "orn2": "a | ~e"}
+                "xnor": "~(a ^ e)", "and_not0": "~a & e", "andn1": "~a & e", "and_not1": "a & ~e", "andn2": "a & ~e",
+                "or_not0": "~a | e", "orn1": "~a | e", "or_not1": "a | ~e", "orn2": "a | ~e"}
 BRANCH = {"s_branch": "True", "s_cbranch_scc0": "scc == 0", "s_cbranch_scc1": "scc != 0",
           "s_cbranch_vccz": "vcc == 0", "s_cbranch_vccnz": "vcc != 0", "s_cbranch_execz": "exec == 0",
           "s_cbranch_execnz": "exec != 0"}
-SCMP = re.compile(r"^s_cmpk?_(eq|lg|gt|ge|lt|le)_([iu]\d+)$")
-SCMP_OPS = {"eq": "==", "lg": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+SCMP = re.compile(r"^s_cmpk?_(\w+?)_([iuf]\d+)$")
 
 
 def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -> Step | None:
@@ -198,7 +203,7 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
         return jump
     m = SAVEEXEC.match(name)
     if m:
-        expr, bits = SAVEEXEC_OPS[m.group(1)], int(m.group(2))
+        expr, write, bits = SAVEEXEC_OPS[m.group(1)], m.group(2) == "wrexec", int(m.group(3))
         dst, src = ops
 
         def saveexec(ex: Executor, g) -> None:
@@ -206,19 +211,21 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
             e = w.sget(126, bits // 32, g)
             a = w.read(src, f"u{bits}", g, vector=False)
             new = np.asarray(valu.evaluate(expr, {"a": a, "e": e})).astype(e.dtype)
-            w.sset(dst.index, bits // 32, g, e) if dst.index != 124 else None
+            w.sset(dst.index, bits // 32, g, new if write else e)
             w.sset(126, bits // 32, g, new)
             w.scc[g] = (new != 0).astype(np.uint32)
         return saveexec
     m = SCMP.match(name)
-    if m:
-        op, typ = SCMP_OPS[m.group(1)], m.group(2)
+    if m and m.group(1) in valu.CMP:
+        expr, typ = valu.CMP[m.group(1)], m.group(2)
         a_op, b_op = ops
 
         def scmp(ex: Executor, g) -> None:
             a, b = ex.w.read(a_op, typ, g, False), ex.w.read(b_op, typ, g, False)
-            ex.w.scc[g] = np.asarray(valu.evaluate(f"a {op} b", {"a": a, "b": b})).astype(np.uint32)
+            ex.w.scc[g] = np.asarray(valu.evaluate(expr, {"a": a, "b": b})).astype(np.uint32)
         return scmp
+    if name[2:].rsplit("_", 1)[0] in valu.MOVREL:
+        return _smovrel(name, ops)
     if name in ("s_bitcmp0_b32", "s_bitcmp1_b32", "s_bitcmp0_b64", "s_bitcmp1_b64"):
         want, bits = int(name[8]), int(name[-2:])
 
@@ -233,3 +240,62 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
 def _simm16(v: int) -> int:
     v &= 0xFFFF
     return v - 0x10000 if v & 0x8000 else v
+
+
+def _smovrel(name: str, ops: list[Operand]) -> Step:
+    """s_movrels (read s[src + M0]), s_movreld (write s[dst + M0]), s_movrelsd_2 (both, by M0's two fields)."""
+    dst, src = ops
+    count = 2 if name.endswith("64") else 1
+
+    def movrel(ex: Executor, g) -> None:
+        w = ex.w
+        s_off, d_off = valu.movrel_offsets(name[2:], w, g)
+        waves = np.arange(w.n)[g]
+        if src.kind == "s":
+            words = [w.s[src.index + s_off + i, waves] for i in range(count)]
+        else:
+            value = w.read(src, f"u{32 * count}", g, False).astype(np.uint64)
+            words = [np.broadcast_to((value >> np.uint64(32 * i)) & np.uint64(0xFFFFFFFF), waves.shape) for i in
+                     range(count)]
+        for i, word in enumerate(words):
+            w.s[dst.index + d_off + i, waves] = word
+    return movrel
+
+
+# hwreg ids (the same on gfx11 and gfx12) the executor models; the others read 0 and ignore writes
+HW_REG_MODE, HW_REG_HW_ID1, HW_REG_HW_ID2 = 1, 23, 24
+
+
+def _hwreg(name: str, inst) -> Step:
+    """s_getreg_b32 / s_setreg_b32 / s_setreg_imm32_b32 on hwreg(id, offset, size): MODE (FP_ROUND [3:0],
+    FP_DENORM [7:4] as the executor's denormal modes, single then double/half), HW_ID1 (WAVE_ID [4:0]: the wave
+    within its workgroup), HW_ID2 (WG_ID [20:16]: the workgroup within the batch)."""
+    field = inst.fields["simm16"]
+    reg, offset, size = field & 63, field >> 6 & 31, (field >> 11 & 31) + 1
+    mask = ((1 << size) - 1) << offset
+
+    def value(ex: Executor, g) -> np.ndarray:
+        waves = np.arange(ex.w.n)[g]
+        group = ex.group[waves]
+        if reg == HW_REG_MODE:
+            mode = ex.mode & ~0xF0 | ex.denorm[32] << 4 | ex.denorm[64] << 6
+            return np.full(waves.shape, mode, np.uint32)
+        if reg == HW_REG_HW_ID1:
+            return (waves - np.searchsorted(ex.group, group)).astype(np.uint32) & np.uint32(31)
+        if reg == HW_REG_HW_ID2:
+            return (group.astype(np.uint32) & np.uint32(31)) << np.uint32(16)
+        return np.zeros(waves.shape, np.uint32)
+
+    if name == "s_getreg_b32":
+        dst = inst.fields["sdst"]
+        return lambda ex, g: ex.w.sset(dst, 1, g, (value(ex, g) & np.uint32(mask)) >> np.uint32(offset))
+
+    def setreg(ex: Executor, g) -> None:
+        if reg != HW_REG_MODE:
+            return
+        new = inst.literal if name == "s_setreg_imm32_b32" else int(ex.w.sget(inst.fields["sdst"], 1, g)[0])
+        mode = int(value(ex, g)[0]) & ~mask | (new << offset) & mask
+        ex.mode = mode
+        ex.denorm[32] = mode >> 4 & 3
+        ex.denorm[16] = ex.denorm[64] = mode >> 6 & 3
+    return setreg

@@ -3,6 +3,9 @@ lane-wise over numpy arrays of the operation's type."""
 
 from __future__ import annotations
 
+import math
+from functools import cache
+
 import numpy as np
 
 from usergpu.emu.amd.exec.fp import fma32, fma64, fract, frexp_exp, frexp_mant, to_int
@@ -38,11 +41,9 @@ def ctz(a: np.ndarray) -> np.ndarray:
 
 
 def cls(a: np.ndarray) -> np.ndarray:
-    """Leading bits equal to the sign bit, after it; -1 for 0 and -1."""
-    s = a.astype(np.int32)
-    u = np.where(s < 0, ~s, s).astype(np.uint32)
-    n = clz(u)
-    return np.where((s == 0) | (s == -1), -1, n).astype(np.int32)
+    """Leading bits equal to the sign bit, after it; -1 for 0 and -1 (any width)."""
+    unsigned = a.view(np.uint64 if a.dtype.itemsize == 8 else np.uint32)
+    return clz(np.where(unsigned >> unsigned.dtype.type(a.dtype.itemsize * 8 - 1), ~unsigned, unsigned))
 
 
 def brev(a: np.ndarray) -> np.ndarray:
@@ -60,19 +61,22 @@ def mul_hi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def bfe_u(a: np.ndarray, off: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """The width-bit field of a at off (offset modulo the type's bits); a width past the top takes every bit left."""
     bits = a.dtype.itemsize * 8
-    off, width = (np.asarray(x).astype(np.uint64) & np.uint64(bits - 1 if bits == 64 else 31) for x in (off, width))
-    u = a.astype(np.uint64) >> off
-    mask = np.where(width >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(width, 63)) - 1)
-    return np.where(width == 0, 0, u & mask).astype(a.dtype)
+    u = a.astype(np.uint64) >> (np.asarray(off).astype(np.uint64) & np.uint64(bits - 1))
+    w = np.asarray(width).astype(np.uint64)
+    mask = np.where(w >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(w, np.uint64(63))) - 1)
+    return (u & mask).astype(a.dtype)
 
 
 def bfe_i(a: np.ndarray, off: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """The same field of a signed value: the sign shifts in (arithmetic shift), then the field's top bit extends."""
     bits = a.dtype.itemsize * 8
-    u = bfe_u(a.view(np.uint32 if bits == 32 else np.uint64), off, width).astype(np.int64)
-    w = np.asarray(width).astype(np.int64) & (63 if bits == 64 else 31)
-    sign = np.where(w > 0, (u >> np.maximum(w - 1, 0)) & 1, 0)
-    return np.where(sign == 1, u - (1 << w), u).astype(a.dtype)
+    field = a.astype(np.int64) >> (np.asarray(off).astype(np.int64) & (bits - 1))
+    w = np.asarray(width).astype(np.int64)
+    up = 64 - np.clip(w, 1, 64)
+    extended = (field << up) >> up
+    return np.where(w == 0, 0, np.where(w >= bits, field, extended)).astype(a.dtype)
 
 
 def sext24(a: np.ndarray) -> np.ndarray:
@@ -103,8 +107,11 @@ def perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
 
 
 def med3(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c)) if a.dtype.kind != "f" else \
-        np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c))
+    """The middle value; floats: with a NaN among them, the least of the others (the ISA's v_min3)."""
+    if a.dtype.kind != "f":
+        return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+    mid = np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c))
+    return np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), np.fmin(np.fmin(a, b), c), mid)
 
 
 def fclass(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -129,11 +136,23 @@ def fclass(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def div_fixup(q: np.ndarray, den: np.ndarray, num: np.ndarray) -> np.ndarray:
-    """v_div_fixup: the quotient estimate q of num / den, with the special cases (0/0, x/0, inf, NaN) fixed up."""
+    """v_div_fixup: the quotient estimate q of num / den, given the quotient's sign; the special cases of num / den
+    (a NaN, 0/0, inf/inf, x/0, inf/x, x/inf, 0/x, overflow) as IEEE division gives them."""
     with np.errstate(all="ignore"):
-        exact = num / den
-    special = ~np.isfinite(exact) | (den == 0) | (num == 0) | ~np.isfinite(num) | ~np.isfinite(den)
-    return np.where(special, exact, q).astype(q.dtype)
+        exact = (num.astype(np.float64) / den).astype(q.dtype)
+    special = np.isnan(num) | np.isnan(den) | (den == 0) | (num == 0) | np.isinf(num) | np.isinf(den)
+    special |= np.isinf(exact)  # the quotient overflows: ±inf
+    signed = np.where(np.signbit(den) ^ np.signbit(num), -np.abs(q), np.abs(q))
+    return np.where(special, exact, signed).astype(q.dtype)
+
+
+def trig(fn, a: np.ndarray, outside: float) -> np.ndarray:
+    """v_sin / v_cos: the angle in revolutions, reduced exactly (in double) before the function; the valid domain
+    is [-256, 256] revolutions, outside it the result is a constant (0 for sin, 1 for cos)."""
+    with np.errstate(all="ignore"):
+        x = a.astype(np.float64)
+        r = fn(2 * np.pi * np.fmod(x, 1.0))
+        return np.where(np.isfinite(x) & (np.abs(x) > 256), outside, r).astype(a.dtype)
 
 
 def pkrtz(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -154,6 +173,14 @@ def pack16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.view(np.uint16).astype(np.uint32) | (b.view(np.uint16).astype(np.uint32) << 16)).astype(np.uint32)
 
 
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """Floats to bf16 bits (uint16), rounding to nearest even; NaN stays a (quiet) NaN."""
+    bits = np.asarray(x).astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + np.uint64(0x7FFF) + ((bits >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
+    nan = np.isnan(np.asarray(x))
+    return np.where(nan, (bits >> np.uint64(16)) | np.uint64(0x40), rounded).astype(np.uint16)
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     if a.dtype == np.float64:
         return fma64(a, b, c)
@@ -163,9 +190,10 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def unpack(dwords: np.ndarray, kind: str) -> np.ndarray:
-    """The packed elements of dwords (last axis), low first: f16, bf16 (as float64), i8, u8, i4, u4 (as int64).
+    """The packed elements of dwords (last axis), low first: f16, bf16, fp8, bf8 (as float64), i8, u8, i4, u4 (as
+    int64).
     Shape (..., n) -> (..., n * elements per dword)."""
-    bits = 16 if kind in ("f16", "bf16") else int(kind[1:])
+    bits = 16 if kind in ("f16", "bf16") else 8 if kind in FP8 else int(kind[1:])
     shifts = np.arange(32 // bits, dtype=np.uint32) * np.uint32(bits)
     raw = (dwords.astype(np.uint32)[..., None] >> shifts) & np.uint32((1 << bits) - 1)
     raw = raw.reshape(*dwords.shape[:-1], -1)
@@ -173,8 +201,147 @@ def unpack(dwords: np.ndarray, kind: str) -> np.ndarray:
         return raw.astype(np.uint16).view(np.float16).astype(np.float64)
     if kind == "bf16":
         return (raw << np.uint32(16)).view(np.float32).astype(np.float64)
+    if kind in FP8:
+        return fp8_to_f32(raw, kind).astype(np.float64)
     vals = raw.astype(np.int64)
     return np.where(vals >> (bits - 1), vals - (1 << bits), vals) if kind[0] == "i" else vals
+
+
+def minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE-754-2019 minimum: a NaN (quieted) if either is, and -0 below +0."""
+    r = np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), np.minimum(a, b))
+    return np.where(np.isnan(r), r + r.dtype.type(0), r).astype(a.dtype)
+
+
+def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE-754-2019 maximum: a NaN (quieted) if either is, and +0 above -0."""
+    r = np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), np.maximum(a, b))
+    return np.where(np.isnan(r), r + r.dtype.type(0), r).astype(a.dtype)
+
+
+def _fields(a: np.ndarray, bits: int, count: int) -> list[np.ndarray]:
+    """The count bits-wide fields of a, low first, as int64."""
+    u = a.astype(np.uint64)
+    return [((u >> np.uint64(bits * i)) & np.uint64((1 << bits) - 1)).astype(np.int64) for i in range(count)]
+
+
+def quadmask(a: np.ndarray) -> np.ndarray:
+    """s_quadmask: bit i set where any of bits 4i..4i+3 is."""
+    n = a.dtype.itemsize * 2
+    return sum(((q != 0).astype(np.uint64) << np.uint64(i)) for i, q in enumerate(_fields(a, 4, n))).astype(a.dtype)
+
+
+def wqm(a: np.ndarray) -> np.ndarray:
+    """s_wqm: every 4-bit group with a bit set becomes all ones."""
+    n = a.dtype.itemsize * 2
+    return sum(((q != 0).astype(np.uint64) * np.uint64(0xF << 4 * i)) for i, q in enumerate(_fields(a, 4, n))).astype(
+        a.dtype)
+
+
+def bitreplicate(a: np.ndarray) -> np.ndarray:
+    """s_bitreplicate_b64_b32: bit i of a into bits 2i and 2i + 1."""
+    return sum((b.astype(np.uint64) * np.uint64(3 << 2 * i)) for i, b in enumerate(_fields(a, 1, 32))).astype(np.uint64)
+
+
+def sad(a: np.ndarray, b: np.ndarray, bits: int, masked: bool = False) -> np.ndarray:
+    """Sum of the absolute differences of the bits-wide fields of a and b (v_msad: where b's field is not 0)."""
+    n = 32 // bits
+    return sum(np.where(masked & (y == 0), 0, np.abs(x - y))
+               for x, y in zip(_fields(a, bits, n), _fields(b, bits, n), strict=True)).astype(np.uint32)
+
+
+def lerp_u8(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """v_lerp_u8: each byte the average of a's and b's, rounded up where c's byte is odd."""
+    parts = zip(_fields(a, 8, 4), _fields(b, 8, 4), _fields(c, 8, 4), strict=True)
+    return sum(((x + y + (z & 1)) >> 1) << (8 * i) for i, (x, y, z) in enumerate(parts)).astype(np.uint32)
+
+
+def sat(a: np.ndarray, dtype: type) -> np.ndarray:
+    """Integers saturated to dtype's range."""
+    info = np.iinfo(dtype)
+    return np.clip(a.astype(np.int64), info.min, info.max).astype(dtype)
+
+
+def norm(x: np.ndarray, dtype: type) -> np.ndarray:
+    """Float to a signed (-1..1 to +-32767) or unsigned (0..1 to 0..65535) normalized 16-bit integer; NaN is 0."""
+    info = np.iinfo(dtype)
+    x = np.nan_to_num(x.astype(np.float32), nan=0.0)
+    return np.rint(np.clip(x, -1 if info.min else 0, 1) * np.float32(info.max)).astype(dtype)
+
+
+# gfx12's 8-bit floats: (exponent bits, mantissa bits); fp8 is E4M3 (no infinity, S.1111.111 NaN), bf8 E5M2
+FP8 = {"fp8": (4, 3), "bf8": (5, 2)}
+
+
+def fp8_to_f32(a: np.ndarray, kind: str) -> np.ndarray:
+    """The low byte of each value as an fp8 / bf8 number, in f32."""
+    e_bits, m_bits = FP8[kind]
+    u = a.astype(np.int64) & 0xFF
+    e, m, neg = (u >> m_bits) & ((1 << e_bits) - 1), u & ((1 << m_bits) - 1), (u >> 7) != 0
+    bias = (1 << (e_bits - 1)) - 1
+    mag = np.where(e == 0, m * 2.0 ** (1 - bias - m_bits), (1 + m / 2.0**m_bits) * np.exp2(e - bias))
+    top = e == (1 << e_bits) - 1
+    if kind == "fp8":
+        mag = np.where(top & (m == (1 << m_bits) - 1), np.nan, mag)
+    else:
+        mag = np.where(top, np.where(m == 0, np.inf, np.nan), mag)
+    return np.where(neg, -mag, mag).astype(np.float32)
+
+
+def f32_to_fp8(x: np.ndarray, kind: str, noise: np.ndarray | None = None) -> np.ndarray:
+    """f32 to fp8 / bf8 bits (uint32), rounding to nearest even, or stochastically with 32 random noise bits;
+    past the largest finite value: bf8 infinity, fp8 NaN; NaN stays NaN."""
+    e_bits, m_bits = FP8[kind]
+    bias = (1 << (e_bits - 1)) - 1
+    x = x.astype(np.float64)
+    ax = np.nan_to_num(np.abs(x), nan=0.0, posinf=0.0)
+    exp = np.maximum(np.floor(np.log2(np.where(ax > 0, ax, 1.0))), 1 - bias)
+    step = np.exp2(exp - m_bits)
+    q = ax / step
+    q = np.rint(q) if noise is None else np.floor(q + (noise.astype(np.float64) / 2.0**32))
+    mag = q * step
+    largest = (2 - 2.0 ** (1 - m_bits)) * 2.0 ** (bias + 1) if kind == "fp8" else (2 - 2.0**-m_bits) * 2.0**bias
+    e = np.maximum(np.floor(np.log2(np.where(mag > 0, mag, 1.0))), 1 - bias)
+    normal = mag >= 2.0 ** (1 - bias)
+    code = np.where(normal, (e + bias) * (1 << m_bits) + np.rint(mag / np.exp2(e - m_bits)) - (1 << m_bits),
+                    np.rint(mag / 2.0 ** (1 - bias - m_bits))).astype(np.int64)
+    special = 0x7F if kind == "fp8" else 0x7C  # fp8: NaN; bf8: infinity
+    code = np.where((mag > largest) | np.isinf(x), special, code)
+    code = np.where(np.isnan(x), 0x7F if kind == "fp8" else 0x7E, code)
+    return (code | (np.signbit(x).astype(np.int64) << 7)).astype(np.uint32)
+
+
+@cache
+def _two_over_pi() -> int:
+    """floor(2 / pi * 2**1201), from Machin's formula in integer arithmetic (64 guard bits)."""
+    bits = 1201 + 64
+    one = 1 << bits
+
+    def atan_inv(n: int) -> int:
+        total, term, k = 0, one // n, 1
+        while term:
+            total += term // k if k % 4 == 1 else -(term // k)
+            term //= n * n
+            k += 2
+        return total
+
+    pi = 16 * atan_inv(5) - 4 * atan_inv(239)
+    return (2 << (1201 + bits)) // pi
+
+
+def trig_preop(a: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """v_trig_preop_f64: 53 bits of 2/pi from bit 53 * seg (further for large a, whose exponent past 1077 adds
+    to the shift), scaled to their place (and by 2**128 for an exponent of 1968 and up)."""
+    exp = ((a.view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    shift = (np.asarray(seg).astype(np.int64) & 31) * 53 + np.maximum(exp - 1077, 0)
+    table = _two_over_pi()
+    out = np.empty(np.broadcast(a, shift).shape, np.float64)
+    for idx, s in np.ndenumerate(np.broadcast_to(shift, out.shape)):
+        s = int(s)
+        part = (table >> (1201 - 53 - s) if s <= 1148 else table << (s - 1148)) & ((1 << 53) - 1)
+        scale = -53 - s + (128 if np.broadcast_to(exp, out.shape)[idx] >= 1968 else 0)
+        out[idx] = math.ldexp(float(part), scale)
+    return out
 
 
 def mbcnt(mask: np.ndarray, first: int, lanes: int) -> np.ndarray:
@@ -188,4 +355,6 @@ NAMESPACE = {"np": np, "fma": fma, "to_int": to_int, "frexp_mant": frexp_mant, "
              "fract": fract, "popcount": popcount, "clz": clz, "ctz": ctz, "cls": cls, "brev": brev,
              "mul_hi": mul_hi, "bfe_u": bfe_u, "bfe_i": bfe_i, "sext24": sext24, "alignbit": alignbit, "perm": perm,
              "med3": med3, "fclass": fclass, "div_fixup": div_fixup, "pkrtz": pkrtz, "pack16": pack16,
-             "mbcnt": mbcnt, **DTYPES}
+             "mbcnt": mbcnt, "minimum": minimum, "maximum": maximum, "quadmask": quadmask, "wqm": wqm,
+             "bitreplicate": bitreplicate, "sad": sad, "lerp_u8": lerp_u8, "norm": norm, "sat": sat,
+             "fp8_to_f32": fp8_to_f32, "trig": trig, "f32_to_fp8": f32_to_fp8, "trig_preop": trig_preop, **DTYPES}

@@ -21,7 +21,12 @@ ATOMIC_OPS = {
     "dec": "np.where((a == 0) | (a > b), b, a - 1)", "cmpswap": "np.where(a == c, b, a)",
     "cmpst": "np.where(a == c, b, a)", "add_f32": "a + b", "min_num": "np.fmin(a, b)", "max_num": "np.fmax(a, b)",
     "sub_clamp": "np.where(a > b, a - b, 0)", "cond_sub": "np.where(a >= b, a - b, a)", "pk_add": None,
+    "cmpstore": "np.where(a == c, b, a)", "mskor": "(a & ~b) | c", "wrap": "np.where(a >= b, a - b, a + c)",
+    "rsub": "b - a", "condxchg32": "np.where(((b >> 31) & 1) == 1, b & 0x7FFFFFFF, a & 0xFFFFFFFF) | "
+                                   "np.where((b >> 63) == 1, b & 0x7FFFFFFF00000000, a & 0xFFFFFFFF00000000)",
 }
+# the atomics with a second data operand (DS: data1; global cmpswap: the data's second half)
+TWO_DATA = {"cmpswap", "cmpst", "cmpstore", "mskor", "wrap"}
 ATYPE = {"u32": np.uint32, "i32": np.int32, "b32": np.uint32, "u64": np.uint64, "i64": np.int64, "b64": np.uint64,
          "f32": np.float32, "f64": np.float64}
 
@@ -31,7 +36,7 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         width = name.rsplit("_", 1)[1]  # b32 .. b512, or a sub-dword u8 / i8 / u16 / i16
         return _smem(ops, mods, int(width[1:]) // 32 if width[0] == "b" else 1, name)
     if name in ("ds_swizzle_b32", "ds_bpermute_b32", "ds_permute_b32"):
-        return _lanes(name, ops, mods)
+        return _lanes(name, ops, mods, inst.fields["offset0"] | inst.fields["offset1"] << 8)
     m = LOAD.match(name)
     if m:
         seg, kind, two, what = m.groups()
@@ -49,7 +54,7 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         key = op if op in ATOMIC_OPS else f"{op}_{typ}" if f"{op}_{typ}" in ATOMIC_OPS else None
         if key is None or ATOMIC_OPS[key] is None:
             return None
-        return _atomic(seg, ATOMIC_OPS[key], typ, bool(rtn), ops, mods, key in ("cmpswap", "cmpst"))
+        return _atomic(seg, ATOMIC_OPS[key], typ, bool(rtn), ops, mods, key in TWO_DATA)
     return None
 
 
@@ -281,6 +286,8 @@ def _from_vgprs(w, src: Operand, g, size: int, hi: bool) -> np.ndarray:
 
 
 def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mods: dict, cmpswap: bool):
+    """An atomic read-modify-write: a the memory's value, b the data, c the second data (cmpswap: the compare
+    value; ds_mskor, ds_wrap: data1); returns the old value."""
     from usergpu.emu.amd.exec.valu import evaluate
 
     imm = _offset(mods)
@@ -395,13 +402,11 @@ def _ds(kind: str, size: int, two: bool, stride64: bool, what: str, ops: list[Op
     return ds
 
 
-def _lanes(name: str, ops: list[Operand], mods: dict):
+def _lanes(name: str, ops: list[Operand], mods: dict, offset: int):
     """ds_swizzle_b32 (lanes within groups by the offset's pattern), ds_bpermute (read lane addr/4),
     ds_permute (write to lane addr/4): data moves between lanes without touching LDS."""
     dst, a_op = ops[0], ops[1]
     d_op = ops[2] if len(ops) > 2 else None
-    imm = _offset(mods) if "offset" in mods and not mods["offset"].startswith("swizzle") else 0
-    pattern = mods.get("offset", "")
 
     def lanes_op(ex, g) -> None:
         w = ex.w
@@ -409,11 +414,11 @@ def _lanes(name: str, ops: list[Operand], mods: dict):
         n = len(w.pc[g])
         if name == "ds_swizzle_b32":
             src = np.broadcast_to(w.read(a_op, "u32", g), (n, w.lanes))
-            sel = swizzle_lanes(pattern, w.lanes)
+            sel = swizzle_lanes(offset, w.lanes)
             out = np.where(active[:, sel], src[:, sel], 0).astype(np.uint32)
             w.write(dst, "u32", g, out, active)
             return
-        addr = (np.broadcast_to(w.read(a_op, "u32", g), (n, w.lanes)).astype(np.int64) + imm) // 4 % w.lanes
+        addr = (np.broadcast_to(w.read(a_op, "u32", g), (n, w.lanes)).astype(np.int64) + offset) // 4 % w.lanes
         data = np.broadcast_to(w.read(d_op, "u32", g), (n, w.lanes))
         rows = np.arange(n)[:, None]
         if name == "ds_bpermute_b32":
@@ -428,47 +433,21 @@ def _lanes(name: str, ops: list[Operand], mods: dict):
     return lanes_op
 
 
-def swizzle_lanes(pattern: str, lanes: int) -> np.ndarray:
-    """The source lane of each lane for a ds_swizzle offset as LLVM prints it (swizzle(QDMode,..),
-    swizzle(BITMASK_PERM,"..."), swizzle(BROADCAST,n,l), swizzle(SWAP,n), swizzle(REVERSE,n), or a number)."""
+def swizzle_lanes(offset: int, lanes: int) -> np.ndarray:
+    """The source lane of each lane for a ds_swizzle offset, as the ISA's DS_SWIZZLE_B32 defines it, within
+    groups of 32 lanes: FFT (offset >= 0xE000: the lane's 5 bits reversed, shifted right by the mask's bit
+    count, with the mask's bits of the lane), rotate (>= 0xC000: by offset[9:5] lanes, right if offset[10], the
+    bits of mask offset[4:0] kept), quad permute (bit 15: offset[7:0] picks within each 4), else bit masks
+    (and offset[4:0], or [9:5], xor [14:10])."""
     lane = np.arange(lanes)
-    m = re.match(r"swizzle\((\w+)(?:,(.*))?\)", pattern)
-    if not m:
-        v = int(pattern or "0", 0)
-        return _swizzle_value(v, lane)
-    mode, args = m.group(1), [a.strip() for a in (m.group(2) or "").split(",") if a.strip()]
-    if mode == "QUAD_PERM":
-        sel = [int(a) for a in args]
-        return lane - lane % 4 + np.asarray(sel)[lane % 4]
-    if mode == "BITMASK_PERM":
-        pat = args[0].strip('"')
-        and_m = or_m = xor_m = 0
-        for i, ch in enumerate(reversed(pat)):
-            bit = 1 << i
-            if ch == "0":
-                pass
-            elif ch == "1":
-                or_m |= bit
-            elif ch == "p":
-                and_m |= bit
-            elif ch == "i":
-                and_m |= bit
-                xor_m |= bit
-        return (lane & ~31) | ((((lane & 31) & and_m) | or_m) ^ xor_m)
-    if mode == "SWAP":
-        return lane ^ int(args[0])
-    if mode == "REVERSE":
-        n = int(args[0])
-        return lane - lane % n + (n - 1 - lane % n)
-    if mode == "BROADCAST":
-        n, k = int(args[0]), int(args[1])
-        return lane - lane % n + k
-    raise ValueError(pattern)
-
-
-def _swizzle_value(v: int, lane: np.ndarray) -> np.ndarray:
-    if v & 0x8000:  # quad permute
-        sel = [(v >> (2 * i)) & 3 for i in range(4)]
-        return lane - lane % 4 + np.asarray(sel)[lane % 4]
-    and_m, or_m, xor_m = v & 31, (v >> 5) & 31, (v >> 10) & 31
-    return (lane & ~31) | ((((lane & 31) & and_m) | or_m) ^ xor_m)
+    low, top = lane & 31, lane & ~31
+    mask = offset & 31
+    if offset >= 0xE000:
+        reverse = sum(((low >> i) & 1) << (4 - i) for i in range(5))
+        return top | (reverse >> mask.bit_count()) | (low & mask)
+    if offset >= 0xC000:
+        rotate = -(offset >> 5 & 31) if offset >> 10 & 1 else offset >> 5 & 31
+        return top | (low & mask) | ((low + rotate) & ~mask & 31)
+    if offset & 0x8000:
+        return lane - lane % 4 + np.asarray([offset >> 2 * i & 3 for i in range(4)])[lane % 4]
+    return top | (((low & mask) | (offset >> 5 & 31)) ^ (offset >> 10 & 31))

@@ -7,11 +7,11 @@ import re
 
 import numpy as np
 
-from usergpu.emu.amd.exec import dpp, wmma
-from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE, unpack
+from usergpu.emu.amd.exec import dpp, fp, wmma
+from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE, to_bf16, unpack
 from usergpu.emu.amd.exec.operands import Operand
-from usergpu.emu.amd.exec.semantics import ALU, CMP, TYPED
-from usergpu.emu.amd.exec.waves import width
+from usergpu.emu.amd.exec.semantics import ALU, CMP, MOVREL, SCC, TYPED
+from usergpu.emu.amd.exec.waves import VCC, width
 
 SUFFIX = re.compile(r"(_(e32|e64|dpp|sdwa))+$")
 TYPE = re.compile(r"_([fiub])(\d+)$")
@@ -19,7 +19,7 @@ TYPE = re.compile(r"_([fiub])(\d+)$")
 CARRY = {"add_co_u32": "a + b", "sub_co_u32": "a - b", "subrev_co_u32": "b - a",
          "add_co_ci_u32": "a + b + c", "sub_co_ci_u32": "a - b - c", "subrev_co_ci_u32": "b - a - c"}
 SCC_NONZERO = {"and", "or", "xor", "not", "nand", "nor", "xnor", "and_not1", "or_not1", "andn2", "orn2", "lshl",
-               "lshr", "ashr", "bfe", "bcnt1", "bcnt0", "abs", "lshl1_add", "lshl2_add", "lshl3_add", "lshl4_add"}
+               "lshr", "ashr", "bfe", "bcnt1", "bcnt0", "abs", "absdiff", "quadmask", "wqm"}
 _CODE: dict[str, object] = {}
 
 
@@ -99,9 +99,10 @@ def scalar_alu(ex, name: str, ops: list[Operand], mods: dict, inst):
     if sig is None:
         return None
     dtyp, types, expr = sig
-    dst, srcs = ops[0], ops[1:]
+    dst, (srcs, k_op) = ops[0], _literal_k(core, ops[1:])
     types = _types(srcs, types)
-    nonzero = core.rsplit("_", 1)[0] in SCC_NONZERO or core in SCC_NONZERO
+    nonzero = any(core == op or core.startswith(op + "_") for op in SCC_NONZERO)
+    scc_rule = SCC.get(TYPE.sub("", core))
     W = width(dtyp)
 
     def salu(ex, g) -> None:
@@ -109,12 +110,24 @@ def scalar_alu(ex, name: str, ops: list[Operand], mods: dict, inst):
         env = {n: w.read(o, t, g, False) for n, o, t in zip("abc", srcs, types, strict=False)}
         env["W"], env["scc"] = W, w.scc[g] != 0
         env["d"] = w.read(dst, dtyp, g, False)
+        if k_op is not None:
+            env["k"] = w.read(k_op, dtyp, g, False)
         r = np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp])
         r = np.broadcast_to(r, w.scc[g].shape)
-        if nonzero:
+        if scc_rule is not None:
+            w.scc[g] = np.broadcast_to(evaluate(scc_rule, env), r.shape).astype(np.uint32)
+        elif nonzero:
             w.scc[g] = (r != 0).astype(np.uint32)
         w.write(dst, dtyp, g, r, None)
     return salu
+
+
+def _literal_k(core: str, srcs: list[Operand]) -> tuple[list[Operand], Operand | None]:
+    """fmamk d, a, K, b / fmaak d, a, b, K: the sources without the literal K, which the expression calls k."""
+    if not core.startswith(("fmamk", "fmaak")):
+        return srcs, None
+    k = [o for o in srcs if o.kind == "lit"][-1]
+    return [o for o in srcs if o is not k], k
 
 
 def step(ex, name: str, ops: list[Operand], mods: dict, inst):
@@ -134,14 +147,16 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         return _writelane(ops)
     if core == "permlane64_b32":
         return _permlane64(ops)
-    if core in ("permlane16_b32", "permlanex16_b32"):
-        return _permlane(ops, core == "permlanex16_b32")
-    if core in ("movrels_b32", "movreld_b32", "movrelsd_b32"):
+    if core in ("permlane16_b32", "permlanex16_b32", "permlane16_var_b32", "permlanex16_var_b32"):
+        return _permlane(ops, core.startswith("permlanex"), core.endswith("var_b32"))
+    if core.rsplit("_", 1)[0] in MOVREL:
         return _movrel(ops, core)
     if core == "cndmask_b32" or core == "cndmask_b16":
         typ = "u32" if core.endswith("32") else "u16"
         return _writer(ops[0], typ, _cndmask_value(ops, typ, perm))
-    if core.startswith("pk_") and core not in ("pk_fmac_f16",):
+    if core in FP8_CVT:
+        return _alu(_fp8_convert(core, mods), ops, mods, perm, core)
+    if core.startswith("pk_"):
         return _packed(core, ops, mods)
     if core in DOT:
         return _dot(core, ops, mods)
@@ -153,6 +168,8 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         return wmma.step(ex, core, ops, mods)
     if core in CARRY:
         return _carry(ops, CARRY[core], perm, mods)
+    if core.startswith("div_fmas"):
+        return _div_fmas(ops, core[-3:])
     if core.startswith(("mad_u64_u32", "mad_i64_i32", "mad_co_u64_u32", "mad_co_i64_i32")) or core.startswith(
             "div_scale"):
         return _with_sdst(ex, base, ops, mods, perm)
@@ -166,18 +183,21 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
 DOT = {"dot2_f32_f16": ("f16", "f32"), "dot2_f32_bf16": ("bf16", "f32"), "dot2acc_f32_f16": ("f16", "f32"),
        "dot2acc_f32_bf16": ("bf16", "f32"), "dot4_i32_iu8": ("i8", "i32"), "dot4_u32_u8": ("u8", "u32"),
        "dot8_u32_u4": ("u4", "u32"), "dot8_i32_iu4": ("i4", "i32"), "dot2_f16_f16": ("f16", "f16"),
-       "dot2_bf16_bf16": ("bf16", "bf16")}
+       "dot2_bf16_bf16": ("bf16", "bf16"),
+       **{f"dot4_f32_{a}_{b}": (f"{a} {b}", "f32") for a in ("fp8", "bf8") for b in ("fp8", "bf8")}}
 
 
 def _dot(core: str, ops: list[Operand], mods: dict):
-    """v_dot*: sum of the packed elements' products of src0 and src1, plus src2 (dot2acc: plus the destination)."""
-    kind, acc = DOT[core]
+    """v_dot*: sum of the packed elements' products of src0 and src1, plus src2 (dot2acc: plus the destination);
+    the element kind is src0's and src1's, or each's ("fp8 bf8")."""
+    kinds, acc = DOT[core]
+    kind = kinds.split()[0]
     dst, srcs = ops[0], ops[1:]
     signed = [int(x) for x in mods.get("neg_lo", "[0,0,0]").strip("[]").split(",")]
 
     def dot(ex, g) -> None:
         w = ex.w
-        a_kind, b_kind = kind, kind
+        a_kind, b_kind = kind, kinds.split()[-1]
         if kind in ("i8", "i4") and core.endswith(("iu8", "iu4")):  # iu: neg_lo says which sources are signed
             a_kind = kind if signed[0] else "u" + kind[1:]
             b_kind = kind if signed[1] else "u" + kind[1:]
@@ -189,8 +209,7 @@ def _dot(core: str, ops: list[Operand], mods: dict):
             c = (c.astype(np.uint32) << np.uint32(16)).view(np.float32)
         total = (a * b).sum(axis=-1) + c.astype(np.float64 if acc[0] in "fb" else np.int64)
         if acc == "bf16":
-            out = (total.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
-            w.write(dst, "u16", g, out, w.exec_mask(g))
+            w.write(dst, "u16", g, to_bf16(total), w.exec_mask(g))
             return
         if "clamp" in mods and acc[0] in "iu":
             info = np.iinfo(DTYPES[acc])
@@ -228,10 +247,24 @@ def _packed(core: str, ops: list[Operand], mods: dict):
             env = {name: half(w, o, t, pick[i], negs[i], g) for i, (name, o, t) in enumerate(zip("abc", srcs, types,
                                                                                               strict=False))}
             env["W"] = width(dtyp)
+            if re.search(r"\bd\b", expr):  # v_pk_fmac: the destination's half as the addend
+                env["d"] = half(w, dst, dtyp, int(negs is neg_hi), 0, g)
             parts.append(np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp]))
         lo, hi_part = (np.broadcast_to(p, (len(w.pc[g]), w.lanes)).view(np.uint16).astype(np.uint32) for p in parts)
         w.write(dst, "u32", g, lo | (hi_part << np.uint32(16)), w.exec_mask(g))
     return packed
+
+
+def _div_fmas(ops: list[Operand], typ: str):
+    """v_div_fmas: its scale flag is VCC, which the instruction reads without naming it."""
+    dst, *srcs = ops
+
+    def div_fmas(ex, g) -> None:
+        w = ex.w
+        a, b, c = np.broadcast_arrays(*(w.read(o, typ, g) for o in srcs))
+        lanes = w.exec_mask(g)
+        w.write(dst, typ, g, np.broadcast_to(fp.div_fmas(a, b, c, w.lanes_of(VCC, g)), lanes.shape), lanes)
+    return div_fmas
 
 
 def _swap(ops: list[Operand], typ: str):
@@ -308,10 +341,7 @@ def _writer(dst: Operand, typ: str, value):
 def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
     """An ALU operation's result for the destination ops[0], and the lanes that write it."""
     dtyp, types, expr = sig
-    dst, srcs = ops[0], ops[1:]
-    k_ops = [o for o in srcs if o.kind == "lit"] if core.startswith(("fmamk", "fmaak")) else []
-    if k_ops:  # v_fmamk_f32 d, a, K, b / v_fmaak_f32 d, a, b, K: K is named k in the expression
-        srcs = [o for o in srcs if o is not k_ops[-1]]
+    dst, (srcs, k_op) = ops[0], _literal_k(core, ops[1:])
     types = _types(srcs, types)
     W = width(dtyp)
     saturate = "clamp" in mods and dtyp[0] in "iu" and W <= 32
@@ -324,18 +354,18 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
         if saturate:  # integer clamp: the exact result, saturated to the type's range
             env = {n: v.astype(np.int64) for n, v in env.items()}
         mode = ex.denorm[W] if dtyp[0] == "f" or types[0][0] == "f" else 3
-        if mode in (0, 1):  # flush denormal inputs to zero
+        if mode in (0, 2):  # FLUSH_SRC_DST, FLUSH_SRC: denormal inputs read as zero
             env = {n: flush(v) for n, v in env.items()}
         env["W"], env["L"] = W, w.lanes
         if "d" in expr:
             env["d"] = w.read(dst, dtyp, g)
-        if k_ops:
-            env["k"] = w.read(k_ops[-1], dtyp, g)
+        if k_op is not None:
+            env["k"] = w.read(k_op, dtyp, g)
         r = np.asarray(evaluate(expr, env))
         if saturate:
             r = np.clip(r, np.iinfo(DTYPES[dtyp]).min, np.iinfo(DTYPES[dtyp]).max)
         r = _clamp_omod(r.astype(DTYPES[dtyp]), dtyp, mods)
-        if mode in (0, 2):
+        if mode in (0, 1):  # FLUSH_SRC_DST, FLUSH_DST: denormal results written as zero
             r = flush(r)
         lanes = w.exec_mask(g)
         if perm is not None:
@@ -413,22 +443,25 @@ def _with_sdst(ex, base: str, ops: list[Operand], mods: dict, perm):
 
         def div_scale(ex, g) -> None:
             w = ex.w
-            a = w.read(srcs[0], typ, g)  # the operand to scale: numerator or denominator; no scaling needed in
-            w.write(dst, typ, g, np.broadcast_to(a, (len(w.pc[g]), w.lanes)), w.exec_mask(g))  # full precision
-            w.set_lanes(sdst.index, g, np.zeros((len(w.pc[g]), w.lanes), bool))
+            s0, den, num = (w.read(o, typ, g) for o in srcs)
+            out, flag = fp.div_scale(*np.broadcast_arrays(s0, den, num))
+            lanes = w.exec_mask(g)
+            w.write(dst, typ, g, np.broadcast_to(out, lanes.shape), lanes)
+            w.set_lanes(sdst.index, g, np.broadcast_to(flag, lanes.shape) & lanes)
         return div_scale
-    dtyp, types, expr = TYPED[base]
+    dtyp, types, _ = TYPED[base]  # the 64-bit sum and its carry are worked out here, not by the expression
     types = types.split()
 
     def mad64(ex, g) -> None:
         w = ex.w
         env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=True)}
-        r = np.broadcast_to(evaluate(expr, env), (len(w.pc[g]), w.lanes))
         lanes = w.exec_mask(g)
-        wide = env["a"].astype(np.float64) * env["b"].astype(np.float64) + env["c"].astype(np.float64)
-        over = (wide >= 2.0**64) | (wide < (-(2.0**63) if dtyp == "i64" else 0))
+        product = env["a"].astype(DTYPES[dtyp]) * env["b"].astype(DTYPES[dtyp])  # exact: 32 x 32 bits
+        total = product + env["c"].astype(DTYPES[dtyp])
+        # the carry out of the 64-bit sum (unsigned), its overflow (signed)
+        over = total < product if dtyp == "u64" else ((product ^ total) & (env["c"] ^ total)) < 0
         w.set_lanes(sdst.index, g, np.broadcast_to(over, lanes.shape) & lanes)
-        w.write(dst, dtyp, g, r.astype(DTYPES[dtyp]), lanes)
+        w.write(dst, dtyp, g, np.broadcast_to(total, lanes.shape), lanes)
     return mad64
 
 
@@ -462,17 +495,22 @@ def _writelane(ops: list[Operand]):
     return writelane
 
 
-def _permlane(ops: list[Operand], cross: bool):
-    """v_permlane16/x16: each lane reads lane sel(lane) of its own (or, x16, the other) row of 16; the 64-bit
-    select is s1 (lanes 0-7) : s2 (lanes 8-15), 4 bits per lane."""
-    dst, src, s1, s2 = ops[:4]
+def _permlane(ops: list[Operand], cross: bool, var: bool):
+    """v_permlane16/x16: each lane reads lane sel(lane) of its own (or, x16, the other) row of 16; the select is
+    4 bits per lane, from the 64-bit s1 (lanes 0-7) : s2 (lanes 8-15), or (the _var forms) from each lane's src1."""
+    dst, src, s1 = ops[:3]
 
     def permlane(ex, g) -> None:
         w = ex.w
-        v = np.broadcast_to(w.read(src, "u32", g), (len(w.pc[g]), w.lanes))
-        sel = w.read(s1, "u32", g, False).astype(np.uint64) | (w.read(s2, "u32", g, False).astype(np.uint64) << 32)
+        shape = (len(w.pc[g]), w.lanes)
+        v = np.broadcast_to(w.read(src, "u32", g), shape)
         lane = np.arange(w.lanes)
-        idx = ((sel[:, None] >> (4 * (lane % 16)).astype(np.uint64)) & np.uint64(15)).astype(int)
+        if var:
+            idx = (np.broadcast_to(w.read(s1, "u32", g), shape) & np.uint32(15)).astype(int)
+        else:
+            sel = w.read(s1, "u32", g, False).astype(np.uint64) | (
+                w.read(ops[3], "u32", g, False).astype(np.uint64) << np.uint64(32))
+            idx = ((sel[:, None] >> (4 * (lane % 16)).astype(np.uint64)) & np.uint64(15)).astype(int)
         row = lane // 16
         src_row = (row ^ 1) if cross else row
         out = np.take_along_axis(v, (src_row * 16)[None, :] + idx, axis=1)
@@ -491,25 +529,52 @@ def _permlane64(ops: list[Operand]):
     return permlane64
 
 
+def movrel_offsets(core: str, w, g) -> tuple[np.ndarray, np.ndarray]:
+    """The (source, destination) register offsets of a v_/s_movrel* instruction, per wave, from M0."""
+    m0 = w.sget(125, 1, g).astype(np.int64)
+    src, dst = MOVREL[core.rsplit("_", 1)[0]]
+    return tuple(np.broadcast_to(np.asarray(evaluate(e, {"m0": m0})), m0.shape) for e in (src, dst))
+
+
 def _movrel(ops: list[Operand], core: str):
-    """v_movrels (read v[src + M0]), v_movreld (write v[dst + M0])."""
+    """v_movrels (read v[src + M0]), v_movreld (write v[dst + M0]), v_movrelsd (both), v_movrelsd_2 (read
+    v[src + M0[9:0]], write v[dst + M0[25:16]])."""
     dst, src = ops
 
     def movrel(ex, g) -> None:
         w = ex.w
-        m0 = w.sget(125, 1, g).astype(int)
-        n = len(w.pc[g])
+        s_off, d_off = movrel_offsets(core, w, g)
         waves = np.arange(w.n)[g]
         lanes = w.exec_mask(g)
-        if core == "movrels_b32":
-            val = w.v[src.index + m0, waves]
-            w.write(dst, "u32", g, val, lanes)
-        else:
-            val = np.broadcast_to(w.read(src, "u32", g), (n, w.lanes))
-            target = dst.index + m0
-            old = w.v[target, waves]
-            w.v[target, waves] = np.where(lanes, val, old)
+        val = w.v[src.index + s_off, waves] if src.kind == "v" else np.broadcast_to(w.read(src, "u32", g),
+                                                                                   lanes.shape)
+        target = dst.index + d_off
+        w.v[target, waves] = np.where(lanes, val, w.v[target, waves])
     return movrel
+
+
+FP8_CVT = {f"{op}_{k}" if op.endswith("f32") else f"{op}_{k}_f32"
+           for op in ("cvt_f32", "cvt_pk_f32", "cvt_pk", "cvt_sr") for k in ("fp8", "bf8")}
+
+
+def _fp8_convert(core: str, mods: dict) -> tuple[str, list[str], str]:
+    """gfx12's fp8 / bf8 conversions as an ALU signature: byte_sel picks the byte, op_sel the word (the source's
+    for cvt_pk_f32, the destination's for cvt_pk_fp8); a conversion to 8 bits keeps the destination's other bits."""
+    to_f32 = core.startswith(("cvt_f32_", "cvt_pk_f32_"))
+    kind = core[-3:] if to_f32 else core.split("_")[-2]
+    byte = int(mods.get("byte_sel", "0"))
+    word = int(mods.get("op_sel", "[0]").strip("[]").split(",")[0 if to_f32 else -1])
+    if core.startswith("cvt_f32_"):
+        return "f32", ["u32"], f"fp8_to_f32(a >> {8 * byte}, '{kind}')"
+    if to_f32:  # two values into a VGPR pair
+        lo, hi = (f"fp8_to_f32(a >> {16 * word + 8 * i}, '{kind}').view(u32).astype(u64)" for i in (0, 1))
+        return "u64", ["u32"], f"{lo} | ({hi} << 32)"
+    if core.startswith("cvt_pk_"):
+        keep = 0xFFFFFFFF ^ (0xFFFF << 16 * word)
+        return "u32", ["f32", "f32"], (f"(d & {keep:#x}) | ((f32_to_fp8(a, '{kind}') | (f32_to_fp8(b, '{kind}') << 8))"
+                                       f" << {16 * word})")
+    keep = 0xFFFFFFFF ^ (0xFF << 8 * byte)  # cvt_sr: rounded stochastically by src1's random bits
+    return "u32", ["f32", "u32"], f"(d & {keep:#x}) | (f32_to_fp8(a, '{kind}', b) << {8 * byte})"
 
 
 def _vopd(ex, name: str, ops: list[Operand], mods: dict, inst):

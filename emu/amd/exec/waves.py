@@ -82,6 +82,8 @@ class Waves:
         u = UINT[max(bits, 16) if bits != 64 else 64]
         if op.kind == "v":
             raw = self.v[op.index, g]
+            if isinstance(g, slice):  # a view: copy, so a write before the value is used cannot change it
+                raw = raw.copy()
             if bits == 64:
                 raw = raw.astype(np.uint64) | (self.v[op.index + 1, g].astype(np.uint64) << np.uint64(32))
             elif bits <= 16:

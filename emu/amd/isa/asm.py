@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import struct
 from functools import cache
 
 from usergpu.autogen import isa_encodings, isa_text
@@ -70,6 +71,10 @@ def _operand(arch: str, fam, printer: str, fields: tuple[str, ...], text: str, l
         regs = [int(n) for n in re.findall(r"v\[?(\d+)", text)]
         named = fields[:1] if printer.endswith(":data") else fields[1:-5]
         return (dict(zip(named, regs, strict=False)), None) if 0 < len(regs) <= len(named) else None
+    if isa_text.printer(printer) is None:  # a printer the tables do not know ('?'): nothing to invert
+        return None
+    if not fields and not _HEX.fullmatch(text):  # a literal printed as a number (s_setreg_imm32_b32's 0)
+        return _literal(arch, printer, text)
     widths = tuple(fam.fields[f][1] for f in fields)
     if sum(widths) > 16:  # a wide field (an offset): its candidates are the numbers the text holds
         return _search(arch, printer, fields, widths, text)
@@ -89,6 +94,20 @@ def _operand(arch: str, fam, printer: str, fields: tuple[str, ...], text: str, l
     if text in labels and printer == "imm_dec":  # a branch target: words from the next instruction
         return {fields[0]: ((labels[text] - pc - 4) >> 2) & 0xFFFF}, None
     return None
+
+
+def _literal(arch: str, printer: str, text: str):
+    """({}, the 32-bit literal) that a fieldless literal printer prints as text (an integer or a float), or None."""
+    try:
+        value = int(text, 0) & 0xFFFFFFFF
+    except ValueError:
+        try:
+            value = struct.unpack("<I", struct.pack("<f", float(text)))[0]
+        except ValueError:
+            return None
+    _, _, names = tables(arch)
+    ctx = isa_text.Ctx(isa_encodings.GENERATION[arch], value, names)
+    return ({}, value) if isa_text.printer(printer)[1](ctx) == text else None
 
 
 def _search(arch: str, printer: str, fields: tuple, widths: tuple, text: str):
@@ -169,7 +188,7 @@ def _split(number: int, scales: tuple[int, ...]) -> tuple[int, ...]:
     """The field values of a modifier's value: sum(value * scale), e.g. offset1 * 256 + offset0."""
     parts = {}
     for i, scale in sorted(enumerate(scales or (1,)), key=lambda p: -p[1]):
-        parts[i], number = divmod(number, scale)
+        parts[i], number = divmod(number, scale) if scale else (0, number)  # scale 0: a field the value leaves 0
     return tuple(parts[i] for i in range(len(parts)))
 
 

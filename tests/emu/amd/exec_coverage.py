@@ -25,8 +25,8 @@ def implemented(arch: str, inst) -> bool:
     return ex._compile(inst, 0).__name__ != "unsupported"
 
 
-def table_coverage(arch: str) -> tuple[int, int, list[str]]:
-    """(implemented, total, the missing) over the arch's distinct mnemonics, each judged on the decodable
+def mnemonics(arch: str) -> dict[str, bool]:
+    """Each distinct mnemonic of the arch's table -> whether the executor implements it, judged on the decodable
     random encodings that show it (implemented if any of them compiles)."""
     seen: dict[str, bool] = {}
     for _, enc in encodings(arch, per_family=60, seed=3):
@@ -36,8 +36,13 @@ def table_coverage(arch: str) -> tuple[int, int, list[str]]:
             continue
         if not seen.get(inst.mnemonic):
             seen[inst.mnemonic] = implemented(arch, inst)
-    missing = sorted(m for m, ok in seen.items() if not ok)
-    return sum(seen.values()), len(seen), missing
+    return seen
+
+
+def table_coverage(arch: str) -> tuple[int, int, list[str]]:
+    """(implemented, total, the missing) over the arch's distinct mnemonics."""
+    seen = mnemonics(arch)
+    return sum(seen.values()), len(seen), sorted(m for m, ok in seen.items() if not ok)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Run a few instructions on the executor without a code object: one wave, every lane active, registers preset."""
+"""Run a few instructions on the executor without a code object: every lane active, registers preset."""
 
 from __future__ import annotations
 
@@ -11,17 +11,19 @@ from usergpu.emu.amd.exec.waves import Waves
 
 
 def execute(program: str, arch: str, v: dict | None = None, s: dict | None = None, memory: Memory | None = None,
-            lanes: int = 32) -> Waves:
-    """Assemble program (s_endpgm appended) and run it with VGPRs v {register: per-lane values (uint32)} and
-    SGPRs s {register: value}; the wave's state after."""
+            lanes: int = 32, waves: int = 1, scc=0) -> Waves:
+    """Assemble program (s_endpgm appended) and run it on `waves` waves with VGPRs v {register: values per lane,
+    (waves, lanes) or flat} and SGPRs s {register: value, or one per wave}, SCC scc (or one per wave); the waves'
+    state after."""
     code = isa.asm(f"{program}\ns_endpgm", arch)
-    w = Waves(1, lanes, 16)
+    w = Waves(waves, lanes, 64)
     w.s[126] = w.s[127] = 0xFFFFFFFF
     for reg, values in (v or {}).items():
-        w.v[reg, 0] = np.asarray(values, np.uint64) & np.uint64(0xFFFFFFFF)
+        w.v[reg] = (np.asarray(values, np.uint64) & np.uint64(0xFFFFFFFF)).reshape(waves, lanes)
     for reg, value in (s or {}).items():
-        w.s[reg, 0] = value
-    Executor(arch, code, 0, memory or Memory(), w, np.zeros(1, np.int64), 4, 4, "harness", 100).run()
+        w.s[reg] = np.asarray(value, np.uint64) & np.uint64(0xFFFFFFFF)
+    w.scc[:] = scc
+    Executor(arch, code, 0, memory or Memory(), w, np.zeros(waves, np.int64), 4, 4, "harness", 100).run()
     return w
 
 

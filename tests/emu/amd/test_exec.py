@@ -48,7 +48,7 @@ def test_corpus_kernel_matches_numpy(case, arch, wave):
 ERRORS = """
 __kernel void oob(__global int *a, int n) { a[__builtin_amdgcn_workitem_id_x() * n] = 1; }
 __kernel void spin(__global volatile int *a) { while (a[0] == 0) {} }
-__kernel void msad(__global uint *a) { a[0] = __builtin_amdgcn_msad_u8(a[1], a[2], a[3]); }
+__kernel void cube(__global float *a) { a[0] = __builtin_amdgcn_cubeid(a[1], a[2], a[3]); }
 __kernel void trap(__global int *a) { if (a[0]) __builtin_trap(); a[1] = 1; }
 """
 
@@ -79,8 +79,8 @@ def test_a_kernel_that_never_ends_is_a_gpu_hang():
 
 def test_an_unimplemented_instruction_names_itself_and_its_pc():
     co = usergpu.compile_opencl(ERRORS, "gfx1100")
-    with pytest.raises(UnsupportedInstruction, match=r"'v_msad_u8 .*' at pc 0x[0-9a-f]+ of kernel msad"):
-        launch(co, "msad", (1, 1, 1), (32, 1, 1), [np.zeros(4, np.uint32)])
+    with pytest.raises(UnsupportedInstruction, match=r"'v_cubeid_f32 .*' at pc 0x[0-9a-f]+ of kernel cube"):
+        launch(co, "cube", (1, 1, 1), (32, 1, 1), [np.zeros(4, np.float32)])
 
 
 @pytest.mark.parametrize(("arch", "wave"), [(a, w) for a in ("gfx1100", "gfx1200") for w in (32, 64)])
