@@ -16,7 +16,7 @@ SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "d16_b16": 2, 
 LOAD = re.compile(r"^(global|flat|scratch|ds|buffer)_(load|store)_(2addr_(?:stride64_)?)?(\w+)$")
 ATOMIC = re.compile(r"^(global|flat|ds|buffer)_(atomic_)?(\w+?)_(rtn_)?([fiub]\d+|f32|f64|x2)$")
 ATOMIC_OPS = {
-    "add": "a + b", "sub": "a - b", "min": "np.minimum(a, b)", "max": "np.maximum(a, b)", "and": "a & b",
+    "add": "a + b", "sub": "a - b", "min": "np.where(b < a, b, a)", "max": "np.where(b > a, b, a)", "and": "a & b",
     "or": "a | b", "xor": "a ^ b", "swap": "b", "storexchg": "b", "inc": "np.where(a >= b, 0, a + 1)",
     "dec": "np.where((a == 0) | (a > b), b, a - 1)", "cmpswap": "np.where(a == c, b, a)",
     "cmpst": "np.where(a == c, b, a)", "add_f32": "a + b", "min_num": "np.fmin(a, b)", "max_num": "np.fmax(a, b)",

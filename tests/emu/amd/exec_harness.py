@@ -12,9 +12,9 @@ from usergpu.emu.amd.exec.waves import Waves
 
 def execute(program: str, arch: str, v: dict | None = None, s: dict | None = None, memory: Memory | None = None,
             lanes: int = 32, waves: int = 1, scc=0) -> Waves:
-    """Assemble program (s_endpgm appended) and run it on `waves` waves with VGPRs v {register: values per lane,
-    (waves, lanes) or flat} and SGPRs s {register: value, or one per wave}, SCC scc (or one per wave); the waves'
-    state after."""
+    """Assemble program (s_endpgm appended) and run it on `waves` waves of one workgroup (64 KiB of LDS) with
+    VGPRs v {register: values per lane, (waves, lanes) or flat} and SGPRs s {register: value, or one per wave},
+    SCC scc (or one per wave); the waves' state after."""
     code = isa.asm(f"{program}\ns_endpgm", arch)
     w = Waves(waves, lanes, 64)
     w.s[126] = w.s[127] = 0xFFFFFFFF
@@ -23,7 +23,7 @@ def execute(program: str, arch: str, v: dict | None = None, s: dict | None = Non
     for reg, value in (s or {}).items():
         w.s[reg] = np.asarray(value, np.uint64) & np.uint64(0xFFFFFFFF)
     w.scc[:] = scc
-    Executor(arch, code, 0, memory or Memory(), w, np.zeros(waves, np.int64), 4, 4, "harness", 100).run()
+    Executor(arch, code, 0, memory or Memory(), w, np.zeros(waves, np.int64), 1 << 16, 4, "harness", 100).run()
     return w
 
 

@@ -708,3 +708,23 @@ def trig_preop(k, x: float, segment: int):
 
 
 VALU["trig_preop"] = trig_preop
+
+
+# atomics: op (the mnemonic without its prefix, _rtn and type) -> the memory's new value from its old one and the
+# data operand(s)
+ATOMIC = {
+    "add": lambda k, old, x: VALU["add"](k, old, x), "sub": lambda k, old, x: old - x,
+    "rsub": lambda k, old, x: x - old,
+    "min": lambda k, old, x: x if x < old else old, "max": lambda k, old, x: x if x > old else old,  # compares
+    "min_num": lambda k, old, x: min_num(old, x), "max_num": lambda k, old, x: max_num(old, x),
+    "and": lambda k, old, x: old & x, "or": lambda k, old, x: old | x, "xor": lambda k, old, x: old ^ x,
+    "inc": lambda k, old, x: 0 if old >= x else old + 1,
+    "dec": lambda k, old, x: x if old == 0 or old > x else old - 1,
+    "swap": lambda k, old, x: x, "storexchg": lambda k, old, x: x,
+    "cmpswap": lambda k, old, x, cmp: x if old == cmp else old,
+    "cmpstore": lambda k, old, x, cmp: x if old == cmp else old,
+    "mskor": lambda k, old, mask, x: (old & ~mask) | x,
+    "wrap": lambda k, old, x, y: old - x if old >= x else old + y,
+    "cond_sub": lambda k, old, x: old - x if old >= x else old,
+    "sub_clamp": lambda k, old, x: old - x if old >= x else 0,
+}

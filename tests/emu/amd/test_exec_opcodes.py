@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 from exec_coverage import implemented
 from exec_harness import execute
-from opcode_refs import FORMATS, SALU, VALU, OneOf, Type, from_bits, round_float, to_bits
+from opcode_refs import ATOMIC, FORMATS, SALU, VALU, OneOf, Type, from_bits, round_float, to_bits
 
 from usergpu.emu.amd import isa
+from usergpu.emu.amd.exec.memory import Memory
 from usergpu.errors import Error
 
 ARCHS = ["gfx1100", "gfx1200"]
@@ -555,3 +556,83 @@ def test_saveexec_saves_exec_and_sets_it_from_the_source(op, arch):
             saved = int(w.s[20, 0]) | (int(w.s[21, 0]) << 32 if bits == 64 else 0)
             assert saved == old and int(w.scc[0]) == (new != 0), (name, hex(source))
             assert [int(x) for x in w.v[40, 0]] == [(new >> i) & 1 for i in range(lanes)], (name, hex(source))
+
+
+# ---- atomics -----------------------------------------------------------------------------------------------------
+ATOMIC_NAME = re.compile(r"^(ds|global_atomic|flat_atomic)_(\w+?)(_rtn)?_((?:pk_)?[fiub]\d+)$")
+
+
+def _atomic_names(arch: str) -> list[str]:
+    table = importlib.import_module(f"usergpu.autogen.isa_{arch}")
+    families = ("DS", "FLAT") if arch == "gfx1100" else ("DS", "VGLOBAL")
+    names = {m for f in families for m, *_ in getattr(table, f).values()}
+    return sorted(n for n in names if (m := ATOMIC_NAME.match(n)) and m.group(2) in ATOMIC
+                  and not n.startswith("flat_"))
+
+
+def _atomic_text(arch: str, name: str, width: int, sources: int) -> str:
+    data = ", ".join(f"v{8 + 4 * i}" if width == 1 else f"v[{8 + 4 * i}:{9 + 4 * i}]" for i in range(sources))
+    ret = "v40" if width == 1 else "v[40:41]"
+    if name.startswith("ds_"):
+        return f"{name} {ret + ', ' if '_rtn' in name else ''}v0, {data}"
+    both = f"v[8:{8 + 2 * width - 1}]" if sources == 2 else data  # global cmpswap takes [data, compare]
+    return f"{name} {ret}, v[2:3], {both}, off " + ("glc" if arch == "gfx1100" else "th:TH_ATOMIC_RETURN")
+
+
+def _lane_value(w, reg: int, wave: int, lane: int, width: int) -> int:
+    """One lane's value of a VGPR (width 1) or VGPR pair (width 2)."""
+    return int(w.v[reg, wave, lane]) | (int(w.v[reg + 1, wave, lane]) << 32 if width == 2 else 0)
+
+
+@pytest.mark.parametrize(("arch", "name"), [(a, n) for a in ARCHS for n in _atomic_names(a)])
+def test_atomic_on_edge_values(arch, name):
+    """LDS and global atomics, each lane on its own address holding an edge value, the data another: the memory
+    afterwards and the value returned, against ATOMIC's references."""
+    _, op, _, typ = ATOMIC_NAME.match(name).groups()
+    packed = typ.startswith("pk_")
+    typ = typ.removeprefix("pk_")
+    t = Type("u" + typ[1:] if typ[0] == "b" else typ)
+    sources = 2 if op in ("cmpswap", "cmpstore", "mskor", "wrap") else 1
+    width = 2 if t.bits == 64 else 1
+    elem = f"2x{t.name}" if packed else t.name
+    rng = random.Random(name)
+    rows = cases([elem] * (1 + sources), rng)  # (old value, data[, data2]): 256 cases
+    waves = len(rows) // 32
+    text = _atomic_text(arch, name, width, sources)
+    mem = Memory()
+    base = mem.map(len(rows) * 8)
+
+    def column(i: int) -> np.ndarray:
+        return np.array([r[i] for r in rows], np.uint64)
+
+    lo, hi = np.uint64(0xFFFFFFFF), np.uint64(32)
+    addr = np.arange(len(rows), dtype=np.uint64) * np.uint64(8)
+    v = {0: addr, 2: addr + np.uint64(base) & lo, 3: addr + np.uint64(base) >> hi, 16: column(0) & lo,
+         17: column(0) >> hi}
+    for i in range(sources):
+        v[8 + 4 * i], v[9 + 4 * i] = column(1 + i) & lo, column(1 + i) >> hi
+    if sources == 2 and not name.startswith("ds_"):  # [data, compare] in consecutive registers
+        v[8 + width], v[9 + width] = column(2) & lo, column(2) >> hi
+    v = {r: x.reshape(waves, 32) for r, x in v.items()}
+    old_store, result = ("v[16:17]", "v[44:45]") if width == 2 else ("v16", "v44")
+    program = (f"ds_store_b{32 * width} v0, {old_store}\ns_waitcnt lgkmcnt(0)\n{text}\ns_waitcnt lgkmcnt(0)\n"
+               f"ds_load_b{32 * width} {result}, v0\ns_waitcnt lgkmcnt(0)" if name.startswith("ds_") else
+               f"global_store_b{32 * width} v[2:3], {old_store}, off\n{text}\ns_waitcnt vmcnt(0)\n"
+               f"global_load_b{32 * width} {result}, v[2:3], off\ns_waitcnt vmcnt(0)")
+    w = execute(program, arch, v=v, waves=waves, memory=mem)
+    ref, k = ATOMIC[op], Kind(Type(t.name), [Type(t.name)])
+    wrong = []
+    for i, row in enumerate(rows):
+        wave, lane = divmod(i, 32)
+        args = [value(x, elem) for x in row]
+        halves = [[a[h] for a in args] for h in range(2)] if packed else [args]
+        news = [ref(k, *h) for h in halves]
+        for h, new in enumerate(news):
+            got = _lane_value(w, 44, wave, lane, width) >> (16 * h)
+            if new is not None and (problem := compare(got, new, Type(t.name), op)):
+                wrong.append(f"{[hex(x) for x in row]}: memory {problem}")
+        if "_rtn" in name or not name.startswith("ds_"):
+            returned = _lane_value(w, 40, wave, lane, width) & ((1 << t.bits * (2 if packed else 1)) - 1)
+            if returned != row[0]:
+                wrong.append(f"{[hex(x) for x in row]}: returned {returned:#x}, want the old {row[0]:#x}")
+    assert not wrong, f"{text} on {arch}: {len(wrong)} of {len(rows)} wrong\n" + "\n".join(wrong[:8])
