@@ -559,7 +559,7 @@ def test_saveexec_saves_exec_and_sets_it_from_the_source(op, arch):
 
 
 # ---- atomics -----------------------------------------------------------------------------------------------------
-ATOMIC_NAME = re.compile(r"^(ds|global_atomic|flat_atomic)_(\w+?)(_rtn)?_((?:pk_)?[fiub]\d+)$")
+ATOMIC_NAME = re.compile(r"^(ds|global_atomic|flat_atomic)_(\w+?)(_rtn)?_([fiub]\d+)$")
 
 
 def _atomic_names(arch: str) -> list[str]:
@@ -589,14 +589,11 @@ def test_atomic_on_edge_values(arch, name):
     """LDS and global atomics, each lane on its own address holding an edge value, the data another: the memory
     afterwards and the value returned, against ATOMIC's references."""
     _, op, _, typ = ATOMIC_NAME.match(name).groups()
-    packed = typ.startswith("pk_")
-    typ = typ.removeprefix("pk_")
     t = Type("u" + typ[1:] if typ[0] == "b" else typ)
     sources = 2 if op in ("cmpswap", "cmpstore", "mskor", "wrap") else 1
     width = 2 if t.bits == 64 else 1
-    elem = f"2x{t.name}" if packed else t.name
     rng = random.Random(name)
-    rows = cases([elem] * (1 + sources), rng)  # (old value, data[, data2]): 256 cases
+    rows = cases([t.name] * (1 + sources), rng)  # (old value, data[, data2]): 256 cases
     waves = len(rows) // 32
     text = _atomic_text(arch, name, width, sources)
     mem = Memory()
@@ -620,19 +617,16 @@ def test_atomic_on_edge_values(arch, name):
                f"global_store_b{32 * width} v[2:3], {old_store}, off\n{text}\ns_waitcnt vmcnt(0)\n"
                f"global_load_b{32 * width} {result}, v[2:3], off\ns_waitcnt vmcnt(0)")
     w = execute(program, arch, v=v, waves=waves, memory=mem)
-    ref, k = ATOMIC[op], Kind(Type(t.name), [Type(t.name)])
+    ref, k = ATOMIC[op], Kind(t, [t])
     wrong = []
     for i, row in enumerate(rows):
         wave, lane = divmod(i, 32)
-        args = [value(x, elem) for x in row]
-        halves = [[a[h] for a in args] for h in range(2)] if packed else [args]
-        news = [ref(k, *h) for h in halves]
-        for h, new in enumerate(news):
-            got = _lane_value(w, 44, wave, lane, width) >> (16 * h)
-            if new is not None and (problem := compare(got, new, Type(t.name), op)):
-                wrong.append(f"{[hex(x) for x in row]}: memory {problem}")
+        new = ref(k, *(value(x, t.name) for x in row))
+        got = _lane_value(w, 44, wave, lane, width)
+        if new is not None and (problem := compare(got, new, t, op)):
+            wrong.append(f"{[hex(x) for x in row]}: memory {problem}")
         if "_rtn" in name or not name.startswith("ds_"):
-            returned = _lane_value(w, 40, wave, lane, width) & ((1 << t.bits * (2 if packed else 1)) - 1)
+            returned = _lane_value(w, 40, wave, lane, width) & ((1 << t.bits) - 1)
             if returned != row[0]:
                 wrong.append(f"{[hex(x) for x in row]}: returned {returned:#x}, want the old {row[0]:#x}")
     assert not wrong, f"{text} on {arch}: {len(wrong)} of {len(rows)} wrong\n" + "\n".join(wrong[:8])
