@@ -31,7 +31,7 @@ class GPUFault(Error):
 
     def __init__(self, address: int, access: str, kernel: str, wave: int, pc: int, why: str = "not mapped",
                  registers: dict | None = None):
-        self.address, self.access, self.kernel, self.wave, self.pc = address, access, kernel, wave, pc
+        self.address, self.access, self.kernel, self.wave, self.pc, self.why = address, access, kernel, wave, pc, why
         self.registers = registers or {}
         super().__init__(f"GPU fault: {access} of {address:#x} ({why}) by kernel {kernel}, wave {wave}, pc {pc:#x}")
 
@@ -46,3 +46,17 @@ class UnsupportedInstruction(Error):
     def __init__(self, text: str, pc: int, kernel: str):
         self.text, self.pc, self.kernel = text, pc, kernel
         super().__init__(f"emulator: {text!r} at pc {pc:#x} of kernel {kernel} is not implemented")
+
+
+class DeviceNotFound(Error):
+    """No device answers the device string asked for: says what was looked for and what exists."""
+
+
+class DriverError(Error):
+    """A kernel driver (or its mock) refused a request: names the request and gives the errno."""
+
+    def __init__(self, request: str, errno: int, detail: str = ""):
+        import os
+
+        self.request, self.errno = request, errno
+        super().__init__(f"{request} failed: {os.strerror(errno)} (errno {errno}){': ' + detail if detail else ''}")

@@ -1,15 +1,40 @@
-"""The seam between drivers and the OS: every file, sysfs and device access of a driver goes through a HAL.
+"""The seam between drivers and the OS: every file, sysfs, ioctl, mmap and MMIO access of a driver goes through a HAL.
 
-HAL is the real one. `root` re-roots its paths (a sysfs tree copied from another machine, or one a test
-builds) without changing what the driver code does. Mock kernels and devices install beneath the same
-calls in later layers.
+HAL is the real one: os, fcntl, libc mmap. `root` re-roots its paths (a sysfs tree copied from another machine,
+or one a test builds) without changing what the driver code does. MockHAL routes the same calls for the device
+files a mock installs (`install(path, device)`) to that device model, and everything else to the real HAL beneath
+its root. Memory a driver maps is always real process memory at a real CPU address, on a mock too (the mock backs
+it with shared memory it also hands to the emulated GPU), so driver code reads and writes it the same way. Only
+MMIO and doorbells differ: they are written through `MMIO` views, whose writes a mock device receives as calls.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno as errno_
+import fcntl
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
+from usergpu.hostmem import (
+    MAP_ANONYMOUS,
+    MAP_FIXED,
+    MAP_NORESERVE,
+    MAP_PRIVATE,
+    MAP_SHARED,
+    MMIO,
+    PROT_NONE,
+    PROT_READ,
+    PROT_WRITE,
+    os_mmap,
+    os_munmap,
+    view,
+)
+
+__all__ = ["HAL", "MAP_ANONYMOUS", "MAP_FIXED", "MAP_NORESERVE", "MAP_PRIVATE", "MAP_SHARED", "MMIO", "MockHAL",
+           "PROT_NONE", "PROT_READ", "PROT_WRITE", "view"]
 
 class HAL:
     def __init__(self, root: str | os.PathLike = "/"):
@@ -18,6 +43,7 @@ class HAL:
     def _p(self, path: str) -> Path:
         return self.root / path.lstrip("/")
 
+    # ---- files and sysfs ----------------------------------------------------------------------------------------
     def exists(self, path: str) -> bool:
         return self._p(path).exists()
 
@@ -41,3 +67,97 @@ class HAL:
             return os.path.basename(os.readlink(self._p(path)))
         except OSError:
             return None
+
+    # ---- device files -------------------------------------------------------------------------------------------
+    def open(self, path: str, flags: int = os.O_RDWR | os.O_CLOEXEC) -> int:
+        """A file descriptor; OSError (with its errno) when the file cannot be opened."""
+        return os.open(self._p(path), flags)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def ioctl(self, fd: int, request: int, arg: ctypes.Structure) -> None:
+        """The ioctl, reading and writing arg in place; OSError with the driver's errno on failure."""
+        fcntl.ioctl(fd, request, arg)
+
+    def mmap(self, fd: int, length: int, offset: int = 0, prot: int = PROT_READ | PROT_WRITE,
+             flags: int = MAP_SHARED, address: int = 0) -> int:
+        """mmap(2) of a device file (fd -1: anonymous memory): the CPU address."""
+        return os_mmap(address, length, prot, flags, fd, offset)
+
+    def munmap(self, address: int, length: int) -> None:
+        os_munmap(address, length)
+
+    def mmio(self, fd: int, length: int, offset: int, width: int = 4) -> MMIO:
+        """Registers or doorbells of a device file, mapped: an MMIO view."""
+        return MMIO(self.mmap(fd, length, offset), length, width)
+
+
+class Device(Protocol):
+    """What a mock device file answers: the calls a driver makes on an open file descriptor."""
+
+    def ioctl(self, request: int, arg: ctypes.Structure) -> None: ...
+
+    def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int: ...
+
+    def mmio(self, length: int, offset: int, width: int) -> MMIO: ...
+
+
+class MockHAL(HAL):
+    """The real HAL under `root` (a sysfs tree the mock writes), with device files that a mock answers."""
+
+    FIRST_FD = 1 << 20  # well above any real descriptor, so a mock fd is never passed to the OS
+
+    def __init__(self, root: str | os.PathLike):
+        super().__init__(root)
+        self._devices: dict[str, Callable[[], Device]] = {}
+        self._open: dict[int, Device] = {}
+        self._next_fd = self.FIRST_FD
+
+    def install(self, path: str, opener: Callable[[], Device]) -> None:
+        """A device file at path: each open calls opener for the object that serves that descriptor."""
+        self._devices[path] = opener
+
+    def exists(self, path: str) -> bool:
+        return path in self._devices or super().exists(path)
+
+    def open(self, path: str, flags: int = os.O_RDWR | os.O_CLOEXEC) -> int:
+        if path not in self._devices:
+            return super().open(path, flags)
+        fd, self._next_fd = self._next_fd, self._next_fd + 1
+        self._open[fd] = self._devices[path]()
+        return fd
+
+    def _device(self, fd: int) -> Device | None:
+        if fd < self.FIRST_FD:
+            return None
+        if fd not in self._open:
+            raise OSError(errno_.EBADF, f"fd {fd} is not open")
+        return self._open[fd]
+
+    def close(self, fd: int) -> None:
+        if self._device(fd) is None:
+            super().close(fd)
+        else:
+            close = getattr(self._open.pop(fd), "close", None)
+            if close:
+                close()
+
+    def ioctl(self, fd: int, request: int, arg: ctypes.Structure) -> None:
+        dev = self._device(fd)
+        if dev is None:
+            return super().ioctl(fd, request, arg)
+        return dev.ioctl(request, arg)
+
+    def mmap(self, fd: int, length: int, offset: int = 0, prot: int = PROT_READ | PROT_WRITE,
+             flags: int = MAP_SHARED, address: int = 0) -> int:
+        dev = self._device(fd) if fd >= 0 else None
+        if dev is None:
+            return super().mmap(fd, length, offset, prot, flags, address)
+        return dev.mmap(length, offset, prot, flags, address)
+
+    def mmio(self, fd: int, length: int, offset: int, width: int = 4) -> MMIO:
+        dev = self._device(fd)
+        if dev is None:
+            return super().mmio(fd, length, offset, width)
+        return dev.mmio(length, offset, width)

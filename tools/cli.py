@@ -16,6 +16,10 @@ from usergpu.tools import demo, disasm, run
 
 
 def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
+    if getattr(args, "mock", False):  # the mock machine of MOCKGPU_ARCH / MOCKGPU_COUNT, found as real ones are
+        from usergpu.runtime.device import mock_hal
+
+        hal = mock_hal()
     gpus = devices.find(hal)
     if args.json:
         print(json.dumps({"devices": [g.as_dict() for g in gpus], "mock_interfaces": list(devices.MOCK_INTERFACES)},
@@ -38,6 +42,7 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("devices", help="list the GPUs found and the mock interfaces available")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--mock", action="store_true", help="list the mock GPUs (MOCKGPU_ARCH, MOCKGPU_COUNT) instead")
     p.set_defaults(run=cmd_devices)
     p = sub.add_parser("disasm", help="disassemble a code object's kernels, or raw bytes with --hex")
     p.add_argument("file", nargs="?", help="an AMDGPU ELF code object")
@@ -55,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--arg", action="append", default=[], help="an argument spec (repeat, in order)")
     p.add_argument("--arch", help="compile for / run as this arch (default: gfx1100, or the code object's)")
     p.add_argument("--wave64", action="store_true", help="compile a .cl for wave64")
-    p.add_argument("--dev", default="emu", help="where to run: emu (the emulator)")
+    p.add_argument("--dev", default="emu", help="where to run: emu (the bare emulator), MOCKKFD+AMD[:N], KFD+AMD[:N]")
     p.add_argument("--seed", type=int, default=0, help="seed of random buffers")
     p.add_argument("--save", help="write each output buffer as DIR/outN.npy")
     p.set_defaults(run=lambda args, hal: run.run(args))

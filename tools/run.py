@@ -9,6 +9,7 @@ Argument specs, in the kernel's argument order:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from pathlib import Path
@@ -20,11 +21,12 @@ from usergpu.emu.amd import launch
 from usergpu.emu.amd.codeobj import compile_opencl, parse
 from usergpu.emu.amd.exec import helpers
 from usergpu.errors import Error
+from usergpu.runtime.launch import launch as runtime_launch
 
 DTYPES = {name: t for name, t in helpers.DTYPES.items() if name != "bf16"}  # numpy has no bfloat16
 BUFFER = re.compile(r"^(\w+)\[(\d+)\]:(random|zeros|ones|iota)$")
 SCALAR = re.compile(r"^(\w+)=(.+)$")
-DEVICES = ("emu",)
+DEVICES = ("emu", "MOCKKFD+AMD", "KFD+AMD", "AMD")  # emu: the bare emulator; the rest: through the runtime
 
 
 class SpecError(Error):
@@ -61,7 +63,7 @@ def dims(text: str, what: str) -> tuple[int, int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.dev not in DEVICES:
+    if args.dev != "emu" and args.dev.split(":")[0].upper() not in DEVICES:
         raise SpecError(f"--dev {args.dev!r}: this version runs kernels on {', '.join(DEVICES)}")
     path = Path(args.file)
     if not path.exists():
@@ -74,8 +76,14 @@ def run(args: argparse.Namespace) -> int:
     kernel = args.kernel or next(iter(co.kernels))
     rng = np.random.default_rng(args.seed)
     values = [argument(s, rng) for s in args.arg]
+    grid, block = dims(args.grid, "grid"), dims(args.block, "block")
     start = time.perf_counter()
-    outputs = launch(co, kernel, dims(args.grid, "grid"), dims(args.block, "block"), values, arch=args.arch)
+    if args.dev == "emu":
+        outputs = launch(co, kernel, grid, block, values, arch=args.arch)
+    else:  # through the runtime: the driver of the device string, on its GPU (or mock)
+        if args.dev.upper().startswith("MOCK") and co.arch:
+            os.environ.setdefault("MOCKGPU_ARCH", co.arch)
+        outputs = runtime_launch(co.data, kernel, grid, block, values, args.dev)
     seconds = time.perf_counter() - start
     rows = []
     for i, out in enumerate(outputs):

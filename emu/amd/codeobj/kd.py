@@ -10,6 +10,7 @@ import re
 
 from usergpu.autogen.amdhsa import BITFIELDS, kernel_descriptor_t
 from usergpu.emu.amd.codeobj.target import architected_flat_scratch, has_gfx90a_insts, version
+from usergpu.errors import CodeObjectError
 
 KD_SIZE = 64
 
@@ -89,6 +90,14 @@ def decode_fields(kd: kernel_descriptor_t, arch: str) -> dict[str, int]:
             if _applies(field, ver):
                 out[f"{reg}_{field}"] = (value >> shift) & ((1 << width) - 1)
     return out
+
+
+def descriptor(data: bytes, arch: str) -> tuple[kernel_descriptor_t, dict[str, int]]:
+    """A descriptor's 64 bytes as the struct and its fields (decode_fields)."""
+    if len(data) != KD_SIZE:
+        raise CodeObjectError(f"a kernel descriptor is {KD_SIZE} bytes, not {len(data)}")
+    kd = kernel_descriptor_t.from_buffer_copy(data)
+    return kd, decode_fields(kd, arch)
 
 
 def user_sgprs(fields: dict[str, int]) -> list[tuple[str, int, int]]:

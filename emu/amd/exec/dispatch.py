@@ -1,7 +1,9 @@
-"""A dispatch as the hardware sets it up from the kernel descriptor: the code object's image and the kernel
-arguments in memory (explicit ones, then the hidden ones code object v5 lays out), the AQL dispatch packet, and
-for each wave its user and system SGPRs, work-item IDs in VGPRs and EXEC; then the waves run, a batch of
-workgroups at a time.
+"""One dispatch path, the hardware's: the COMPUTE_* registers (written by PM4 SET_SH_REG packets, or by the CP
+firmware for an AQL packet) say where the kernel's code lies in GPU memory, its user SGPRs, the workgroup size,
+LDS, scratch, wave size and float modes; the waves of the grid's workgroups start from them, a batch of workgroups
+at a time. kernel_registers and user_sgpr_values work those registers out from a kernel descriptor. launch runs a
+code object's kernel through them: the image, the kernel arguments (explicit ones, then the hidden ones code object
+v5 lays out) and the AQL dispatch packet in a fresh Memory.
 """
 
 from __future__ import annotations
@@ -11,20 +13,185 @@ import struct
 
 import numpy as np
 
+from usergpu.autogen import regs_gc_11_0_0, regs_gc_12_0_0
+from usergpu.autogen._regs import Reg
 from usergpu.emu.amd.codeobj import CodeObject, Kernel, parse
+from usergpu.emu.amd.codeobj import kd as kdesc
+from usergpu.emu.amd.codeobj.target import version
 from usergpu.emu.amd.exec.executor import Executor
-from usergpu.emu.amd.exec.memory import Memory
+from usergpu.emu.amd.exec.memory import Memory, MemoryFault
 from usergpu.emu.amd.exec.trace import tracer
-from usergpu.emu.amd.exec.waves import Waves
-from usergpu.errors import Error
+from usergpu.emu.amd.exec.waves import EXEC, Waves
+from usergpu.errors import Error, GPUFault
 
 PT_LOAD = 1
 BATCH_WAVES = 1024  # waves run together (numpy arrays of waves x lanes); workgroups are never split
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
+REGS = {11: regs_gc_11_0_0.REGS, 12: regs_gc_12_0_0.REGS}  # the register maps by GFX major version
+LDS_GRANULE = 512  # bytes per COMPUTE_PGM_RSRC2.LDS_SIZE step (128 dwords from gfx7 on)
+SCRATCH_GRANULE = 256  # bytes per wave per COMPUTE_TMPRING_SIZE.WAVESIZE step (gfx11 on; 1 KiB before)
+DENORM_SHIFT = {32: 4, 16: 6, 64: 6}  # FP_DENORM_32 and FP_DENORM_16_64 within COMPUTE_PGM_RSRC1.FLOAT_MODE
+# The system SGPRs SPI writes after the user SGPRs, in order, as COMPUTE_PGM_RSRC2 enables them (no scratch wave
+# offset: gfx11+ architect flat scratch).
+SYSTEM_SGPRS = ("TGID_X_EN", "TGID_Y_EN", "TGID_Z_EN", "TG_SIZE_EN")
+TTMP = 108  # gfx12 architects the workgroup IDs: TTMP9 = x, TTMP7 = y | z << 16
+WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx11+)
 
 
 class LaunchError(Error):
     """A launch the kernel cannot take: wrong argument count or size, a grid or block out of range."""
+
+
+def _regs(arch: str) -> dict[str, Reg]:
+    major = version(arch)[0]
+    if major not in REGS:
+        raise LaunchError(f"{arch}: the emulator dispatches gfx11 and gfx12 kernels only")
+    return REGS[major]
+
+
+def _replace(reg: Reg, value: int, **fields: int) -> int:
+    """A register value with these fields replaced."""
+    return value & ~sum(reg.fields[name][1] for name in fields) | reg.encode(**fields)
+
+
+def user_sgpr_values(kd: bytes, arch: str, values: dict[str, int | bytes]) -> list[int]:
+    """The user SGPR dwords, s0 up, for the kernel whose 64-byte descriptor is kd: each one the descriptor enables,
+    from values by name (private_segment_buffer, dispatch_ptr, queue_ptr, kernarg_segment_ptr, dispatch_id,
+    flat_scratch_init, private_segment_size; missing ones 0); then the kernarg dwords it preloads (KERNARG_PRELOAD_SPEC
+    LENGTH dwords from dword OFFSET of values["kernarg_preload"], the kernarg segment's bytes); then zeros up to the
+    descriptor's USER_SGPR_COUNT, which LLVM pads on gfx11 so the system SGPRs start at s16 minus their number."""
+    _, fields = kdesc.descriptor(kd, arch)
+    out: list[int] = []
+    for name, _, count in kdesc.user_sgprs(fields):
+        if name == "kernarg_preload":
+            at = 4 * fields["KERNARG_PRELOAD_SPEC_OFFSET"]
+            raw = bytes(values.get(name, b""))[at : at + 4 * count].ljust(4 * count, b"\0")
+            out += struct.unpack(f"<{count}I", raw)
+        else:
+            out += [(int(values.get(name, 0)) >> 32 * i) & 0xFFFFFFFF for i in range(count)]
+    return out + [0] * (kdesc.user_sgpr_count(fields) - len(out))
+
+
+def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, int, int], user_data: list[int],
+                     lds_bytes: int | None = None, scratch_per_lane: int | None = None) -> dict[str, int]:
+    """The COMPUTE_* register values (REGS names) that dispatch the kernel whose 64-byte descriptor kd lies at GPU
+    address kd_address, with workgroups of block work-items and user_data in its user SGPRs. LDS per workgroup is
+    lds_bytes (default: the descriptor's group segment size), scratch per lane scratch_per_lane (default: its private
+    segment size). COMPUTE_TMPRING_SIZE.WAVES (how many waves the queue's scratch holds) and the scratch base are the
+    queue's to add."""
+    regs = _regs(arch)
+    desc, fields = kdesc.descriptor(kd, arch)
+    code = kd_address + desc.kernel_code_entry_byte_offset
+    if code % 256:
+        raise LaunchError(f"kernel code at {code:#x} is not 256-byte aligned, as COMPUTE_PGM_LO/HI need")
+    wave32 = fields["KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32"]
+    lds = desc.group_segment_fixed_size if lds_bytes is None else lds_bytes
+    scratch = desc.private_segment_fixed_size if scratch_per_lane is None else scratch_per_lane
+    out = {
+        "COMPUTE_PGM_LO": regs["COMPUTE_PGM_LO"].encode(DATA=code >> 8 & 0xFFFFFFFF),
+        "COMPUTE_PGM_HI": regs["COMPUTE_PGM_HI"].encode(DATA=code >> 40),
+        "COMPUTE_PGM_RSRC1": desc.compute_pgm_rsrc1,
+        "COMPUTE_PGM_RSRC2": _replace(regs["COMPUTE_PGM_RSRC2"], desc.compute_pgm_rsrc2, USER_SGPR=len(user_data),
+                                      LDS_SIZE=-(-lds // LDS_GRANULE)),
+        "COMPUTE_PGM_RSRC3": desc.compute_pgm_rsrc3,
+        "COMPUTE_DISPATCH_INITIATOR": regs["COMPUTE_DISPATCH_INITIATOR"].encode(
+            COMPUTE_SHADER_EN=1, FORCE_START_AT_000=1, CS_W32_EN=wave32),
+        "COMPUTE_TMPRING_SIZE": regs["COMPUTE_TMPRING_SIZE"].encode(
+            WAVESIZE=-(-scratch * (32 if wave32 else 64) // SCRATCH_GRANULE)),
+    }
+    for axis, n in zip("XYZ", block, strict=True):
+        out[f"COMPUTE_NUM_THREAD_{axis}"] = regs[f"COMPUTE_NUM_THREAD_{axis}"].encode(NUM_THREAD_FULL=n)
+    for i, value in enumerate(user_data):
+        name = f"COMPUTE_USER_DATA_{i}"
+        if name not in regs:
+            raise LaunchError(f"{len(user_data)} user SGPRs: {arch} has COMPUTE_USER_DATA_0..{i - 1} only")
+        out[name] = regs[name].encode(DATA=value)
+    return out
+
+
+class _Code:
+    """A mapping's bytes as the decoder reads them (a slice is bytes), without copying the whole mapping."""
+
+    def __init__(self, buf: np.ndarray):
+        self.buf = buf
+
+    def __len__(self) -> int:
+        return len(self.buf)
+
+    def __getitem__(self, part: slice) -> bytes:
+        return self.buf[part].tobytes()
+
+
+def dispatch(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch: str, budget: int = DEFAULT_BUDGET,
+             stats: dict | None = None, kernel: str = "kernel") -> None:
+    """Run grid (workgroups in x, y, z) as the COMPUTE_* registers regs (REGS names; missing ones 0) describe, the
+    code fetched from mem at COMPUTE_PGM_HI:LO << 8. A stats dict, if given, receives the wave-instructions and
+    lane-instructions (wave-instructions x lanes) executed. Faults, hangs and unimplemented instructions raise
+    GPUFault, GPUHang and UnsupportedInstruction."""
+    table = _regs(arch)
+
+    def field(name: str) -> dict[str, int]:
+        return table[name].decode(regs.get(name, 0))
+
+    rsrc1, rsrc2 = field("COMPUTE_PGM_RSRC1"), field("COMPUTE_PGM_RSRC2")
+    block = tuple(field(f"COMPUTE_NUM_THREAD_{axis}")["NUM_THREAD_FULL"] for axis in "XYZ")
+    grid = tuple(grid)
+    if min(grid) < 1 or min(block) < 1:
+        raise LaunchError(f"grid {grid} and block {block} must have at least one workgroup and work-item in each "
+                          "dimension")
+    lanes = 32 if field("COMPUTE_DISPATCH_INITIATOR")["CS_W32_EN"] else 64
+    entry = (field("COMPUTE_PGM_HI")["DATA"] << 32 | field("COMPUTE_PGM_LO")["DATA"]) << 8
+    try:
+        base, code = mem.mapping(entry, "execute")
+    except MemoryFault as f:
+        raise GPUFault(f.address, f.access, kernel, 0, entry, f.why) from None
+    user = [regs.get(f"COMPUTE_USER_DATA_{i}", 0) for i in range(rsrc2["USER_SGPR"])]
+    system = [name for name in SYSTEM_SGPRS if rsrc2[name]]
+    lds = rsrc2["LDS_SIZE"] * LDS_GRANULE
+    scratch = field("COMPUTE_TMPRING_SIZE")["WAVESIZE"] * SCRATCH_GRANULE // lanes
+    vgprs = (rsrc1["VGPRS"] + 1) * kdesc.vgpr_granule(arch, lanes == 32)
+    denorm = {bits: rsrc1["FLOAT_MODE"] >> shift & 3 for bits, shift in DENORM_SHIFT.items()}
+    waves_per_group = -(-block[0] * block[1] * block[2] // lanes)
+    groups = np.indices(grid[::-1]).reshape(3, -1).T[:, ::-1]  # (x, y, z), x fastest
+    per_batch = max(1, BATCH_WAVES // waves_per_group)
+    trace = tracer() if os.environ.get("USERGPU_TRACE") else None
+    fetch, program = _Code(code), {}  # instructions decoded and compiled once for all batches
+    for start in range(0, len(groups), per_batch):
+        batch = groups[start : start + per_batch]
+        w = Waves(len(batch) * waves_per_group, lanes, vgprs)
+        owner = np.repeat(np.arange(len(batch)), waves_per_group)
+        _setup(w, batch[owner], np.tile(np.arange(waves_per_group), len(batch)), block, arch, user, system,
+               waves_per_group, min(rsrc2["TIDIG_COMP_CNT"], 2) + 1)
+        w.pc[:] = entry
+        ex = Executor(arch, fetch, base, mem, w, owner, lds, scratch, kernel, budget, program)
+        ex.denorm = dict(denorm)  # s_denorm_mode changes it
+        ex.trace = trace
+        ex.run()
+        if stats is not None:
+            stats["instructions"] = stats.get("instructions", 0) + int(w.steps.sum())
+            stats["lane_instructions"] = stats.get("lane_instructions", 0) + int(w.steps.sum()) * lanes
+
+
+def _setup(w: Waves, gids: np.ndarray, index: np.ndarray, block: tuple, arch: str, user: list[int],
+           system: list[str], waves_per_group: int, dims: int) -> None:
+    """Every wave's initial state: gids (waves, 3) its workgroup's ID, index its number within the workgroup; user
+    SGPRs, then the system SGPRs named by their COMPUTE_PGM_RSRC2 enables; dims work-item IDs packed in v0; EXEC."""
+    for i, value in enumerate(user):
+        w.s[i] = value
+    values = {"TGID_X_EN": gids[:, 0], "TGID_Y_EN": gids[:, 1], "TGID_Z_EN": gids[:, 2],
+              "TG_SIZE_EN": waves_per_group}  # workgroup info: threadgroup_size_in_waves in bits 5:0
+    for i, name in enumerate(system):
+        w.s[len(user) + i] = values[name]
+    if version(arch)[0] == 12:
+        w.s[TTMP + 9], w.s[TTMP + 7] = gids[:, 0], gids[:, 1] | gids[:, 2] << 16
+    flat = index[:, None] * w.lanes + np.arange(w.lanes)
+    ids = (flat % block[0], flat // block[0] % block[1], flat // (block[0] * block[1]))
+    w.v[0] = sum(ids[i] << WORKITEM_ID_BITS * i for i in range(dims)).astype(np.uint32)
+    threads = block[0] * block[1] * block[2]
+    active = np.clip(threads - index * w.lanes, 0, w.lanes).astype(np.uint64)  # EXEC: the wave's real lanes
+    bits = np.where(active >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(active, 63)) - 1)
+    w.s[EXEC], w.s[EXEC + 1] = (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32), (bits >> np.uint64(32)).astype(
+        np.uint32)
 
 
 def image(co: CodeObject) -> bytes:
@@ -106,66 +273,16 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     threads = block[0] * block[1] * block[2]
     if not 0 < threads <= k.max_flat_workgroup_size:
         raise LaunchError(f"block {block} has {threads} work-items; {kernel} allows 1..{k.max_flat_workgroup_size}")
-    if min(grid) < 1:
-        raise LaunchError(f"grid {grid} must have at least one workgroup in each dimension")
     mem = Memory()
-    img = image(co)
-    base = mem.map(np.frombuffer(img, np.uint8).copy(), align=1 << 16)
+    base = mem.map(np.frombuffer(image(co), np.uint8).copy(), align=1 << 16)
     kernarg_bytes, arrays, lds = _kernarg(k, args, mem, grid, block)
     kernarg = mem.map(np.frombuffer(kernarg_bytes, np.uint8).copy())
     packet = mem.map(np.frombuffer(_packet(k, grid, block, kernarg, lds), np.uint8).copy())
-    queue = mem.map(256)
-    lanes = k.wavefront_size
-    waves_per_group = -(-threads // lanes)
-    groups = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
-    per_batch = max(1, BATCH_WAVES // waves_per_group)
     scratch = k.private_segment_fixed_size + (16384 if k.uses_dynamic_stack else 0)
-    trace = tracer() if os.environ.get("USERGPU_TRACE") else None
-    program: dict = {}  # instructions decoded and compiled once for all batches
-    for start in range(0, len(groups), per_batch):
-        batch = groups[start : start + per_batch]
-        w = Waves(len(batch) * waves_per_group, lanes, max(k.vgpr_count, k.vgpr_alloc, 1))
-        owner = np.repeat(np.arange(len(batch)), waves_per_group)
-        _setup(w, np.asarray(batch)[owner], np.tile(np.arange(waves_per_group), len(batch)), k, block, arch, {
-            "kernarg_segment_ptr": kernarg, "dispatch_ptr": packet, "queue_ptr": queue,
-            "private_segment_size": scratch}, kernarg_bytes)
-        w.pc[:] = base + k.entry
-        ex = Executor(arch, img, base, mem, w, owner, lds, scratch, kernel, budget, program)
-        ex.denorm = {32: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_32", 3),
-                     16: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64", 3),
-                     64: k.fields.get("COMPUTE_PGM_RSRC1_FLOAT_DENORM_MODE_16_64", 3)}
-        ex.trace = trace
-        ex.run()
-        if stats is not None:
-            stats["instructions"] = stats.get("instructions", 0) + int(w.steps.sum())
-            stats["lane_instructions"] = stats.get("lane_instructions", 0) + int(w.steps.sum()) * lanes
+    kd = mem.read_bytes(base + k.descriptor_addr, kdesc.KD_SIZE)
+    user = user_sgpr_values(kd, arch, {"kernarg_segment_ptr": kernarg, "dispatch_ptr": packet,
+                                       "queue_ptr": mem.map(256), "private_segment_size": scratch,
+                                       "kernarg_preload": kernarg_bytes})
+    dispatch(mem, kernel_registers(kd, base + k.descriptor_addr, arch, block, user, lds, scratch), grid, arch, budget,
+             stats, kernel)
     return arrays
-
-
-def _setup(w: Waves, gids: np.ndarray, index: np.ndarray, k: Kernel, block: tuple, arch: str, values: dict,
-           kernarg: bytes) -> None:
-    """Every wave's initial state: gids (waves, 3) its workgroup's ID, index its number within the workgroup."""
-    for name, first, count in k.user_sgprs:
-        if name == "kernarg_preload":
-            words = np.frombuffer(kernarg[: 4 * count].ljust(4 * count, b"\0"), np.uint32)
-            w.s[first : first + count] = words[:, None]
-            continue
-        value = values.get(name, 0)
-        for i in range(count):
-            w.s[first + i] = (value >> (32 * i)) & 0xFFFFFFFF
-    if arch.startswith("gfx12"):  # the workgroup IDs are architected: TTMP9 = x, TTMP7 = y | z << 16
-        w.s[108 + 9], w.s[108 + 7] = gids[:, 0], gids[:, 1] | gids[:, 2] << 16
-    for name, sgpr, _ in k.system_sgprs:
-        axis = {"workgroup_id_x": 0, "workgroup_id_y": 1, "workgroup_id_z": 2}.get(name)
-        w.s[sgpr] = 0 if axis is None else gids[:, axis]
-    flat = index[:, None] * w.lanes + np.arange(w.lanes)
-    x, y, z = flat % block[0], flat // block[0] % block[1], flat // (block[0] * block[1])
-    if k.packed_workitem_ids:
-        w.v[0] = (x | y << 10 | z << 20).astype(np.uint32)
-    else:
-        for i, ids in enumerate((x, y, z)[: max(k.workitem_id_dims, 1)]):
-            w.v[i] = ids.astype(np.uint32)
-    threads = block[0] * block[1] * block[2]
-    active = np.clip(threads - index * w.lanes, 0, w.lanes).astype(np.uint64)  # EXEC: the wave's real lanes
-    bits = np.where(active >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(active, 63)) - 1)
-    w.s[126], w.s[127] = (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32), (bits >> np.uint64(32)).astype(np.uint32)

@@ -1,12 +1,17 @@
 """GPU virtual memory for the emulator: host byte arrays mapped at GPU addresses, every access bounds-checked.
 
-Addresses come from a bump allocator with an unmapped guard gap after each mapping, so an access one past a
-buffer's end faults instead of reading its neighbour.
+`map` hands out addresses from a bump allocator with an unmapped guard gap after each mapping, so an access one
+past a buffer's end faults instead of reading its neighbour; `map_at` places an array where the caller says (a
+mock GPU's VRAM or a runtime's buffer at its own VA). Either way the array is shared: the GPU's writes land in it.
 """
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
+
+from usergpu.errors import Error
 
 BASE = 0x7F00_0000_0000  # where the allocator starts: well away from 0, like a real GPU VA space
 GUARD = 1 << 16
@@ -20,28 +25,85 @@ class MemoryFault(Exception):
         super().__init__(f"{access} of {address:#x}: {why}")
 
 
+class MappingError(Error, ValueError):
+    """A mapping that cannot be made or removed: overlapping ranges, or no mapping at the address given."""
+
+
+def _host_bytes(data: np.ndarray | int) -> np.ndarray:
+    """A host array's bytes (a view: shared with it), or a zeroed block of n bytes."""
+    if isinstance(data, int):
+        return np.zeros(data, np.uint8)
+    return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+
+
 class Memory:
     def __init__(self) -> None:
-        self._bases: list[int] = []
+        self._bases: list[int] = []  # sorted
         self._bufs: list[np.ndarray] = []
         self._next = BASE
+        self._reindex()
 
+    # ---- mapping -------------------------------------------------------------------------------------------
     def map(self, data: np.ndarray | int, align: int = 256) -> int:
-        """Map a host array (shared: the GPU's writes land in it) or a zeroed block of n bytes; its address."""
-        buf = np.zeros(data, np.uint8) if isinstance(data, int) else np.ascontiguousarray(data).reshape(-1).view(
-            np.uint8)
+        """Map a host array (shared: the GPU's writes land in it) or a zeroed block of n bytes; its address.
+        The range and a guard gap after it stay clear of every other mapping."""
+        buf = _host_bytes(data)
+        size = max(len(buf), 1) + GUARD
         addr = -(-self._next // align) * align
-        self._bases.append(addr)
-        self._bufs.append(buf)
-        self._next = addr + max(len(buf), 1) + GUARD
+        while (end := self._clash(addr, size)) is not None:
+            addr = -(-(end + GUARD) // align) * align
+        self._insert(addr, buf)
+        self._next = addr + size
         return addr
 
+    def map_at(self, address: int, data: np.ndarray | int) -> int:
+        """Map a host array (shared, not copied) or a zeroed block of n bytes at a chosen GPU address."""
+        buf = _host_bytes(data)
+        i = bisect.bisect_right(self._bases, address)
+        for j in (i - 1, i):  # the only neighbours that can overlap [address, address + len)
+            if 0 <= j < len(self._bases):
+                lo, hi = self._bases[j], self._bases[j] + len(self._bufs[j])
+                if lo < address + max(len(buf), 1) and address < max(hi, lo + 1):
+                    raise MappingError(f"cannot map [{address:#x}, {address + len(buf):#x}): it overlaps the "
+                                       f"mapping [{lo:#x}, {hi:#x})")
+        self._insert(address, buf)
+        return address
+
+    def unmap(self, address: int) -> None:
+        """Remove the mapping that starts at address."""
+        i = bisect.bisect_left(self._bases, address)
+        if i == len(self._bases) or self._bases[i] != address:
+            raise MappingError(f"no mapping starts at {address:#x}")
+        del self._bases[i], self._bufs[i]
+        self._reindex()
+
+    def mapping(self, address: int, access: str = "read") -> tuple[int, np.ndarray]:
+        """The mapping that holds address: its GPU address and its (shared) bytes."""
+        return self._span(address, 1, access)
+
+    def _clash(self, addr: int, size: int) -> int | None:
+        """The end of the mapping whose range, guard gap included, meets [addr, addr + size); None if none does.
+        Mappings are sorted and disjoint, so only the last one that starts before the range ends can meet it."""
+        i = bisect.bisect_right(self._bases, addr + size - 1) - 1
+        end = self._bases[i] + max(len(self._bufs[i]), 1) if i >= 0 else None
+        return end if end is not None and end + GUARD > addr else None
+
+    def _insert(self, addr: int, buf: np.ndarray) -> None:
+        i = bisect.bisect_right(self._bases, addr)
+        self._bases.insert(i, addr)
+        self._bufs.insert(i, buf)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._base_arr = np.asarray(self._bases, np.uint64)
+        self._end_arr = np.asarray([b + len(buf) for b, buf in zip(self._bases, self._bufs, strict=True)], np.uint64)
+
+    # ---- access --------------------------------------------------------------------------------------------
     def _locate(self, addr: np.ndarray, nbytes: int, access: str) -> np.ndarray:
         """The mapping index of each address, checking the whole access lies inside it."""
-        bases = np.asarray(self._bases, np.uint64)
-        idx = np.searchsorted(bases, addr, side="right").astype(np.int64) - 1
+        idx = np.searchsorted(self._base_arr, addr, side="right").astype(np.int64) - 1
         ok = idx >= 0
-        ends = np.asarray([b + len(buf) for b, buf in zip(self._bases, self._bufs, strict=True)], np.uint64)
+        ends = self._end_arr
         ok[ok] &= addr[ok] + np.uint64(nbytes) <= ends[idx[ok]]
         if not ok.all():
             bad = int(addr[~ok][0])
@@ -73,3 +135,18 @@ class Memory:
             sel = idx == i
             off = (addr[sel] - np.uint64(self._bases[i])).astype(np.int64)
             self._bufs[i][off[:, None] + np.arange(nbytes)] = data[sel]
+
+    def read_bytes(self, address: int, n: int) -> bytes:
+        """n bytes from address, all inside one mapping."""
+        base, buf = self._span(address, n, "read")
+        return buf[address - base : address - base + n].tobytes()
+
+    def write_bytes(self, address: int, data: bytes) -> None:
+        """Store data at address, all inside one mapping."""
+        base, buf = self._span(address, len(data), "write")
+        buf[address - base : address - base + len(data)] = np.frombuffer(data, np.uint8)
+
+    def _span(self, address: int, n: int, access: str) -> tuple[int, np.ndarray]:
+        """The base and bytes of the mapping that holds [address, address + n)."""
+        i = int(self._locate(np.asarray([address], np.uint64), n, access)[0])
+        return self._bases[i], self._bufs[i]

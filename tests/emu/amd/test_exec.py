@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -15,18 +14,11 @@ import usergpu
 from usergpu.emu.amd import launch
 from usergpu.errors import GPUFault, GPUHang, UnsupportedInstruction
 
-CORPUS = Path(__file__).parents[2] / "kernels" / "emu"
-_spec = importlib.util.spec_from_file_location("emu_cases", CORPUS / "cases.py")
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
-
+_spec = importlib.util.spec_from_file_location("corpus", Path(__file__).parents[2] / "kernels" / "corpus.py")
+corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
+cases, code_object = corpus.cases, corpus.code_object
 CONFIGS = [(c, arch, wave) for c in cases.CASES for arch in c.archs for wave in c.waves]
-
-
-@cache
-def code_object(file: str, arch: str, wave: int) -> bytes:
-    options = ["-I", str(CORPUS), "-I", str(CORPUS.parent)] + (["-mwavefrontsize64"] if wave == 64 else [])
-    return usergpu.compile_opencl((CORPUS / file).read_text(), arch, options)
 
 
 @pytest.mark.parametrize(("case", "arch", "wave"),

@@ -1,0 +1,75 @@
+"""A kernel's argument segment as code object v5 lays it out: the explicit arguments at their metadata offsets, then
+the hidden arguments (block counts, group sizes, grid dims, dynamic LDS size) the kernel reads."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+import numpy as np
+
+from usergpu.emu.amd.codeobj.kernel import Kernel
+from usergpu.errors import Error
+
+POINTER_KINDS = ("global_buffer", "image", "sampler", "queue")
+
+
+class LaunchError(Error):
+    """A launch the kernel cannot take: wrong argument count or size, a grid or block out of range."""
+
+
+def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple,
+                  address_of: Callable[[object], int | None]) -> tuple[bytes, int]:
+    """(the kernarg segment, the LDS bytes the workgroup needs with dynamic LDS) for args in order. address_of gives
+    a pointer argument's GPU address (None: not something that has one)."""
+    explicit = [a for a in k.args if not a.value_kind.startswith("hidden_")]
+    if len(args) != len(explicit):
+        kinds = ", ".join(a.value_kind for a in explicit)
+        raise LaunchError(f"kernel {k.name} takes {len(explicit)} arguments ({kinds}), got {len(args)}")
+    buf = bytearray(max(k.kernarg_size, 8) + 256)
+    lds_end = k.group_segment_fixed_size
+    for i, (a, v) in enumerate(zip(explicit, args, strict=True)):
+        address = address_of(v)
+        if a.value_kind in POINTER_KINDS or (a.value_kind == "by_value" and a.size == 8 and address is not None):
+            if address is None:
+                raise LaunchError(f"argument {i} of {k.name} is a pointer: pass a buffer, not {type(v).__name__}")
+            struct.pack_into("<Q", buf, a.offset, address)
+        elif a.value_kind == "dynamic_shared_pointer":
+            align = max(int(a.meta.get(".pointee_align", 4)), 4)
+            lds_end = -(-lds_end // align) * align
+            struct.pack_into("<I", buf, a.offset, lds_end)
+            lds_end += int(v)
+        else:
+            raw = v if isinstance(v, bytes | bytearray) else np.asarray(v).tobytes() if isinstance(
+                v, np.generic | np.ndarray) else _python_scalar(v, a.size, a.type_name or "")
+            if len(raw) != a.size:
+                raise LaunchError(f"argument {i} of {k.name} is {a.size} bytes ({a.type_name}), got {len(raw)}")
+            buf[a.offset : a.offset + a.size] = raw
+    dims = 3 if grid[2] * block[2] > 1 else 2 if grid[1] * block[1] > 1 else 1
+    hidden = {"hidden_block_count_x": ("<I", grid[0]), "hidden_block_count_y": ("<I", grid[1]),
+              "hidden_block_count_z": ("<I", grid[2]), "hidden_group_size_x": ("<H", block[0]),
+              "hidden_group_size_y": ("<H", block[1]), "hidden_group_size_z": ("<H", block[2]),
+              "hidden_grid_dims": ("<H", dims), "hidden_dynamic_lds_size": ("<I", lds_end - k.group_segment_fixed_size)}
+    for a in k.args:
+        if a.value_kind in hidden:
+            fmt, value = hidden[a.value_kind]
+            struct.pack_into(fmt, buf, a.offset, value)
+    return bytes(buf), lds_end
+
+
+def _python_scalar(v, size: int, type_name: str) -> bytes:
+    if isinstance(v, float) or "float" in type_name or "double" in type_name or "half" in type_name:
+        return {2: np.float16, 4: np.float32, 8: np.float64}[size](v).tobytes()
+    return int(v).to_bytes(size, "little", signed=v < 0)
+
+
+def check_launch(k: Kernel, grid: tuple, block: tuple) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """grid and block as 3-tuples, checked against the kernel's limits."""
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    block = tuple(block) + (1,) * (3 - len(block))
+    threads = block[0] * block[1] * block[2]
+    if not 0 < threads <= k.max_flat_workgroup_size:
+        raise LaunchError(f"block {block} has {threads} work-items; {k.name} allows 1..{k.max_flat_workgroup_size}")
+    if min(grid) < 1:
+        raise LaunchError(f"grid {grid} must have at least one workgroup in each dimension")
+    return grid, block

@@ -1,0 +1,170 @@
+"""The state a mock AMD GPU's engines share: the GPU VA space, the GC registers, a clock, interrupts, and the
+ring-queue loop every engine (PM4, SDMA, AQL) runs.
+
+The clock is a deterministic 100 MHz counter (`timestamp()`): every packet an engine executes advances it by
+PACKET_TICKS and every wave-instruction a dispatch executes by one tick, so kernels take nonzero time and two
+timestamps a queue takes in order are strictly increasing.
+
+Ring pointers: every queue reads its read and write pointers as 64-bit little-endian counters at the addresses
+KFD's CREATE_QUEUE gives (read_pointer_address, write_pointer_address), counts them monotonically (they do not
+wrap with the ring; the ring slot is the counter modulo the ring size) and writes the read pointer back there.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+from usergpu.emu.amd.exec import dispatch as executor
+from usergpu.emu.amd.exec.memory import Memory, MemoryFault
+from usergpu.emu.amd.soc import GC_BASES, GC_REGS
+from usergpu.errors import Error
+
+PACKET_TICKS = 1  # clock ticks per executed packet
+
+# interrupt sources, as the IH source ids are named (irqsrcs_gfx_11_0_0.h, irqsrcs_sdma0_5_0.h)
+CP_EOP_INTERRUPT = "CP_EOP_INTERRUPT"
+SDMA_TRAP = "SDMA_TRAP"
+
+# WAIT_REG_MEM / POLL_REGMEM FUNCTION: how (value & mask) compares with the reference
+COMPARE: dict[int, Callable[[int, int], bool]] = {
+    0: lambda v, r: True, 1: operator.lt, 2: operator.le, 3: operator.eq, 4: operator.ne, 5: operator.ge,
+    6: operator.gt}
+
+
+class QueueError(Error):
+    """A packet a queue cannot execute (unknown, truncated, malformed or faulting): the queue stops there.
+    Says the queue, the packet (name and opcode) and its offset in bytes in the ring or IB it was read from."""
+
+    def __init__(self, queue: str, packet: str, where: str, offset: int, why: str):
+        self.queue, self.packet, self.where, self.offset, self.why = queue, packet, where, offset, why
+        super().__init__(f"{queue}: {why}: packet {packet} at {where} offset {offset:#x} bytes")
+
+
+class GPU:
+    """One mock GPU: its arch, its memory (the GPU VA space), its GC registers by name, its clock."""
+
+    def __init__(self, arch: str = "gfx1100", mem: Memory | None = None):
+        family = arch[:5]
+        if family not in GC_REGS:
+            raise Error(f"no mock GPU for {arch}: the mock engines model {', '.join(GC_REGS)}")
+        self.arch, self.mem = arch, mem if mem is not None else Memory()
+        self.bases = GC_BASES[family]
+        self.table = GC_REGS[family]
+        self._names: dict[int, str] = {}
+        for name, reg in self.table.items():
+            if reg.base_idx is not None:
+                self._names.setdefault(reg.address(self.bases), name)
+        self.regs: dict[str, int] = {}
+        self.ticks = 0
+        self.interrupt_handlers: list[Callable[[str, int], None]] = []
+
+    # ---- registers -------------------------------------------------------------------------------------
+    def reg_name(self, address: int) -> str:
+        """The register at a dword address; a hex string for an address no register of the arch has."""
+        return self._names.get(address, f"{address:#x}")
+
+    def reg_address(self, name: str) -> int:
+        """A register's dword address (the MMIO byte address is 4x)."""
+        return self.table[name].address(self.bases)
+
+    def read_reg(self, address: int) -> int:
+        return self.regs.get(self.reg_name(address), 0)
+
+    def write_reg(self, address: int, value: int) -> None:
+        self.regs[self.reg_name(address)] = value & 0xFFFFFFFF
+
+    # ---- memory ----------------------------------------------------------------------------------------
+    def load(self, address: int, size: int) -> int:
+        """An unsigned little-endian integer of size bytes."""
+        return int.from_bytes(self.mem.read_bytes(address, size), "little")
+
+    def store(self, address: int, size: int, value: int) -> None:
+        self.mem.write_bytes(address, (value & ((1 << 8 * size) - 1)).to_bytes(size, "little"))
+
+    # ---- clock, work, interrupts ----------------------------------------------------------------------
+    def timestamp(self) -> int:
+        """The GPU clock: ticks of TIMESTAMP_HZ."""
+        return self.ticks
+
+    def packet_done(self) -> None:
+        self.ticks += PACKET_TICKS
+
+    def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> None:
+        """Run a dispatch of grid workgroups with these COMPUTE_* registers; the clock advances a tick per
+        wave-instruction."""
+        pgm = (regs.get("COMPUTE_PGM_LO", 0) | regs.get("COMPUTE_PGM_HI", 0) << 32) << 8
+        stats: dict = {}
+        executor.dispatch(self.mem, regs, grid, self.arch, stats=stats, kernel=f"kernel@{pgm:#x}")
+        self.ticks += stats.get("instructions", 0)
+
+    def interrupt(self, source: str, context_id: int) -> None:
+        """Raise an interrupt: every subscribed handler (the KFD's event layer) gets (source, context_id)."""
+        for handler in self.interrupt_handlers:
+            handler(source, context_id)
+
+
+class RingQueue:
+    """A queue of packets in a ring in GPU memory, with its read/write pointers (see the module doc) in `unit`
+    bytes per count. Subclasses execute one packet at a time (`_packet`); a stall (a wait whose condition is
+    false, an AQL slot not yet valid) leaves the packet in place for a later step. A QueueError stops the queue:
+    `error` holds it and later steps do nothing."""
+
+    unit = 4  # bytes per pointer count
+    kind = "queue"  # the default name
+
+    def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None):
+        self.gpu, self.ring, self.size, self.name = gpu, ring, size, name or self.kind
+        self.rptr_address, self.wptr_address = rptr_address, wptr_address
+        self.error: Error | None = None
+        self._packet_name, self._where, self._offset = "?", "ring", 0
+
+    @property
+    def rptr(self) -> int:
+        return self.gpu.load(self.rptr_address, 8)
+
+    @property
+    def wptr(self) -> int:
+        return self.gpu.load(self.wptr_address, 8)
+
+    @property
+    def busy(self) -> bool:
+        """Work left: the queue is stalled (or not yet stepped) short of its write pointer."""
+        return self.error is None and self.rptr < self.wptr
+
+    def step(self) -> bool:
+        """Execute packets from the read pointer up to the write pointer, writing the read pointer back as they
+        complete; whether anything was executed."""
+        if self.error is not None:
+            return False
+        ticks = self.gpu.ticks
+        rptr, wptr = self.rptr, self.wptr
+        try:
+            while rptr < wptr and (nxt := self._packet(rptr, wptr)) is not None:
+                rptr = nxt
+                self.gpu.store(self.rptr_address, 8, rptr)
+        except MemoryFault as e:
+            self.error = self.fail(f"GPU memory fault: {e}")
+        except Error as e:
+            self.error = e
+        if self.error is not None:
+            raise self.error
+        return self.gpu.ticks != ticks
+
+    def at(self, packet: str, where: str, offset: int) -> None:
+        """Name the packet being executed, for errors."""
+        self._packet_name, self._where, self._offset = packet, where, offset
+
+    def fail(self, why: str) -> QueueError:
+        return QueueError(self.name, self._packet_name, self._where, self._offset, why)
+
+    def read_ring(self, count: int, n: int) -> bytes:
+        """n bytes of the ring from pointer value count, wrapping at the ring's end."""
+        start = count * self.unit % self.size
+        first = min(n, self.size - start)
+        data = self.gpu.mem.read_bytes(self.ring + start, first)
+        return data + self.gpu.mem.read_bytes(self.ring, n - first) if n > first else data
+
+    def _packet(self, rptr: int, wptr: int) -> int | None:
+        """Execute the packet at rptr; the pointer past it, or None to stall there."""
+        raise NotImplementedError

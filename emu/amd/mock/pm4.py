@@ -1,0 +1,210 @@
+"""A PM4 compute queue: the command processor (ME/MEC) executing type-3 packets of gfx10+ (nvd.h) from a ring in
+GPU memory and from the indirect buffers it calls.
+
+Ring: `size` bytes at `ring`; read and write pointers count dwords (see gpu.py for how they are read and written).
+A WAIT_REG_MEM whose condition is false stalls the queue on that packet; inside an IB the CP remembers where in
+each IB it stopped and resumes there (the ring's INDIRECT_BUFFER packet is consumed only when its IB completes).
+
+Semantics from nvd.h's field comments and gfx_v11_0.c's emitters: WAIT_REG_MEM compares (value & mask) with the
+reference; RELEASE_MEM's DATA_SEL 0 none, 1 low 32 bits, 2 64 bits, 3 GPU clock, 4 system clock (the same clock
+here), INT_SEL 0 none, 1 interrupt, 2 interrupt after the write; COPY_DATA's selects as Mesa's sid.h names them
+(0 register, 1/2 memory, 5 immediate, 9 timestamp; destination 0 register, 1/2/5 memory; COUNT_SEL bit 16 for 64
+bits). Cache operations (ACQUIRE_MEM, RELEASE_MEM's GCR bits) and EVENT_WRITE do nothing: memory is coherent here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+import usergpu.autogen.pm4_nv as nv
+from usergpu.emu.amd.mock.gpu import COMPARE, CP_EOP_INTERRUPT, GPU, RingQueue
+
+NOP_ONE_DWORD = 0x3FFF  # a NOP whose count is 0x3fff is the header alone (gfx11's ring nop, 0xffff1000)
+MAX_IB_DEPTH = 4
+WR_ONE_ADDR = 1 << 16
+COUNT_SEL = 1 << 16
+NAMES = {}
+for _name, _value in vars(nv).items():
+    if _name.startswith("PACKET3_") and isinstance(_value, int) and 0x10 <= _value <= 0xFF:
+        NAMES.setdefault(_value, _name.removeprefix("PACKET3_"))
+
+Reader = Callable[[int, int], np.ndarray]  # (dword position, count) -> the dwords
+
+
+def _qword(lo: int, hi: int) -> int:
+    return int(lo) | int(hi) << 32
+
+
+class CommandProcessor:
+    """Executes PM4 packets for a queue (PM4, or an AQL queue's PM4-IB packets), resumably."""
+
+    def __init__(self, queue: RingQueue):
+        self.queue, self.gpu = queue, queue.gpu
+        self.resume: dict[int, int] = {}  # IB depth -> dword position of the packet a stall left there
+
+    def packet(self, read: Reader, pos: int, end: int, where: str, offset: int, depth: int) -> int | None:
+        """Execute the packet at dword pos of a stream (ring or IB) ending at dword end; the position after it,
+        or None when it stalls. offset is its byte offset in that stream, for errors."""
+        header = int(read(pos, 1)[0])
+        kind = header >> 30
+        if kind == nv.PACKET_TYPE2:
+            self.queue.at("type-2", where, offset)
+            self.gpu.packet_done()
+            return pos + 1
+        if kind != nv.PACKET_TYPE3:
+            self.queue.at(f"type-{kind} ({header:#010x})", where, offset)
+            raise self.queue.fail(f"type-{kind} packets are not supported on a compute queue")
+        op, count = (header >> 8) & 0xFF, (header >> 16) & 0x3FFF
+        self.queue.at(f"{NAMES.get(op, 'unknown')} ({op:#x})", where, offset)
+        if op == nv.PACKET3_NOP and count == NOP_ONE_DWORD:
+            self.gpu.packet_done()
+            return pos + 1
+        if pos + count + 2 > end:
+            raise self.queue.fail(f"truncated: its header says {count + 2} dwords, only {end - pos} are there")
+        if op not in HANDLERS:
+            raise self.queue.fail("unknown or unsupported opcode")
+        need, handler = HANDLERS[op]
+        if count + 1 < need:
+            raise self.queue.fail(f"malformed: {count + 1} body dwords, it needs {need}")
+        if not handler(self, read(pos + 1, count + 1), depth):
+            return None
+        self.gpu.packet_done()
+        return pos + count + 2
+
+    # ---- values in registers and memory --------------------------------------------------------------
+    def _read_reg(self, address: int, size: int) -> int:
+        return sum(self.gpu.read_reg(address + i) << 32 * i for i in range(size // 4))
+
+    def _write_reg(self, address: int, size: int, value: int) -> None:
+        for i in range(size // 4):
+            self.gpu.write_reg(address + i, value >> 32 * i)
+
+    # ---- handlers: (self, body dwords, IB depth) -> done (False: stall) --------------------------------
+    def _nop(self, body: np.ndarray, depth: int) -> bool:
+        return True
+
+    def _dispatch_direct(self, body: np.ndarray, depth: int) -> bool:
+        self.gpu.regs["COMPUTE_DISPATCH_INITIATOR"] = int(body[3])
+        self.gpu.dispatch(self.gpu.regs, (int(body[0]), int(body[1]), int(body[2])))
+        return True
+
+    def _release_mem(self, body: np.ndarray, depth: int) -> bool:
+        data_sel, int_sel = int(body[1]) >> 29 & 7, int(body[1]) >> 24 & 7
+        if data_sel not in RELEASE_DATA or int_sel > 2:
+            raise self.queue.fail(f"DATA_SEL {data_sel} / INT_SEL {int_sel} is not supported")
+        size, value = RELEASE_DATA[data_sel](self, _qword(body[4], body[5]))
+        if size:
+            self.gpu.store(_qword(body[2], body[3]), size, value)
+        if int_sel:
+            self.gpu.interrupt(CP_EOP_INTERRUPT, int(body[6]))
+        return True
+
+    def _wait(self, control: int, address: int, size: int, reference: int, mask: int) -> bool:
+        function, mem_space, operation = control & 7, control >> 4 & 3, control >> 6 & 3
+        if function not in COMPARE or mem_space > 1 or operation:
+            raise self.queue.fail(f"FUNCTION {function} MEM_SPACE {mem_space} OPERATION {operation} not supported")
+        value = self.gpu.load(address & ~3, size) if mem_space else self._read_reg(address, size)
+        return COMPARE[function](value & mask, reference)
+
+    def _wait_reg_mem(self, body: np.ndarray, depth: int) -> bool:
+        return self._wait(int(body[0]), _qword(body[1], body[2]), 4, int(body[3]), int(body[4]))
+
+    def _wait_reg_mem64(self, body: np.ndarray, depth: int) -> bool:
+        return self._wait(int(body[0]), _qword(body[1], body[2]), 8, _qword(body[3], body[4]),
+                          _qword(body[5], body[6]))
+
+    def _indirect_buffer(self, body: np.ndarray, depth: int) -> bool:
+        if depth >= MAX_IB_DEPTH:
+            raise self.queue.fail(f"IBs nested deeper than {MAX_IB_DEPTH}")
+        address, size = _qword(int(body[0]) & ~3, int(body[1]) & 0xFFFF), int(body[2]) & 0xFFFFF
+        mem = self.gpu.mem
+
+        def read(pos: int, n: int) -> np.ndarray:
+            return np.frombuffer(mem.read_bytes(address + 4 * pos, 4 * n), "<u4")
+
+        pos = self.resume.pop(depth, 0)
+        while pos < size:
+            nxt = self.packet(read, pos, size, f"IB {address:#x}", 4 * pos, depth + 1)
+            if nxt is None:
+                self.resume[depth] = pos
+                return False
+            pos = nxt
+        return True
+
+    def _copy_data(self, body: np.ndarray, depth: int) -> bool:
+        control = int(body[0])
+        src_sel, dst_sel, size = control & 0xF, control >> 8 & 0xF, 8 if control & COUNT_SEL else 4
+        if src_sel not in COPY_SRC or dst_sel not in WRITE_DST:
+            raise self.queue.fail(f"SRC_SEL {src_sel} / DST_SEL {dst_sel} is not supported")
+        value = COPY_SRC[src_sel](self, _qword(body[1], body[2]), size)
+        WRITE_DST[dst_sel](self, _qword(body[3], body[4]), size, value)
+        return True
+
+    def _write_data(self, body: np.ndarray, depth: int) -> bool:
+        control = int(body[0])
+        dst_sel, address = control >> 8 & 0xF, _qword(body[1], body[2])
+        if dst_sel not in WRITE_DST:
+            raise self.queue.fail(f"DST_SEL {dst_sel} is not supported")
+        step = 0 if control & WR_ONE_ADDR else 1
+        stride = 1 if dst_sel == 0 else 4  # registers count dwords, memory bytes
+        for i, value in enumerate(body[3:]):
+            WRITE_DST[dst_sel](self, address + i * step * stride, 4, int(value))
+        return True
+
+
+def _set_regs(start: int) -> Callable[[CommandProcessor, np.ndarray, int], bool]:
+    """SET_SH_REG / SET_UCONFIG_REG: body[0] is the first register's offset from the range's start."""
+
+    def handler(cp: CommandProcessor, body: np.ndarray, depth: int) -> bool:
+        first = start + (int(body[0]) & 0xFFFF)
+        for i, value in enumerate(body[1:]):
+            cp.gpu.write_reg(first + i, int(value))
+        return True
+
+    return handler
+
+
+RELEASE_DATA: dict[int, Callable[[CommandProcessor, int], tuple[int, int]]] = {
+    0: lambda cp, data: (0, 0), 1: lambda cp, data: (4, data), 2: lambda cp, data: (8, data),
+    3: lambda cp, data: (8, cp.gpu.timestamp()), 4: lambda cp, data: (8, cp.gpu.timestamp())}
+COPY_SRC: dict[int, Callable[[CommandProcessor, int, int], int]] = {
+    0: lambda cp, address, size: cp._read_reg(address, size),
+    1: lambda cp, address, size: cp.gpu.load(address, size), 2: lambda cp, address, size: cp.gpu.load(address, size),
+    5: lambda cp, data, size: data & ((1 << 8 * size) - 1), 9: lambda cp, address, size: cp.gpu.timestamp()}
+WRITE_DST: dict[int, Callable[[CommandProcessor, int, int, int], None]] = {
+    0: lambda cp, address, size, value: cp._write_reg(address, size, value),
+    **dict.fromkeys((1, 2, 5), lambda cp, address, size, value: cp.gpu.store(address, size, value))}
+
+# opcode -> (body dwords it needs at least, handler)
+HANDLERS: dict[int, tuple[int, Callable[[CommandProcessor, np.ndarray, int], bool]]] = {
+    nv.PACKET3_NOP: (0, CommandProcessor._nop),
+    nv.PACKET3_SET_SH_REG: (1, _set_regs(nv.PACKET3_SET_SH_REG_START)),
+    nv.PACKET3_SET_UCONFIG_REG: (1, _set_regs(nv.PACKET3_SET_UCONFIG_REG_START)),
+    nv.PACKET3_DISPATCH_DIRECT: (4, CommandProcessor._dispatch_direct),
+    nv.PACKET3_ACQUIRE_MEM: (0, CommandProcessor._nop),
+    nv.PACKET3_EVENT_WRITE: (1, CommandProcessor._nop),
+    nv.PACKET3_RELEASE_MEM: (7, CommandProcessor._release_mem),
+    nv.PACKET3_WAIT_REG_MEM: (6, CommandProcessor._wait_reg_mem),
+    nv.PACKET3_WAIT_REG_MEM64: (8, CommandProcessor._wait_reg_mem64),
+    nv.PACKET3_INDIRECT_BUFFER: (3, CommandProcessor._indirect_buffer),
+    nv.PACKET3_COPY_DATA: (5, CommandProcessor._copy_data),
+    nv.PACKET3_WRITE_DATA: (3, CommandProcessor._write_data),
+}
+
+
+class PM4Queue(RingQueue):
+    """A PM4 compute queue: ring of `size` bytes at `ring`, read/write pointers (dwords) at the addresses given."""
+
+    kind = "pm4"
+
+    def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None):
+        super().__init__(gpu, ring, size, rptr_address, wptr_address, name)
+        self.cp = CommandProcessor(self)
+
+    def _read(self, pos: int, n: int) -> np.ndarray:
+        return np.frombuffer(self.read_ring(pos, 4 * n), "<u4")
+
+    def _packet(self, rptr: int, wptr: int) -> int | None:
+        return self.cp.packet(self._read, rptr, wptr, "ring", rptr * 4 % self.size, 0)

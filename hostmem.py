@@ -1,0 +1,67 @@
+"""Process memory and MMIO views, shared by the HAL (real mappings) and the mock devices (the memory they back):
+mmap(2) through libc, so a mapping can be placed at a chosen address, and `MMIO` views whose writes are plain
+stores on hardware and calls into the model on a mock."""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+from collections.abc import Callable
+
+PROT_NONE, PROT_READ, PROT_WRITE = 0, mmap.PROT_READ, mmap.PROT_WRITE
+MAP_SHARED, MAP_PRIVATE, MAP_ANONYMOUS = mmap.MAP_SHARED, mmap.MAP_PRIVATE, mmap.MAP_ANONYMOUS
+MAP_FIXED, MAP_NORESERVE = 0x10, 0x4000  # <sys/mman.h> on Linux
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def os_mmap(address: int, length: int, prot: int, flags: int, fd: int, offset: int) -> int:
+    """mmap(2): the mapping's CPU address; OSError with the errno on failure."""
+    got = _libc.mmap(address or None, length, prot, flags, fd, offset)
+    if got in (None, MAP_FAILED):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap of {length:#x} bytes: {os.strerror(err)}")
+    return got
+
+
+def os_munmap(address: int, length: int) -> None:
+    if _libc.munmap(address, length) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"munmap of {length:#x} bytes at {address:#x}: {os.strerror(err)}")
+
+
+def view(address: int, length: int) -> memoryview:
+    """The bytes of process memory at a CPU address (a mapping the HAL made)."""
+    return memoryview((ctypes.c_char * length).from_address(address)).cast("B")
+
+
+class MMIO:
+    """Registers or doorbells: `mmio[i] = value` writes dword (or qword) i, `mmio[i]` reads it."""
+
+    def __init__(self, address: int, length: int, width: int = 4):
+        self._words = view(address, length).cast("I" if width == 4 else "Q")
+
+    def __setitem__(self, index: int, value: int) -> None:
+        self._words[index] = value
+
+    def __getitem__(self, index: int) -> int:
+        return self._words[index]
+
+
+class CallbackMMIO(MMIO):
+    """An MMIO view of a mock device: reads and writes are calls into the model (a QEMU MemoryRegionOps)."""
+
+    def __init__(self, read: Callable[[int], int], write: Callable[[int, int], None]):
+        self._read, self._write = read, write
+
+    def __setitem__(self, index: int, value: int) -> None:
+        self._write(index, value)
+
+    def __getitem__(self, index: int) -> int:
+        return self._read(index)
+
+

@@ -1,0 +1,107 @@
+"""A GPU device behind any interface: the device string picks the driver and, for MOCK interfaces, the mock beneath
+the HAL. `Device("MOCKKFD+AMD")` and `Device("KFD+AMD")` run the same driver and runtime code."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from usergpu.drivers.amd.kfd import KFD
+from usergpu.drivers.hal import HAL, MockHAL
+from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
+from usergpu.errors import DeviceNotFound
+from usergpu.runtime.memory import Buffer
+from usergpu.runtime.pm4 import ComputeQueue
+from usergpu.runtime.signal import Signal
+
+INTERFACES = ("KFD+AMD", "MOCKKFD+AMD")
+ARENA = 1 << 20
+_machines: dict[tuple[str, int], MockHAL] = {}  # one mock machine per (arch, GPU count) in a process
+
+
+def mock_hal(arch: str | None = None, count: int | None = None) -> MockHAL:
+    """The HAL of this process's mock machine with MOCKGPU_COUNT GPUs of MOCKGPU_ARCH (made on first use)."""
+    from usergpu.emu.amd.mock.kfd import MockKFD
+
+    arch = arch or os.environ.get("MOCKGPU_ARCH", "gfx1100")
+    count = count or int(os.environ.get("MOCKGPU_COUNT", "1"))
+    key = (arch, count)
+    if key not in _machines:
+        hal = MockHAL(tempfile.mkdtemp(prefix="usergpu-mock-"))
+        hal.kfd = MockKFD(hal, arch, count)
+        _machines[key] = hal
+    return _machines[key]
+
+
+def parse(device: str | None) -> tuple[str, int]:
+    """'MOCKKFD+AMD:1' -> ('MOCKKFD+AMD', 1); None or '' reads $DEV; 'AMD' is the first real interface."""
+    device = device or os.environ.get("DEV", "AMD")
+    name, _, index = device.partition(":")
+    name = name.upper()
+    if name == "AMD":
+        name = "KFD+AMD"
+    if name not in INTERFACES:
+        raise DeviceNotFound(f"device {device!r}: this build offers {', '.join(INTERFACES)}")
+    return name, int(index or 0)
+
+
+class Device:
+    """A GPU: memory, queues, signals, programs. Waits longer than `timeout` seconds raise GPUHang."""
+
+    def __init__(self, device: str | None = None, timeout: float = 30.0):
+        self.name, self.index = parse(device)
+        self.hal = mock_hal() if self.name.startswith("MOCK") else HAL()
+        self.kfd = KFD(self.hal, self.index)
+        self.arch, self.timeout, self.clock_hz = self.kfd.arch, timeout, TIMESTAMP_HZ
+        self.event_page = self.kfd.alloc(8 * 4096, "gtt")
+        self.event = self.kfd.create_event(self.event_page)
+        self.compute = ComputeQueue(self)
+        self.timeline = Signal(self)  # the device's own: each submission bumps it
+        self.timeline_value = 0
+        self._arena = self.kfd.alloc(ARENA, "gtt")
+        self._arena_next = 0
+
+    def register_address(self, name: str) -> int:
+        """A GC register's dword address on this device."""
+        return register_address(self.arch, name)
+
+    def next_timeline_value(self) -> int:
+        self.timeline_value += 1
+        return self.timeline_value
+
+    def arena(self, size: int) -> int:
+        """size bytes (64-byte aligned) of kernel-argument memory for a launch in flight."""
+        size = -(-size // 64) * 64
+        if self._arena_next + size > ARENA:
+            self.synchronize()  # every launch that used the arena is done
+            self._arena_next = 0
+        va = self._arena.va + self._arena_next
+        self._arena_next += size
+        return va
+
+    def arena_view(self, va: int, size: int) -> memoryview:
+        off = va - self._arena.va
+        return self._arena.view()[off : off + size]
+
+    def profile_slot(self) -> tuple[int, int]:
+        """Two timestamp addresses (start, end) for a launch."""
+        va = self.arena(16)
+        return va, va + 8
+
+    def alloc(self, size: int, kind: str = "vram") -> Buffer:
+        return Buffer(self, size, kind)
+
+    def load(self, code_object: bytes):
+        from usergpu.runtime.program import Program
+
+        return Program(self, code_object)
+
+    def signal(self) -> Signal:
+        return Signal(self)
+
+    def synchronize(self) -> None:
+        """Wait for all submitted work."""
+        self.timeline.wait(self.timeline_value)
+
+    def __repr__(self) -> str:
+        return f"Device({self.name}:{self.index}, {self.arch})"

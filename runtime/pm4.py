@@ -1,0 +1,92 @@
+"""The PM4 compute queue: packets built in userspace (register writes, dispatches, releases, waits), written to a
+ring in GPU memory, submitted by moving the write pointer and ringing the doorbell."""
+
+from __future__ import annotations
+
+from usergpu.autogen import pm4_nv as pm4
+from usergpu.errors import Error
+
+RING_SIZE = 1 << 16  # bytes
+CACHE_FLUSH_AND_INV_TS_EVENT, CS_PARTIAL_FLUSH = 0x14, 0x7
+DATA_SEL_VALUE64, DATA_SEL_TIMESTAMP = 2, 3
+INT_SEL_NONE, INT_SEL_AFTER_WRITE = 0, 2
+WAIT_GEQ, MEM_SPACE_MEMORY = 5, 1
+
+
+class ComputeQueue:
+    """A user-mode PM4 queue of a device (a KFD compute queue)."""
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.ring = dev.kfd.alloc(RING_SIZE, "gtt")
+        self.pointers = dev.kfd.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8 (dwords, 64-bit)
+        self.eop = dev.kfd.alloc(4096, "vram")
+        self.ring_words = self.ring.view().cast("I")
+        self.pointer_words = self.pointers.view().cast("Q")
+        self._create()
+
+    def _create(self) -> None:
+        self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
+        self.queue = self.dev.kfd.create_queue("pm4", self.ring, self.pointers.va, self.pointers.va + 8, eop=self.eop)
+
+    def submit(self, packets: list[int]) -> None:
+        """Write the packets to the ring and ring the doorbell. A queue the GPU stopped (a fault, a hang) is made
+        anew before the error goes on, so the device keeps working."""
+        n = len(self.ring_words)
+        for i, dword in enumerate(packets):
+            self.ring_words[(self.wptr + i) % n] = dword
+        self.wptr += len(packets)
+        self.pointer_words[1] = self.wptr
+        try:
+            self.queue.ring(self.wptr)
+        except Error:
+            self.dev.kfd.destroy_queue(self.queue)
+            self._create()
+            raise
+
+
+class Packets(list):
+    """A list of PM4 dwords with builders for the packets the runtime uses."""
+
+    def pkt3(self, op: int, *body: int) -> Packets:
+        self += [pm4.PACKET3(op, len(body) - 1), *body]
+        return self
+
+    def set_sh_regs(self, regs: dict[int, int]) -> Packets:
+        """SET_SH_REG for each run of consecutive register offsets (dword offsets from the SH base)."""
+        offsets = sorted(regs)
+        start = 0
+        for i in range(1, len(offsets) + 1):
+            if i == len(offsets) or offsets[i] != offsets[i - 1] + 1:
+                run = offsets[start:i]
+                self.pkt3(pm4.PACKET3_SET_SH_REG, run[0], *(regs[o] for o in run))
+                start = i
+        return self
+
+    def acquire_mem(self) -> Packets:
+        """Invalidate the caches (gfx10+: coher_cntl, size, base, poll interval, GCR_CNTL)."""
+        return self.pkt3(pm4.PACKET3_ACQUIRE_MEM, 0, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 0x0A, 0x3FF)
+
+    def dispatch(self, grid: tuple[int, int, int], initiator: int) -> Packets:
+        self.pkt3(pm4.PACKET3_DISPATCH_DIRECT, *grid, initiator)
+        return self.pkt3(pm4.PACKET3_EVENT_WRITE, pm4.EVENT_TYPE(CS_PARTIAL_FLUSH) | pm4.EVENT_INDEX(4))
+
+    def release_mem(self, address: int, value: int, data_sel: int, interrupt_ctx: int | None = None) -> Packets:
+        """At the end of the preceding work: write value (or the GPU clock) to address; interrupt if asked."""
+        int_sel = INT_SEL_NONE if interrupt_ctx is None else INT_SEL_AFTER_WRITE
+        return self.pkt3(pm4.PACKET3_RELEASE_MEM,
+                         pm4.PACKET3_RELEASE_MEM_EVENT_TYPE(CACHE_FLUSH_AND_INV_TS_EVENT)
+                         | pm4.PACKET3_RELEASE_MEM_EVENT_INDEX(5),
+                         pm4.PACKET3_RELEASE_MEM_DATA_SEL(data_sel) | pm4.PACKET3_RELEASE_MEM_INT_SEL(int_sel),
+                         address & 0xFFFFFFFF, address >> 32, value & 0xFFFFFFFF, value >> 32, interrupt_ctx or 0)
+
+    def wait_geq(self, address: int, value: int) -> Packets:
+        """Stall until the dword at address is >= value."""
+        return self.pkt3(pm4.PACKET3_WAIT_REG_MEM,
+                         pm4.WAIT_REG_MEM_FUNCTION(WAIT_GEQ) | pm4.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_MEMORY),
+                         address & 0xFFFFFFFF, address >> 32, value & 0xFFFFFFFF, 0xFFFFFFFF, 0x20)
+
+    def signal(self, sig, value: int, interrupt_ctx: int | None) -> Packets:
+        """The signal's timestamp, then its value (which wakes the CPU through the event)."""
+        self.release_mem(sig.va + 8, 0, DATA_SEL_TIMESTAMP)
+        return self.release_mem(sig.va, value, DATA_SEL_VALUE64, interrupt_ctx)

@@ -1,0 +1,72 @@
+"""Programs: a code object loaded into GPU memory, its kernels callable with buffers and scalars. A call packs the
+kernel arguments from the metadata (hidden ones included), programs the COMPUTE_* registers the descriptor asks
+for, dispatches on the PM4 queue and signals the device's timeline."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from usergpu.emu.amd.codeobj import parse
+from usergpu.emu.amd.codeobj.kernargs import check_launch, pack_kernargs
+from usergpu.emu.amd.exec.dispatch import image, kernel_registers, user_sgpr_values
+from usergpu.errors import Error, GPUFault
+from usergpu.runtime.memory import Buffer
+from usergpu.runtime.pm4 import Packets
+
+ARENA = 1 << 20  # kernel arguments and dispatch packets of in-flight launches
+GC_SH_BASE = 0x2C00  # PACKET3_SET_SH_REG_START
+
+
+class Program:
+    def __init__(self, dev, code_object: bytes):
+        self.dev, self.co = dev, parse(code_object)
+        img = image(self.co)
+        self.buf = Buffer(dev, len(img), "vram")
+        self.buf.copyin(img)
+        self.kernels = {name: Kernel(self, k) for name, k in self.co.kernels.items()}
+
+
+class Kernel:
+    def __init__(self, program: Program, meta):
+        self.program, self.meta, self.dev = program, meta, program.dev
+        self.kd_va = program.buf.va + meta.descriptor_addr
+        self.kd = bytes(program.buf.view()[meta.descriptor_addr : meta.descriptor_addr + 64])
+
+    def __call__(self, *args, grid=(1, 1, 1), block=(64, 1, 1), wait: bool = True) -> float | None:
+        """Launch over grid workgroups of block work-items; with wait, the kernel's time in seconds from the GPU's
+        timestamps."""
+        dev, k = self.dev, self.meta
+        grid, block = check_launch(k, grid, block)
+        kernargs, lds = pack_kernargs(k, list(args), grid, block, lambda v: v.va if isinstance(v, Buffer) else None)
+        total = -(-len(kernargs) // 64) * 64 + 64  # the arguments, then the dispatch packet the kernel may read
+        args_va = dev.arena(total)
+        packet_va = args_va + total - 64
+        view = dev.arena_view(args_va, total)
+        view[: len(kernargs)] = kernargs
+        sizes = [g * b for g, b in zip(grid, block, strict=True)]
+        view[total - 64 :] = struct.pack("<HHHHHHIIIIIQQQQ", 2 | 1 << 8, 3, *block, 0, *sizes,
+                                                  k.private_segment_fixed_size, lds, 0, args_va, 0, 0)
+        user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
+        regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
+        sh = {dev.register_address(name) - GC_SH_BASE: value for name, value in regs.items()
+              if name != "COMPUTE_DISPATCH_INITIATOR"}
+        start, end = dev.profile_slot()
+        p = Packets().acquire_mem().release_mem(start, 0, 3).set_sh_regs(sh)
+        p.dispatch(grid, regs["COMPUTE_DISPATCH_INITIATOR"]).release_mem(end, 0, 3)
+        value = dev.next_timeline_value()
+        p.signal(dev.timeline, value, dev.event)
+        try:
+            dev.compute.submit(p)
+        except GPUFault as f:  # the kernel faulted: name it; the work it was part of is over
+            dev.timeline.value = value
+            raise GPUFault(f.address, f.access, k.name, f.wave, f.pc, f.why, f.registers) from None
+        except Error:
+            dev.timeline.value = value
+            raise
+        if not wait:
+            return None
+        dev.timeline.wait(value)
+        words = np.frombuffer(dev.arena_view(start, 16), np.uint64)
+        return float(words[1] - words[0]) / dev.clock_hz

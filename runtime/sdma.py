@@ -1,0 +1,83 @@
+"""The SDMA copy queue: linear copies between any two GPU addresses, fences and traps for signals, GPU timestamps
+and memory polls, written to an SDMA ring and submitted by its write pointer (in bytes) and doorbell."""
+
+from __future__ import annotations
+
+from usergpu.autogen import sdma_v6 as sdma
+from usergpu.errors import Error
+
+RING_SIZE = 1 << 16  # bytes
+COPY_MAX = 1 << 22  # bytes one COPY_LINEAR moves (its COUNT field is bytes - 1)
+POLL_GEQ = 5
+
+
+def _header(op: int, sub_op: int = 0) -> int:
+    return sdma.SDMA_PKT_COPY_LINEAR_HEADER_OP(op) | sdma.SDMA_PKT_COPY_LINEAR_HEADER_SUB_OP(sub_op)
+
+
+class SDMAPackets(list):
+    """SDMA packet dwords with builders."""
+
+    def copy(self, dst: int, src: int, size: int) -> SDMAPackets:
+        for off in range(0, size, COPY_MAX):
+            n = min(COPY_MAX, size - off)
+            self += [_header(sdma.SDMA_OP_COPY), sdma.SDMA_PKT_COPY_LINEAR_COUNT_COUNT(n - 1), 0,
+                     (src + off) & 0xFFFFFFFF, (src + off) >> 32, (dst + off) & 0xFFFFFFFF, (dst + off) >> 32]
+        return self
+
+    def fence(self, address: int, value: int) -> SDMAPackets:
+        """Write a dword when the work before has finished."""
+        self += [_header(sdma.SDMA_OP_FENCE), address & 0xFFFFFFFF, address >> 32, value & 0xFFFFFFFF]
+        return self
+
+    def trap(self, context: int) -> SDMAPackets:
+        """An interrupt whose context id names a KFD event."""
+        self += [_header(sdma.SDMA_OP_TRAP), sdma.SDMA_PKT_TRAP_INT_CONTEXT_INT_CONTEXT(context)]
+        return self
+
+    def timestamp(self, address: int) -> SDMAPackets:
+        self += [_header(sdma.SDMA_OP_TIMESTAMP, sdma.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL), address & 0xFFFFFFFF,
+                 address >> 32]
+        return self
+
+    def wait_geq(self, address: int, value: int) -> SDMAPackets:
+        """Stall until the dword at address is >= value."""
+        self += [_header(sdma.SDMA_OP_POLL_REGMEM) | sdma.SDMA_PKT_POLL_REGMEM_HEADER_FUNC(POLL_GEQ)
+                 | sdma.SDMA_PKT_POLL_REGMEM_HEADER_MEM_POLL(1), address & 0xFFFFFFFF, address >> 32,
+                 value & 0xFFFFFFFF, 0xFFFFFFFF,
+                 sdma.SDMA_PKT_POLL_REGMEM_DW5_INTERVAL(10) | sdma.SDMA_PKT_POLL_REGMEM_DW5_RETRY_COUNT(0xFFF)]
+        return self
+
+    def signal(self, sig, value: int, context: int) -> SDMAPackets:
+        """The signal's timestamp, its value (low and high dwords), then the interrupt that wakes a waiter."""
+        self.timestamp(sig.va + 8).fence(sig.va, value & 0xFFFFFFFF).fence(sig.va + 4, value >> 32)
+        return self.trap(context)
+
+
+class CopyQueue:
+    """A user-mode SDMA queue of a device."""
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.ring = dev.kfd.alloc(RING_SIZE, "gtt")
+        self.pointers = dev.kfd.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8 (bytes, 64-bit)
+        self.ring_words = self.ring.view().cast("I")
+        self.pointer_words = self.pointers.view().cast("Q")
+        self._create()
+
+    def _create(self) -> None:
+        self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
+        self.queue = self.dev.kfd.create_queue("sdma", self.ring, self.pointers.va, self.pointers.va + 8)
+
+    def submit(self, packets: list[int]) -> None:
+        n = len(self.ring_words)
+        for i, dword in enumerate(packets):
+            self.ring_words[(self.wptr // 4 + i) % n] = dword
+        self.wptr += 4 * len(packets)
+        self.pointer_words[1] = self.wptr
+        try:
+            self.queue.ring(self.wptr)
+        except Error:
+            self.dev.kfd.destroy_queue(self.queue)
+            self._create()
+            raise

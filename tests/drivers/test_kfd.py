@@ -1,0 +1,79 @@
+"""The KFD driver against the mock KFD: the real ioctl ABI, memory shared by CPU and GPU, errno on bad requests."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+
+import numpy as np
+import pytest
+
+from usergpu.autogen import kfd
+from usergpu.drivers.amd.kfd import KFD, gpu_nodes
+from usergpu.drivers.hal import MockHAL
+from usergpu.emu.amd.mock.kfd import MockKFD
+from usergpu.errors import DeviceNotFound, DriverError
+
+
+@pytest.fixture
+def hal(tmp_path):
+    h = MockHAL(tmp_path)
+    h.kfd = MockKFD(h, "gfx1100", 2)
+    return h
+
+
+def test_topology_lists_the_mock_gpus_in_sysfs_text(hal):
+    nodes = gpu_nodes(hal)
+    assert [n for n, _ in nodes] == [1, 2]
+    assert nodes[0][1]["gfx_target_version"] == 110000 and nodes[1][1]["drm_render_minor"] == 129
+    assert KFD(hal, 1).arch == "gfx1100"
+    with pytest.raises(DeviceNotFound, match="lists 2 GPUs"):
+        KFD(hal, 2)
+
+
+def test_memory_is_one_address_for_cpu_and_gpu(hal):
+    dev = KFD(hal)
+    for kind in ("vram", "gtt", "userptr"):
+        mem = dev.alloc(10000, kind)
+        assert mem.size == 12288
+        np.frombuffer(mem.view(), np.uint32)[:4] = [1, 2, 3, 4]
+        gpu = hal.kfd.nodes[0].gpu
+        assert gpu.mem.read_bytes(mem.va, 16) == np.array([1, 2, 3, 4], np.uint32).tobytes()
+        gpu.mem.write_bytes(mem.va + 16, b"\x07" * 4)
+        assert bytes(mem.view()[16:20]) == b"\x07" * 4
+        dev.free(mem)
+
+
+def test_bad_requests_get_the_drivers_errno(hal):
+    dev = KFD(hal)
+    with pytest.raises(DriverError) as e:
+        dev.ioctl(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=0x10000, size=0, gpu_id=dev.gpu_id,
+                  flags=kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+    assert e.value.errno == errno.EINVAL and "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU" in str(e.value)
+    with pytest.raises(DriverError) as e:
+        dev.ioctl(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=0x1234)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(DriverError) as e:
+        dev.ioctl(kfd.AMDKFD_IOC_ACQUIRE_VM, drm_fd=dev.drm_fd, gpu_id=77)
+    assert e.value.errno == errno.EINVAL
+    ring = dev.alloc(4096, "gtt")
+    with pytest.raises(DriverError) as e:  # a ring size that is not a power of two
+        dev.ioctl(kfd.AMDKFD_IOC_CREATE_QUEUE, ring_base_address=ring.va, ring_size=3000, gpu_id=dev.gpu_id,
+                  queue_type=kfd.KFD_IOC_QUEUE_TYPE_COMPUTE, read_pointer_address=ring.va,
+                  write_pointer_address=ring.va + 8)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(OSError) as raw:  # an ioctl number amdkfd does not have
+        hal.ioctl(dev.fd, (3 << 30) | (8 << 16) | (0x4B << 8) | 0x7F, kfd.struct_kfd_ioctl_get_version_args())
+    assert raw.value.errno == errno.ENOTTY
+    small = (ctypes.c_uint8 * 4)()  # a buffer smaller than the request says
+    with pytest.raises(OSError) as raw:
+        hal.ioctl(dev.fd, kfd.AMDKFD_IOC_GET_VERSION.request, small)
+    assert raw.value.errno == errno.EFAULT
+
+
+def test_version_and_clock(hal):
+    dev = KFD(hal)
+    v = dev.ioctl(kfd.AMDKFD_IOC_GET_VERSION)
+    assert (v.major_version, v.minor_version) == (kfd.KFD_IOCTL_MAJOR_VERSION, kfd.KFD_IOCTL_MINOR_VERSION)
+    c = dev.ioctl(kfd.AMDKFD_IOC_GET_CLOCK_COUNTERS, gpu_id=dev.gpu_id)
+    assert c.system_clock_freq == 1_000_000_000 and c.cpu_clock_counter > 0
