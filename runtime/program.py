@@ -4,12 +4,10 @@ for, dispatches on the PM4 queue and signals the device's timeline."""
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 
 from usergpu.emu.amd.codeobj import parse
-from usergpu.emu.amd.codeobj.kernargs import check_launch, pack_kernargs
+from usergpu.emu.amd.codeobj.kernargs import check_launch, dispatch_packet, pack_kernargs
 from usergpu.emu.amd.exec.dispatch import image, kernel_registers, user_sgpr_values
 from usergpu.errors import Error, GPUFault
 from usergpu.runtime.memory import Buffer
@@ -45,9 +43,7 @@ class Kernel:
         packet_va = args_va + total - 64
         view = dev.arena_view(args_va, total)
         view[: len(kernargs)] = kernargs
-        sizes = [g * b for g, b in zip(grid, block, strict=True)]
-        view[total - 64 :] = struct.pack("<HHHHHHIIIIIQQQQ", 2 | 1 << 8, 3, *block, 0, *sizes,
-                                                  k.private_segment_fixed_size, lds, 0, args_va, 0, 0)
+        view[total - 64 :] = dispatch_packet(k, grid, block, args_va, lds)
         user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
         regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
         sh = {dev.register_address(name) - GC_SH_BASE: value for name, value in regs.items()

@@ -32,7 +32,8 @@ def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple,
         address = address_of(v)
         if a.value_kind in POINTER_KINDS or (a.value_kind == "by_value" and a.size == 8 and address is not None):
             if address is None:
-                raise LaunchError(f"argument {i} of {k.name} is a pointer: pass a buffer, not {type(v).__name__}")
+                raise LaunchError(f"argument {i} of {k.name} is a pointer: pass an array or buffer, not "
+                                  f"{type(v).__name__}")
             struct.pack_into("<Q", buf, a.offset, address)
         elif a.value_kind == "dynamic_shared_pointer":
             align = max(int(a.meta.get(".pointee_align", 4)), 4)
@@ -73,3 +74,11 @@ def check_launch(k: Kernel, grid: tuple, block: tuple) -> tuple[tuple[int, int, 
     if min(grid) < 1:
         raise LaunchError(f"grid {grid} must have at least one workgroup in each dimension")
     return grid, block
+
+
+def dispatch_packet(k: Kernel, grid: tuple, block: tuple, kernarg: int, lds: int) -> bytes:
+    """The hsa_kernel_dispatch_packet_t (64 bytes) a kernel reading its dispatch pointer sees."""
+    dims = 3 if grid[2] * block[2] > 1 else 2 if grid[1] * block[1] > 1 else 1
+    sizes = (g * b for g, b in zip(grid, block, strict=True))
+    return struct.pack("<HHHHHHIIIIIQQQQ", 2 | 1 << 8, dims, *block, 0, *sizes, k.private_segment_fixed_size, lds,
+                       0, kernarg, 0, 0)

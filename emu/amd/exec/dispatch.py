@@ -15,14 +15,15 @@ import numpy as np
 
 from usergpu.autogen import regs_gc_11_0_0, regs_gc_12_0_0
 from usergpu.autogen._regs import Reg
-from usergpu.emu.amd.codeobj import CodeObject, Kernel, parse
+from usergpu.emu.amd.codeobj import CodeObject, parse
 from usergpu.emu.amd.codeobj import kd as kdesc
+from usergpu.emu.amd.codeobj.kernargs import LaunchError, check_launch, dispatch_packet, pack_kernargs
 from usergpu.emu.amd.codeobj.target import version
 from usergpu.emu.amd.exec.executor import Executor
 from usergpu.emu.amd.exec.memory import Memory, MemoryFault
 from usergpu.emu.amd.exec.trace import tracer
 from usergpu.emu.amd.exec.waves import EXEC, Waves
-from usergpu.errors import Error, GPUFault
+from usergpu.errors import GPUFault
 
 PT_LOAD = 1
 BATCH_WAVES = 1024  # waves run together (numpy arrays of waves x lanes); workgroups are never split
@@ -36,10 +37,6 @@ DENORM_SHIFT = {32: 4, 16: 6, 64: 6}  # FP_DENORM_32 and FP_DENORM_16_64 within 
 SYSTEM_SGPRS = ("TGID_X_EN", "TGID_Y_EN", "TGID_Z_EN", "TG_SIZE_EN")
 TTMP = 108  # gfx12 architects the workgroup IDs: TTMP9 = x, TTMP7 = y | z << 16
 WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx11+)
-
-
-class LaunchError(Error):
-    """A launch the kernel cannot take: wrong argument count or size, a grid or block out of range."""
 
 
 def _regs(arch: str) -> dict[str, Reg]:
@@ -204,60 +201,6 @@ def image(co: CodeObject) -> bytes:
     return bytes(out)
 
 
-def _kernarg(k: Kernel, args: list, mem: Memory, grid: tuple, block: tuple) -> tuple:
-    """The kernarg segment's bytes and the arrays mapped for the pointer arguments (in order)."""
-    explicit = [a for a in k.args if not a.value_kind.startswith("hidden_")]
-    if len(args) != len(explicit):
-        kinds = ", ".join(a.value_kind for a in explicit)
-        raise LaunchError(f"kernel {k.name} takes {len(explicit)} arguments ({kinds}), got {len(args)}")
-    buf = bytearray(max(k.kernarg_size, 8) + 256)
-    arrays = []
-    lds_end = k.group_segment_fixed_size
-    for i, (a, v) in enumerate(zip(explicit, args, strict=True)):
-        if a.value_kind in ("global_buffer", "image", "sampler", "queue") or (
-                a.value_kind == "by_value" and isinstance(v, np.ndarray) and a.size == 8 and v.ndim):
-            if not isinstance(v, np.ndarray):
-                raise LaunchError(f"argument {i} of {k.name} is a pointer: pass a numpy array, not {type(v).__name__}")
-            copy = np.array(v, copy=True)
-            arrays.append(copy)
-            struct.pack_into("<Q", buf, a.offset, mem.map(copy))
-        elif a.value_kind == "dynamic_shared_pointer":
-            align = max(int(a.meta.get(".pointee_align", 4)), 4)
-            lds_end = -(-lds_end // align) * align
-            struct.pack_into("<I", buf, a.offset, lds_end)
-            lds_end += int(v)
-        else:
-            raw = v if isinstance(v, bytes | bytearray) else np.asarray(v).tobytes() if isinstance(
-                v, np.generic | np.ndarray) else _python_scalar(v, a.size, a.type_name or "")
-            if len(raw) != a.size:
-                raise LaunchError(f"argument {i} of {k.name} is {a.size} bytes ({a.type_name}), got {len(raw)}")
-            buf[a.offset : a.offset + a.size] = raw
-    hidden = {"hidden_block_count_x": ("<I", grid[0]), "hidden_block_count_y": ("<I", grid[1]),
-              "hidden_block_count_z": ("<I", grid[2]), "hidden_group_size_x": ("<H", block[0]),
-              "hidden_group_size_y": ("<H", block[1]), "hidden_group_size_z": ("<H", block[2]),
-              "hidden_grid_dims": ("<H", 3 if grid[2] * block[2] > 1 else 2 if grid[1] * block[1] > 1 else 1),
-              "hidden_dynamic_lds_size": ("<I", lds_end - k.group_segment_fixed_size)}
-    for a in k.args:
-        if a.value_kind in hidden:
-            fmt, value = hidden[a.value_kind]
-            struct.pack_into(fmt, buf, a.offset, value)
-    return bytes(buf), arrays, lds_end
-
-
-def _python_scalar(v, size: int, type_name: str) -> bytes:
-    if isinstance(v, float) or "float" in type_name or "double" in type_name or "half" in type_name:
-        return {2: np.float16, 4: np.float32, 8: np.float64}[size](v).tobytes()
-    return int(v).to_bytes(size, "little", signed=v < 0)
-
-
-def _packet(k: Kernel, grid: tuple, block: tuple, kernarg: int, lds: int) -> bytes:
-    """hsa_kernel_dispatch_packet_t (64 bytes)."""
-    dims = 3 if grid[2] * block[2] > 1 else 2 if grid[1] * block[1] > 1 else 1
-    sizes = (g * b for g, b in zip(grid, block, strict=True))
-    return struct.pack("<HHHHHHIIIIIQQQQ", 2 | 1 << 8, dims, *block, 0, *sizes, k.private_segment_fixed_size, lds,
-                       0, kernarg, 0, 0)
-
-
 def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: list,
            arch: str | None = None, budget: int = DEFAULT_BUDGET, stats: dict | None = None) -> list[np.ndarray]:
     """Run a kernel of a code object on the emulator. grid counts workgroups, block work-items per workgroup;
@@ -268,16 +211,20 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
         raise LaunchError(f"no kernel {kernel!r} in the code object (kernels: {', '.join(co.kernels)})")
     k = co.kernels[kernel]
     arch = arch or co.arch
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    block = tuple(block) + (1,) * (3 - len(block))
-    threads = block[0] * block[1] * block[2]
-    if not 0 < threads <= k.max_flat_workgroup_size:
-        raise LaunchError(f"block {block} has {threads} work-items; {kernel} allows 1..{k.max_flat_workgroup_size}")
+    grid, block = check_launch(k, grid, block)
     mem = Memory()
     base = mem.map(np.frombuffer(image(co), np.uint8).copy(), align=1 << 16)
-    kernarg_bytes, arrays, lds = _kernarg(k, args, mem, grid, block)
+    arrays: list[np.ndarray] = []
+
+    def address_of(v) -> int | None:  # a pointer argument: a copy of the array, mapped
+        if not (isinstance(v, np.ndarray) and v.ndim):
+            return None
+        arrays.append(np.array(v, copy=True))
+        return mem.map(arrays[-1])
+
+    kernarg_bytes, lds = pack_kernargs(k, args, grid, block, address_of)
     kernarg = mem.map(np.frombuffer(kernarg_bytes, np.uint8).copy())
-    packet = mem.map(np.frombuffer(_packet(k, grid, block, kernarg, lds), np.uint8).copy())
+    packet = mem.map(np.frombuffer(dispatch_packet(k, grid, block, kernarg, lds), np.uint8).copy())
     scratch = k.private_segment_fixed_size + (16384 if k.uses_dynamic_stack else 0)
     kd = mem.read_bytes(base + k.descriptor_addr, kdesc.KD_SIZE)
     user = user_sgpr_values(kd, arch, {"kernarg_segment_ptr": kernarg, "dispatch_ptr": packet,
