@@ -1,4 +1,6 @@
-# make demo: what usergpu finds and does (GPUs, then kernels compiled and disassembled).
+# make demo: kernels (vector add, tiled matmul, LDS reduction) compiled by clang-22, run on the mock GPU through
+#            the runtime, checked against numpy and timed; a Perfetto trace in usergpu-demo-trace.json; then the
+#            GPUs found and a kernel disassembled for each ISA.
 # make test: install what is missing, then run the tests.
 # Both are idempotent and work from a fresh clone (Debian; root or sudo for apt-get).
 

@@ -12,10 +12,12 @@ from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
 from usergpu.errors import DeviceNotFound
 from usergpu.runtime.memory import Buffer
 from usergpu.runtime.pm4 import ComputeQueue
+from usergpu.runtime.sdma import CopyQueue, SDMAPackets
 from usergpu.runtime.signal import Signal
 
 INTERFACES = ("KFD+AMD", "MOCKKFD+AMD")
 ARENA = 1 << 20
+STAGING = 16 << 20  # bytes of host-visible memory a large copy goes through, chunk by chunk
 _machines: dict[tuple[str, int], MockHAL] = {}  # one mock machine per (arch, GPU count) in a process
 
 
@@ -55,11 +57,12 @@ class Device:
         self.arch, self.timeout, self.clock_hz = self.kfd.arch, timeout, TIMESTAMP_HZ
         self.event_page = self.kfd.alloc(8 * 4096, "gtt")
         self.event = self.kfd.create_event(self.event_page)
-        self.compute = ComputeQueue(self)
+        self.compute, self.copy = ComputeQueue(self), CopyQueue(self)
         self.timeline = Signal(self)  # the device's own: each submission bumps it
         self.timeline_value = 0
         self._arena = self.kfd.alloc(ARENA, "gtt")
         self._arena_next = 0
+        self._staging = None
 
     def register_address(self, name: str) -> int:
         """A GC register's dword address on this device."""
@@ -82,6 +85,27 @@ class Device:
     def arena_view(self, va: int, size: int) -> memoryview:
         off = va - self._arena.va
         return self._arena.view()[off : off + size]
+
+    def reset_queues(self) -> None:
+        """Make the device's queues anew (after a hang): the timeline counts everything submitted as done."""
+        for q in (self.compute, self.copy):
+            self.kfd.destroy_queue(q.queue)
+            q.create()
+        self.timeline.value = self.timeline_value
+
+    def staged(self, nbytes: int):
+        """(offset, staging buffer) for each chunk of a large copy: host-visible memory the SDMA engine reads or
+        writes, made on first use."""
+        if self._staging is None:
+            self._staging = self.kfd.alloc(STAGING, "gtt")
+        for off in range(0, nbytes, STAGING):
+            yield off, self._staging
+
+    def sdma_copy(self, dst: int, src: int, size: int) -> None:
+        """Copy on the SDMA queue and wait for it."""
+        value = self.next_timeline_value()
+        self.copy.submit(SDMAPackets().copy(dst, src, size).signal(self.timeline, value, self.event))
+        self.timeline.wait(value)
 
     def profile_slot(self) -> tuple[int, int]:
         """Two timestamp addresses (start, end) for a launch."""

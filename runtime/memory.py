@@ -1,8 +1,11 @@
-"""Device memory: a Buffer is GPU memory mapped at one address for the CPU and the GPU."""
+"""Device memory: a Buffer is GPU memory mapped at one address for the CPU and the GPU. Small copies are CPU
+copies through that mapping; large ones go through the SDMA engine, staged in host-visible memory."""
 
 from __future__ import annotations
 
 import numpy as np
+
+DIRECT_MAX = 1 << 20  # bytes copied by the CPU; larger copies go through SDMA
 
 
 class Buffer:
@@ -20,13 +23,26 @@ class Buffer:
         if len(src) > self.size:
             raise ValueError(f"{len(src)} bytes do not fit a {self.size}-byte buffer")
         self.dev.synchronize()
-        self.view()[: len(src)] = src
+        if len(src) <= DIRECT_MAX:
+            self.view()[: len(src)] = src
+            return
+        for off, stage in self.dev.staged(len(src)):
+            n = min(stage.size, len(src) - off)
+            stage.view()[:n] = src[off : off + n]
+            self.dev.sdma_copy(self.va + off, stage.va, n)
 
     def copyout(self, dtype=np.uint8, count: int | None = None) -> np.ndarray:
         """The buffer's contents (after the submitted work has finished), as count items of dtype."""
         self.dev.synchronize()
-        out = np.frombuffer(self.view(), np.uint8).copy().view(dtype)
-        return out if count is None else out[:count]
+        nbytes = self.size if count is None else count * np.dtype(dtype).itemsize
+        if nbytes <= DIRECT_MAX:
+            return np.frombuffer(self.view()[:nbytes], np.uint8).copy().view(dtype)
+        out = np.empty(nbytes, np.uint8)
+        for off, stage in self.dev.staged(nbytes):
+            n = min(stage.size, nbytes - off)
+            self.dev.sdma_copy(stage.va, self.va + off, n)
+            out[off : off + n] = np.frombuffer(stage.view()[:n], np.uint8)
+        return out.view(dtype)
 
     def free(self) -> None:
         self.dev.kfd.free(self.mem)

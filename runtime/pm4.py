@@ -23,9 +23,9 @@ class ComputeQueue:
         self.eop = dev.kfd.alloc(4096, "vram")
         self.ring_words = self.ring.view().cast("I")
         self.pointer_words = self.pointers.view().cast("Q")
-        self._create()
+        self.create()
 
-    def _create(self) -> None:
+    def create(self) -> None:
         self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
         self.queue = self.dev.kfd.create_queue("pm4", self.ring, self.pointers.va, self.pointers.va + 8, eop=self.eop)
 
@@ -41,7 +41,7 @@ class ComputeQueue:
             self.queue.ring(self.wptr)
         except Error:
             self.dev.kfd.destroy_queue(self.queue)
-            self._create()
+            self.create()
             raise
 
 

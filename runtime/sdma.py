@@ -63,9 +63,9 @@ class CopyQueue:
         self.pointers = dev.kfd.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8 (bytes, 64-bit)
         self.ring_words = self.ring.view().cast("I")
         self.pointer_words = self.pointers.view().cast("Q")
-        self._create()
+        self.create()
 
-    def _create(self) -> None:
+    def create(self) -> None:
         self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
         self.queue = self.dev.kfd.create_queue("sdma", self.ring, self.pointers.va, self.pointers.va + 8)
 
@@ -79,5 +79,5 @@ class CopyQueue:
             self.queue.ring(self.wptr)
         except Error:
             self.dev.kfd.destroy_queue(self.queue)
-            self._create()
+            self.create()
             raise

@@ -37,5 +37,6 @@ class Signal:
             if self.dev.kfd.wait_events([self.dev.event], timeout_ms=10) is None:
                 time.sleep(0.001)
             if self.value < value and time.monotonic() > limit:
+                self.dev.reset_queues()  # what the stuck queues held is lost; the device takes new work
                 raise GPUHang(f"device hang detected: signal at {self.va:#x} is {self.value}, waited for {value} "
                               f"for {self.dev.timeout if timeout is None else timeout} s")

@@ -64,7 +64,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of random buffers")
     p.add_argument("--save", help="write each output buffer as DIR/outN.npy")
     p.set_defaults(run=lambda args, hal: run.run(args))
-    p = sub.add_parser("demo", help="the GPUs found, then a kernel compiled and disassembled for each known ISA")
+    p = sub.add_parser("demo", help="kernels compiled, run on a (mock) GPU, checked and traced; then the GPUs found "
+                                    "and a kernel disassembled for each known ISA")
+    p.add_argument("--dev", default=demo.DEVICE, help=f"where to run the showcase (default {demo.DEVICE})")
+    p.add_argument("--trace", default=demo.TRACE, help=f"write a Chrome/Perfetto trace here (default {demo.TRACE})")
     p.set_defaults(run=lambda args, hal: demo.run(args, hal, cmd_devices))
     return ap
 

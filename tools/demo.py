@@ -1,28 +1,55 @@
-"""usergpu demo: what this build can do on any machine — the GPUs found, then a kernel compiled for each ISA the
-disassembler knows, its metadata and its machine code."""
+"""usergpu demo: what this build can do on any machine. First the showcase — vector add, tiled matmul and an LDS
+reduction compiled by clang-22, run through the runtime on a device (the mock GPU by default), checked against numpy
+and timed by the GPU's timestamps, with a Chrome/Perfetto trace of the launches — then the GPUs found and the
+showcase's vadd compiled for each ISA the disassembler knows."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+
+from tabulate import tabulate
 
 from usergpu.drivers.hal import HAL
 from usergpu.emu.amd import isa
 from usergpu.emu.amd.codeobj import compile_opencl, parse
-from usergpu.tools import disasm
+from usergpu.tools import disasm, showcase, trace
 
-VADD = """__kernel void vadd(__global const float* a, __global const float* b, __global float* c, int n) {
-    int i = __builtin_amdgcn_workgroup_id_x() * 256 + __builtin_amdgcn_workitem_id_x();
-    if (i < n) c[i] = a[i] + b[i];
-}"""
+DEVICE = "MOCKKFD+AMD"
+TRACE = "usergpu-demo-trace.json"
 
 
-def run(args: argparse.Namespace, hal: HAL, devices_cmd) -> int:
+def _dims(d: tuple[int, ...]) -> str:
+    return "x".join(map(str, d))
+
+
+def run(args: argparse.Namespace, hal: HAL, devices_cmd: Callable[[argparse.Namespace, HAL], int]) -> int:
+    """The demo; 1 when a showcase kernel fails its check, else 0."""
+    device = getattr(args, "dev", None) or DEVICE
+    dev, results = showcase.run(device)
+    label = f"{dev.name}:{dev.index} ({dev.arch})"
+    print(f"== showcase on {label}: compiled by clang-22, run through the runtime, checked against numpy ==")
+    rows = [[r.case.kernel, _dims(r.case.grid), _dims(r.case.block), f"{r.seconds * 1e6:.2f}" if r.ok else "-",
+             "-" if r.lane_instructions is None else f"{r.lane_instructions:,}", r.check] for r in results]
+    print(tabulate(rows, headers=["kernel", "grid", "block", "GPU time (µs)", "lane-instructions", "check"],
+                   disable_numparse=True))
+    print("(GPU time from the GPU's timestamps; lane-instructions from the same launch on the bare emulator)")
+    spans = [trace.Span(r.case.kernel, r.end - r.seconds, r.seconds, {"grid": r.case.grid, "block": r.case.block})
+             for r in results if r.ok]
+    path = getattr(args, "trace", None) or TRACE
+    trace.write(path, trace.document(label, "compute queue (PM4)", spans, pid=dev.index))
+    print(f"trace of {len(spans)} kernels: {path} (open in ui.perfetto.dev or chrome://tracing)")
+
+    print("\n== the GPUs found ==")
     devices_cmd(argparse.Namespace(json=False), hal)
-    for arch in isa.ARCHS:
-        co = parse(compile_opencl(VADD, arch))
-        print(f"\n== vadd compiled for {arch} by clang-22, disassembled by usergpu ==")
-        k = co.kernels["vadd"]
-        disasm._print({"target": co.target, "code_object_version": co.version,
-                       "kernels": [{**disasm.summary(k), "instructions": disasm.listing(k.code, arch, k.entry)}]},
-                      as_json=False)
-    return 0
+
+    print("\n== vadd compiled by clang-22 for each ISA, decoded by usergpu ==")
+    kernels = {arch: parse(compile_opencl(showcase.SOURCE, arch)).kernels["vadd"] for arch in isa.ARCHS}
+    print(tabulate([[arch, k.wavefront_size, k.sgpr_count, k.vgpr_count, k.code_size, len(isa.decode_all(k.code, arch))]
+                    for arch, k in kernels.items()],
+                   headers=["ISA", "wave size", "sgprs", "vgprs", "code bytes", "instructions"]))
+    arch = dev.arch if dev.arch in kernels else isa.ARCHS[0]
+    print(f"\nvadd for {arch}:")
+    for inst in disasm.listing(kernels[arch].code, arch, kernels[arch].entry):
+        print(f"  {inst['pc']:#010x}: {inst['bytes']:<24} {inst['text']}")
+    return 0 if all(r.ok for r in results) else 1

@@ -117,10 +117,15 @@ class KFD:
                          flags=flags & 0xFFFFFFFF, mmap_offset=va if kind == "userptr" else 0)
         if kind != "userptr":
             self.hal.mmap(self.drm_fd, size, got.mmap_offset, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
+        mem = Memory(va, size, got.handle, kind)
+        self.map(mem)
+        return mem
+
+    def map(self, mem: Memory) -> None:
+        """Map memory (of this process, allocated for any GPU) into this GPU's address space at its address."""
         ids = (ctypes.c_uint32 * 1)(self.gpu_id)
-        self.ioctl(kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle=got.handle, device_ids_array_ptr=ctypes.addressof(ids),
+        self.ioctl(kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle=mem.handle, device_ids_array_ptr=ctypes.addressof(ids),
                    n_devices=1)
-        return Memory(va, size, got.handle, kind)
 
     def free(self, mem: Memory) -> None:
         ids = (ctypes.c_uint32 * 1)(self.gpu_id)

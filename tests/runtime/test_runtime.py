@@ -66,3 +66,81 @@ def test_device_api_buffers_programs_and_timestamps():
     prog.kernels["fill"](buf, 9, grid=(1, 1, 1), block=(32, 1, 1), wait=False)
     dev.synchronize()
     assert list(buf.copyout(np.int32)) == [9] * 32 + list(range(32, 64))
+
+
+def test_64_mib_copies_through_sdma_both_ways():
+    import hashlib
+
+    import usergpu
+
+    dev = usergpu.Device("MOCKKFD+AMD")
+    data = np.random.default_rng(1).integers(0, 256, 64 << 20, dtype=np.uint8)
+    buf = dev.alloc(data.nbytes)
+    buf.copyin(data)
+    assert hashlib.sha256(bytes(buf.view())).digest() == hashlib.sha256(data.tobytes()).digest()
+    back = buf.copyout()
+    assert hashlib.sha256(back.tobytes()).digest() == hashlib.sha256(data.tobytes()).digest()
+    buf.free()
+
+
+SPIN = "__kernel void spin(__global volatile int *a) { while (a[0] == 0) {} }"
+
+
+def test_a_kernel_that_never_ends_is_a_hang_and_the_device_keeps_working(monkeypatch):
+    import usergpu
+    from usergpu.errors import GPUHang
+
+    monkeypatch.setenv("MOCKGPU_BUDGET", "20000")
+    dev = usergpu.Device("MOCKKFD+AMD")
+    prog = dev.load(usergpu.compile_opencl(SPIN + ERRORS, dev.arch))
+    buf = dev.alloc(4096)
+    with pytest.raises(GPUHang, match="spin|20000"):
+        prog.kernels["spin"](buf, grid=(1, 1, 1), block=(32, 1, 1))
+    prog.kernels["fill"](buf, 3, grid=(1, 1, 1), block=(32, 1, 1))
+    assert list(buf.copyout(np.int32, 32)) == [3] * 32
+
+
+def test_a_wait_that_is_never_satisfied_is_a_device_hang_within_the_timeout():
+    import time
+
+    import usergpu
+    from usergpu.errors import GPUHang
+    from usergpu.runtime.pm4 import Packets
+
+    dev = usergpu.Device("MOCKKFD+AMD", timeout=0.3)
+    never = dev.signal()
+    value = dev.next_timeline_value()
+    dev.compute.submit(Packets().wait_geq(never.va, 1).signal(dev.timeline, value, dev.event))
+    start = time.monotonic()
+    with pytest.raises(GPUHang, match="device hang detected"):
+        dev.synchronize()
+    assert time.monotonic() - start < 2
+    prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
+    buf = dev.alloc(4096)
+    prog.kernels["fill"](buf, 4, grid=(1, 1, 1), block=(32, 1, 1))
+    assert list(buf.copyout(np.int32, 32)) == [4] * 32
+
+
+def test_a_queue_waits_for_a_signal_another_gpu_writes(monkeypatch):
+    """Two mock GPUs: GPU 1's queue waits on a signal in memory mapped for both, which GPU 0's queue writes later;
+    timestamps of one timeline only grow."""
+    import usergpu
+    from usergpu.runtime.pm4 import Packets
+
+    monkeypatch.setenv("MOCKGPU_COUNT", "2")
+    dev0, dev1 = usergpu.Device("MOCKKFD+AMD:0"), usergpu.Device("MOCKKFD+AMD:1")
+    shared = dev0.signal()
+    dev1.kfd.map(shared.mem)
+    v1 = dev1.next_timeline_value()
+    dev1.compute.submit(Packets().wait_geq(shared.va, 7).signal(dev1.timeline, v1, dev1.event))
+    assert dev1.timeline.value < v1  # stalled: nothing has written the shared signal yet
+    v0 = dev0.next_timeline_value()
+    dev0.compute.submit(Packets().signal(shared, 7, dev0.event).signal(dev0.timeline, v0, dev0.event))
+    dev1.timeline.wait(v1, timeout=1)
+    dev0.timeline.wait(v0, timeout=1)
+    assert shared.value == 7 and dev1.timeline.value == v1
+    before = dev0.timeline.timestamp
+    prog = dev0.load(usergpu.compile_opencl(ERRORS, dev0.arch))
+    buf = dev0.alloc(4096)
+    prog.kernels["fill"](buf, 1, grid=(1, 1, 1), block=(32, 1, 1))
+    assert dev0.timeline.timestamp > before

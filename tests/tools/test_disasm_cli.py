@@ -65,13 +65,3 @@ def test_bad_code_object_and_unknown_kernel(code_object, tmp_path, capsys):
     assert cli.main(["disasm", str(code_object), "--kernel", "nope"]) == 1
     assert "no kernel 'nope'" in capsys.readouterr().err
 
-
-def test_demo_shows_devices_and_a_disassembled_kernel(tmp_path, capsys):
-    from usergpu.drivers.hal import HAL
-
-    assert cli.main(["demo"], HAL(tmp_path)) == 0
-    out = capsys.readouterr().out
-    assert "no AMD or NVIDIA GPU found" in out
-    for arch in isa.ARCHS:
-        assert f"vadd compiled for {arch}" in out
-    assert out.count("s_endpgm") >= len(isa.ARCHS)

@@ -13,6 +13,7 @@ wrap with the ring; the ring slot is the counter modulo the ring size) and write
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Callable
 
 from usergpu.emu.amd.exec import dispatch as executor
@@ -95,7 +96,8 @@ class GPU:
         wave-instruction."""
         pgm = (regs.get("COMPUTE_PGM_LO", 0) | regs.get("COMPUTE_PGM_HI", 0) << 32) << 8
         stats: dict = {}
-        executor.dispatch(self.mem, regs, grid, self.arch, stats=stats, kernel=f"kernel@{pgm:#x}")
+        budget = int(os.environ.get("MOCKGPU_BUDGET", executor.DEFAULT_BUDGET))  # instructions a wave may run
+        executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}")
         self.ticks += stats.get("instructions", 0)
 
     def interrupt(self, source: str, context_id: int) -> None:

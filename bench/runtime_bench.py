@@ -1,0 +1,62 @@
+"""Runtime overheads on the mock GPU (MOCKKFD+AMD: the real KFD driver over the mock KFD), each against a baseline run
+in the same process: an empty kernel's launch (submit -> completion signal waited) against the bare emulator's launch
+of the same kernel, and copyin / copyout of 64 MiB against numpy copying the same bytes (ratio: runtime / baseline).
+
+    .venv/bin/python bench/runtime_bench.py [launches]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import usergpu
+from usergpu.emu.amd import launch as emu_launch
+
+EMPTY = "__kernel void empty(void) {}"
+COPY = 64 << 20  # bytes
+COPIES = 5  # repetitions of each copy
+
+
+def median_seconds(fn, n: int) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(launches: int = 200) -> None:
+    dev = usergpu.Device("MOCKKFD+AMD")
+    co = usergpu.compile_opencl(EMPTY, dev.arch)
+    kernel = dev.load(co).kernels["empty"]
+    grid, block = (1, 1, 1), (64, 1, 1)
+    kernel(grid=grid, block=block)  # warm up both paths
+    emu_launch(co, "empty", grid, block, [], arch=dev.arch)
+    gpu: list[float] = []
+    runtime = median_seconds(lambda: gpu.append(kernel(grid=grid, block=block, wait=True)), launches)
+    emu = median_seconds(lambda: emu_launch(co, "empty", grid, block, [], arch=dev.arch), launches)
+    print(f"{dev.name} ({dev.arch}) empty-kernel launch, median of {launches}: {runtime * 1e6:,.1f} µs "
+          f"(GPU time {statistics.median(gpu) * 1e6:.2f} µs); bare emulator launch {emu * 1e6:,.1f} µs; "
+          f"ratio {runtime / emu:.2f}x")
+
+    src = np.random.default_rng(0).integers(0, 256, COPY, np.uint8)
+    host = np.empty_like(src)
+    buf = dev.alloc(COPY)
+    memcpy = median_seconds(lambda: np.copyto(host, src), COPIES)
+    copyin = median_seconds(lambda: buf.copyin(src), COPIES)
+    copyout = median_seconds(lambda: buf.copyout(np.uint8, COPY), COPIES)
+    assert np.array_equal(buf.copyout(np.uint8, COPY), src)
+    buf.free()
+    mbs = {name: COPY / 1e6 / s for name, s in (("memcpy", memcpy), ("copyin", copyin), ("copyout", copyout))}
+    print(f"{COPY >> 20} MiB, median of {COPIES}: numpy memcpy {mbs['memcpy']:,.0f} MB/s; "
+          f"copyin {mbs['copyin']:,.0f} MB/s (ratio {copyin / memcpy:.1f}x the time); "
+          f"copyout {mbs['copyout']:,.0f} MB/s (ratio {copyout / memcpy:.1f}x the time)")
+
+
+if __name__ == "__main__":
+    main(*map(int, sys.argv[1:]))

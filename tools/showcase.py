@@ -1,0 +1,142 @@
+"""The demo's showcase: three kernels (vector add, LDS-tiled matmul, LDS tree reduction) compiled by clang-22 for a
+device's ISA, run on it through the runtime (usergpu.Device) and checked against numpy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import usergpu
+from usergpu.emu.amd import launch as emu_launch
+from usergpu.errors import Error
+from usergpu.runtime.launch import open_device
+from usergpu.runtime.program import Program
+
+# No device library is linked: work-item ids and barriers are clang builtins.
+SOURCE = r"""
+#define LID(d) __builtin_amdgcn_workitem_id_##d()
+#define GRP(d) __builtin_amdgcn_workgroup_id_##d()
+
+static inline void lds_barrier(void) {  // barrier(CLK_LOCAL_MEM_FENCE)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+__kernel void vadd(__global const float *a, __global const float *b, __global float *c, uint n) {
+  uint i = GRP(x) * __builtin_amdgcn_workgroup_size_x() + LID(x);
+  if (i < n) c[i] = a[i] + b[i];
+}
+
+// C = A B for n x n row-major matrices (n a multiple of 16): 16 x 16 tiles of A and B staged in LDS.
+#define TS 16
+__kernel void matmul(__global const float *A, __global const float *B, __global float *C, uint n) {
+  __local float ta[TS][TS], tb[TS][TS];
+  uint tx = LID(x), ty = LID(y), col = GRP(x) * TS + tx, row = GRP(y) * TS + ty;
+  float acc = 0.0f;
+  for (uint k0 = 0; k0 < n; k0 += TS) {
+    ta[ty][tx] = A[row * n + k0 + tx];
+    tb[ty][tx] = B[(k0 + ty) * n + col];
+    lds_barrier();
+    for (uint k = 0; k < TS; ++k) acc = __builtin_fmaf(ta[ty][k], tb[k][tx], acc);
+    lds_barrier();
+  }
+  C[row * n + col] = acc;
+}
+
+// sums[g] = the sum of workgroup g's 256 values: a tree in LDS, a barrier between levels.
+#define RB 256
+__kernel void reduce_sum(__global const float *a, __global float *sums) {
+  __local float buf[RB];
+  uint l = LID(x);
+  buf[l] = a[GRP(x) * RB + l];
+  lds_barrier();
+  for (uint s = RB / 2; s > 0; s >>= 1) {
+    if (l < s) buf[l] += buf[l + s];
+    lds_barrier();
+  }
+  if (l == 0) sums[GRP(x)] = buf[0];
+}
+"""
+
+N = 1 << 16  # vector length and reduction input
+M = 128  # matrix side
+
+
+@dataclass(frozen=True)
+class Case:
+    """A launch of a SOURCE kernel: arguments made from a random generator (arrays and scalars), the argument that
+    holds the result and its numpy reference."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: Callable[[np.random.Generator], list]
+    out: int
+    reference: Callable[[list], np.ndarray]
+    rtol: float = 1e-4
+    atol: float = 1e-3
+
+
+def _f32(rng: np.random.Generator, shape) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+CASES = [
+    Case("vadd", (N // 256, 1, 1), (256, 1, 1), lambda r: [_f32(r, N), _f32(r, N), np.zeros(N, np.float32),
+                                                           np.uint32(N)], 2, lambda a: a[0] + a[1]),
+    Case("matmul", (M // 16, M // 16, 1), (16, 16, 1), lambda r: [_f32(r, (M, M)), _f32(r, (M, M)),
+                                                                  np.zeros((M, M), np.float32), np.uint32(M)],
+         2, lambda a: a[0].astype(np.float64) @ a[1]),
+    Case("reduce_sum", (N // 256, 1, 1), (256, 1, 1), lambda r: [_f32(r, N), np.zeros(N // 256, np.float32)], 1,
+         lambda a: a[0].astype(np.float64).reshape(-1, 256).sum(axis=1)),
+]
+
+
+@dataclass
+class Result:
+    """A case's run: GPU time and its end on the GPU clock (seconds), lane-instructions, and the check."""
+
+    case: Case
+    ok: bool
+    check: str  # "OK", or what failed
+    seconds: float = 0.0
+    end: float = 0.0
+    lane_instructions: int | None = None
+
+
+def run_case(dev: usergpu.Device, prog: Program, co: bytes, case: Case, seed: int = 0) -> Result:
+    """Run one case on dev (buffers in, the kernel, the result out) and check it against numpy. A usergpu.Error
+    (a fault, a hang, ...) is a failed check."""
+    args = case.args(np.random.default_rng(seed))
+    bufs = {i: dev.alloc(a.nbytes) for i, a in enumerate(args) if isinstance(a, np.ndarray)}
+    try:
+        for i, buf in bufs.items():
+            buf.copyin(args[i])
+        call = [bufs.get(i, a) for i, a in enumerate(args)]
+        seconds = prog.kernels[case.kernel](*call, grid=case.grid, block=case.block, wait=True)
+        end = dev.timeline.timestamp / dev.clock_hz  # the kernel's completion signal, written just after it ends
+        want = args[case.out]
+        got = call[case.out].copyout(want.dtype, want.size).reshape(want.shape)
+        # the runtime path does not count instructions yet: the same launch once more on the bare emulator does
+        stats: dict = {}
+        emu_launch(co, case.kernel, case.grid, case.block, args, arch=dev.arch, stats=stats)
+    except Error as e:
+        return Result(case, False, f"FAIL: {e}")
+    finally:
+        for buf in bufs.values():
+            buf.free()
+    ref = case.reference(args)
+    ok = bool(np.allclose(got, ref, rtol=case.rtol, atol=case.atol))
+    check = "OK" if ok else f"FAIL: max error {float(np.max(np.abs(got - ref))):.3g}"
+    return Result(case, ok, check, seconds, end, stats.get("lane_instructions"))
+
+
+def run(device: str, cases: list[Case] | None = None) -> tuple[usergpu.Device, list[Result]]:
+    """Compile SOURCE for the device's ISA, then run and check each case there."""
+    dev = open_device(device)
+    co = usergpu.compile_opencl(SOURCE, dev.arch)
+    prog = dev.load(co)
+    return dev, [run_case(dev, prog, co, c) for c in (CASES if cases is None else cases)]
