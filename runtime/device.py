@@ -10,6 +10,7 @@ from usergpu.drivers.amd.kfd import KFD
 from usergpu.drivers.hal import HAL, MockHAL
 from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
 from usergpu.errors import DeviceNotFound
+from usergpu.runtime.aql import AQLQueue
 from usergpu.runtime.memory import Buffer
 from usergpu.runtime.pm4 import ComputeQueue
 from usergpu.runtime.sdma import CopyQueue, SDMAPackets
@@ -50,14 +51,19 @@ def parse(device: str | None) -> tuple[str, int]:
 class Device:
     """A GPU: memory, queues, signals, programs. Waits longer than `timeout` seconds raise GPUHang."""
 
-    def __init__(self, device: str | None = None, timeout: float = 30.0):
+    def __init__(self, device: str | None = None, timeout: float = 30.0, queue: str = "pm4"):
+        """queue: where kernels go, "pm4" (a PM4 compute queue, registers programmed by the runtime) or "aql" (an
+        AQL queue, the CP sets dispatches up from the kernel descriptor)."""
+        if queue not in ("pm4", "aql"):
+            raise DeviceNotFound(f"queue {queue!r}: kernels run on a pm4 or an aql queue")
         self.name, self.index = parse(device)
         self.hal = mock_hal() if self.name.startswith("MOCK") else HAL()
         self.kfd = KFD(self.hal, self.index)
         self.arch, self.timeout, self.clock_hz = self.kfd.arch, timeout, TIMESTAMP_HZ
         self.event_page = self.kfd.alloc(8 * 4096, "gtt")
         self.event = self.kfd.create_event(self.event_page)
-        self.compute, self.copy = ComputeQueue(self), CopyQueue(self)
+        self.compute, self.copy, self.aql = ComputeQueue(self), CopyQueue(self), AQLQueue(self)
+        self.queue_kind = queue
         self.timeline = Signal(self)  # the device's own: each submission bumps it
         self.timeline_value = 0
         self._arena = self.kfd.alloc(ARENA, "gtt")
@@ -88,7 +94,7 @@ class Device:
 
     def reset_queues(self) -> None:
         """Make the device's queues anew (after a hang): the timeline counts everything submitted as done."""
-        for q in (self.compute, self.copy):
+        for q in (self.compute, self.copy, self.aql):
             self.kfd.destroy_queue(q.queue)
             q.create()
         self.timeline.value = self.timeline_value
@@ -107,21 +113,17 @@ class Device:
         self.copy.submit(SDMAPackets().copy(dst, src, size).signal(self.timeline, value, self.event))
         self.timeline.wait(value)
 
-    def profile_slot(self) -> tuple[int, int]:
-        """Two timestamp addresses (start, end) for a launch."""
-        va = self.arena(16)
-        return va, va + 8
-
     def alloc(self, size: int, kind: str = "vram") -> Buffer:
         return Buffer(self, size, kind)
 
     def load(self, code_object: bytes):
+        """A code object loaded into GPU memory: a Program, its kernels callable."""
         from usergpu.runtime.program import Program
 
         return Program(self, code_object)
 
-    def signal(self) -> Signal:
-        return Signal(self)
+    def signal(self, value: int = 0) -> Signal:
+        return Signal(self, value)
 
     def synchronize(self) -> None:
         """Wait for all submitted work."""

@@ -80,6 +80,10 @@ class Packets(list):
                          pm4.PACKET3_RELEASE_MEM_DATA_SEL(data_sel) | pm4.PACKET3_RELEASE_MEM_INT_SEL(int_sel),
                          address & 0xFFFFFFFF, address >> 32, value & 0xFFFFFFFF, value >> 32, interrupt_ctx or 0)
 
+    def wait_signal(self, sig, value: int) -> Packets:
+        """Stall until the signal's value (its low dword) is >= value."""
+        return self.wait_geq(sig.va + sig.VALUE, value)
+
     def wait_geq(self, address: int, value: int) -> Packets:
         """Stall until the dword at address is >= value."""
         return self.pkt3(pm4.PACKET3_WAIT_REG_MEM,
@@ -88,5 +92,5 @@ class Packets(list):
 
     def signal(self, sig, value: int, interrupt_ctx: int | None) -> Packets:
         """The signal's timestamp, then its value (which wakes the CPU through the event)."""
-        self.release_mem(sig.va + 8, 0, DATA_SEL_TIMESTAMP)
-        return self.release_mem(sig.va, value, DATA_SEL_VALUE64, interrupt_ctx)
+        self.release_mem(sig.va + sig.TIMESTAMP, 0, DATA_SEL_TIMESTAMP)
+        return self.release_mem(sig.va + sig.VALUE, value, DATA_SEL_VALUE64, interrupt_ctx)

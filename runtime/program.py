@@ -4,14 +4,22 @@ for, dispatches on the PM4 queue and signals the device's timeline."""
 
 from __future__ import annotations
 
+import struct
+from array import array
+
 import numpy as np
 
+from usergpu.autogen import amdhsa as hsa
 from usergpu.emu.amd.codeobj import parse
 from usergpu.emu.amd.codeobj.kernargs import check_launch, dispatch_packet, pack_kernargs
 from usergpu.emu.amd.exec.dispatch import image, kernel_registers, user_sgpr_values
 from usergpu.errors import Error, GPUFault
+from usergpu.runtime.aql import kernel_dispatch, pm4_ib
 from usergpu.runtime.memory import Buffer
-from usergpu.runtime.pm4 import Packets
+from usergpu.runtime.pm4 import DATA_SEL_TIMESTAMP, Packets
+from usergpu.runtime.signal import AMD_SIGNAL_KIND_USER
+
+START_TS = hsa.amd_signal_t.start_ts.offset  # end_ts follows it
 
 ARENA = 1 << 20  # kernel arguments and dispatch packets of in-flight launches
 GC_SH_BASE = 0x2C00  # PACKET3_SET_SH_REG_START
@@ -44,17 +52,12 @@ class Kernel:
         view = dev.arena_view(args_va, total)
         view[: len(kernargs)] = kernargs
         view[total - 64 :] = dispatch_packet(k, grid, block, args_va, lds)
-        user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
-        regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
-        sh = {dev.register_address(name) - GC_SH_BASE: value for name, value in regs.items()
-              if name != "COMPUTE_DISPATCH_INITIATOR"}
-        start, end = dev.profile_slot()
-        p = Packets().acquire_mem().release_mem(start, 0, 3).set_sh_regs(sh)
-        p.dispatch(grid, regs["COMPUTE_DISPATCH_INITIATOR"]).release_mem(end, 0, 3)
         value = dev.next_timeline_value()
-        p.signal(dev.timeline, value, dev.event)
         try:
-            dev.compute.submit(p)
+            if dev.queue_kind == "aql":
+                times = self._aql(args_va, grid, block, lds, value)
+            else:
+                times = self._pm4(args_va, packet_va, grid, block, lds, value)
         except GPUFault as f:  # the kernel faulted: name it; the work it was part of is over
             dev.timeline.value = value
             raise GPUFault(f.address, f.access, k.name, f.wave, f.pc, f.why, f.registers) from None
@@ -64,5 +67,33 @@ class Kernel:
         if not wait:
             return None
         dev.timeline.wait(value)
-        words = np.frombuffer(dev.arena_view(start, 16), np.uint64)
-        return float(words[1] - words[0]) / dev.clock_hz
+        start, end = np.frombuffer(dev.arena_view(times, 16), np.uint64)
+        return float(end - start) / dev.clock_hz
+
+    def _pm4(self, args_va: int, packet_va: int, grid, block, lds: int, value: int) -> int:
+        """COMPUTE_* registers from the descriptor, DISPATCH_DIRECT, timestamps around it, the timeline after; the
+        address of the (start, end) timestamps."""
+        dev = self.dev
+        start = dev.arena(16)
+        end = start + 8
+        user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
+        regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
+        sh = {dev.register_address(name) - GC_SH_BASE: value for name, value in regs.items()
+              if name != "COMPUTE_DISPATCH_INITIATOR"}
+        p = Packets().acquire_mem().release_mem(start, 0, DATA_SEL_TIMESTAMP).set_sh_regs(sh)
+        p.dispatch(grid, regs["COMPUTE_DISPATCH_INITIATOR"]).release_mem(end, 0, DATA_SEL_TIMESTAMP)
+        dev.compute.submit(p.signal(dev.timeline, value, dev.event))
+        return start
+
+    def _aql(self, args_va: int, grid, block, lds: int, value: int) -> int:
+        """A KERNEL_DISPATCH packet (the CP sets the kernel up from its descriptor) whose completion signal takes
+        the start and end timestamps (their address is returned), then a PM4 IB that signals the timeline."""
+        dev = self.dev
+        done = dev.arena(64)  # the completion signal: an amd_signal_t of value 1
+        struct.pack_into("<qq", dev.arena_view(done, 16), 0, AMD_SIGNAL_KIND_USER, 1)
+        ib = Packets().signal(dev.timeline, value, dev.event)
+        ib_va = dev.arena(4 * len(ib))
+        dev.arena_view(ib_va, 4 * len(ib)).cast("I")[:] = array("I", ib)
+        dev.aql.submit([kernel_dispatch(self.kd_va, args_va, grid, block, lds, self.meta.private_segment_fixed_size,
+                                        done), pm4_ib(ib_va, len(ib))])
+        return done + START_TS

@@ -50,7 +50,8 @@ class SDMAPackets(list):
 
     def signal(self, sig, value: int, context: int) -> SDMAPackets:
         """The signal's timestamp, its value (low and high dwords), then the interrupt that wakes a waiter."""
-        self.timestamp(sig.va + 8).fence(sig.va, value & 0xFFFFFFFF).fence(sig.va + 4, value >> 32)
+        at = sig.va + sig.VALUE
+        self.timestamp(sig.va + sig.TIMESTAMP).fence(at, value & 0xFFFFFFFF).fence(at + 4, value >> 32)
         return self.trap(context)
 
 

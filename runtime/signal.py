@@ -5,30 +5,38 @@ from __future__ import annotations
 
 import time
 
+from usergpu.autogen import amdhsa as hsa
 from usergpu.errors import GPUHang
+
+AMD_SIGNAL_KIND_USER = 1
 
 
 class Signal:
-    SIZE = 16  # value, then timestamp
+    """An amd_signal_t (ROCr's layout, so AQL packets can name it): the value, and the GPU timestamp of its last
+    write in end_ts."""
 
-    def __init__(self, dev):
+    VALUE, TIMESTAMP = hsa.amd_signal_t.value.offset, hsa.amd_signal_t.end_ts.offset
+
+    def __init__(self, dev, value: int = 0):
         self.dev = dev
         self.mem = dev.kfd.alloc(4096, "gtt")
         self.va = self.mem.va
         self._words = self.mem.view().cast("Q")
+        self._words[hsa.amd_signal_t.kind.offset // 8] = AMD_SIGNAL_KIND_USER
+        self.value = value
 
     @property
     def value(self) -> int:
-        return self._words[0]
+        return self._words[self.VALUE // 8]
 
     @value.setter
     def value(self, v: int) -> None:
-        self._words[0] = v
+        self._words[self.VALUE // 8] = v
 
     @property
     def timestamp(self) -> int:
         """GPU clock ticks when the value was last written by the GPU."""
-        return self._words[1]
+        return self._words[self.TIMESTAMP // 8]
 
     def wait(self, value: int, timeout: float | None = None) -> None:
         """Until the signal reaches value; GPUHang past the timeout."""

@@ -110,7 +110,7 @@ def test_a_wait_that_is_never_satisfied_is_a_device_hang_within_the_timeout():
     dev = usergpu.Device("MOCKKFD+AMD", timeout=0.3)
     never = dev.signal()
     value = dev.next_timeline_value()
-    dev.compute.submit(Packets().wait_geq(never.va, 1).signal(dev.timeline, value, dev.event))
+    dev.compute.submit(Packets().wait_signal(never, 1).signal(dev.timeline, value, dev.event))
     start = time.monotonic()
     with pytest.raises(GPUHang, match="device hang detected"):
         dev.synchronize()
@@ -132,7 +132,7 @@ def test_a_queue_waits_for_a_signal_another_gpu_writes(monkeypatch):
     shared = dev0.signal()
     dev1.kfd.map(shared.mem)
     v1 = dev1.next_timeline_value()
-    dev1.compute.submit(Packets().wait_geq(shared.va, 7).signal(dev1.timeline, v1, dev1.event))
+    dev1.compute.submit(Packets().wait_signal(shared, 7).signal(dev1.timeline, v1, dev1.event))
     assert dev1.timeline.value < v1  # stalled: nothing has written the shared signal yet
     v0 = dev0.next_timeline_value()
     dev0.compute.submit(Packets().signal(shared, 7, dev0.event).signal(dev0.timeline, v0, dev0.event))
@@ -144,3 +144,53 @@ def test_a_queue_waits_for_a_signal_another_gpu_writes(monkeypatch):
     buf = dev0.alloc(4096)
     prog.kernels["fill"](buf, 1, grid=(1, 1, 1), block=(32, 1, 1))
     assert dev0.timeline.timestamp > before
+
+
+AQL_CASES = [c for c in corpus.cases.CASES if c.name.split(".")[0] in ("math", "lds", "wave")][:12]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in AQL_CASES])
+def test_kernels_on_an_aql_queue(case):
+    """The CP's AQL path: it sets each dispatch up from the kernel descriptor (user SGPRs, COMPUTE_* registers)."""
+    import usergpu
+
+    dev = usergpu.Device("MOCKKFD+AMD", queue="aql")
+    args = case.args(np.random.default_rng(0))
+    want = case.reference(copy.deepcopy(args))
+    prog = dev.load(corpus.code_object(case.file, dev.arch, case.waves[0]))
+    bufs = []
+    call = []
+    for a in args:
+        if isinstance(a, np.ndarray) and a.ndim:
+            bufs.append(dev.alloc(a.nbytes))
+            bufs[-1].copyin(a)
+            call.append(bufs[-1])
+        else:
+            call.append(a)
+    seconds = prog.kernels[case.kernel](*call, grid=case.grid, block=case.block)
+    assert seconds > 0
+    outs = [b.copyout(a.dtype, a.size).reshape(a.shape) for b, a in zip(bufs, [a for a in args if isinstance(
+        a, np.ndarray) and a.ndim], strict=True)]
+    for out, ref in zip(outs, want, strict=True):
+        if ref is not None:
+            np.testing.assert_allclose(out, ref, rtol=case.rtol, atol=case.atol, equal_nan=True)
+
+
+def test_an_aql_barrier_holds_a_dependent_kernel_until_its_signal_is_done():
+    import usergpu
+    from usergpu.runtime.aql import barrier_and, kernel_dispatch
+
+    dev = usergpu.Device("MOCKKFD+AMD", queue="aql")
+    prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
+    buf = dev.alloc(4096)
+    gate = dev.signal()
+    gate.value = 1  # not done
+    k = prog.kernels["fill"]
+    args = dev.arena(64)
+    dev.arena_view(args, 16)[:] = np.array([buf.va, 6], np.uint64).tobytes()
+    dev.aql.submit([barrier_and([gate.va]), kernel_dispatch(k.kd_va, args, (1, 1, 1), (32, 1, 1), 0, 0, 0)])
+    dev.kfd.wait_events([dev.event], timeout_ms=0)  # let the GPU run: it stalls at the barrier
+    assert list(np.frombuffer(buf.view()[:128], np.int32)) == [0] * 32
+    gate.value = 0
+    dev.kfd.wait_events([dev.event], timeout_ms=0)
+    assert list(np.frombuffer(buf.view()[:128], np.int32)) == [6] * 32

@@ -23,6 +23,7 @@ from usergpu.emu.amd.mock.gpu import GPU, RingQueue
 from usergpu.emu.amd.mock.pm4 import PM4Queue
 from usergpu.emu.amd.mock.scheduler import Scheduler
 from usergpu.emu.amd.mock.sdma import SDMAQueue
+from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, CallbackMMIO, os_mmap, os_munmap, view
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"
@@ -104,7 +105,7 @@ class MockKFD:
     def __init__(self, hal, arch: str = "gfx1100", count: int = 1):
         """hal: the MockHAL whose root receives the sysfs tree and whose install() takes the device files."""
         if arch not in ARCHS:
-            raise ValueError(f"MOCKGPU_ARCH {arch!r}: the mock KFD models {', '.join(ARCHS)}")
+            raise DeviceNotFound(f"MOCKGPU_ARCH {arch!r}: the mock KFD models {', '.join(ARCHS)}")
         self.hal, self.arch = hal, arch
         self.nodes = [Node(i, arch) for i in range(count)]
         self.bos: dict[int, BO] = {}
