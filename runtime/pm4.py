@@ -4,45 +4,18 @@ ring in GPU memory, submitted by moving the write pointer and ringing the doorbe
 from __future__ import annotations
 
 from usergpu.autogen import pm4_nv as pm4
-from usergpu.errors import Error
+from usergpu.runtime.ring import RingQueue
 
-RING_SIZE = 1 << 16  # bytes
 CACHE_FLUSH_AND_INV_TS_EVENT, CS_PARTIAL_FLUSH = 0x14, 0x7
 DATA_SEL_VALUE64, DATA_SEL_TIMESTAMP = 2, 3
 INT_SEL_NONE, INT_SEL_AFTER_WRITE = 0, 2
 WAIT_GEQ, MEM_SPACE_MEMORY = 5, 1
 
 
-class ComputeQueue:
-    """A user-mode PM4 queue of a device (a KFD compute queue)."""
+class ComputeQueue(RingQueue):
+    """A user-mode PM4 queue of a device (a KFD compute queue); its pointers count dwords."""
 
-    def __init__(self, dev):
-        self.dev = dev
-        self.ring = dev.kfd.alloc(RING_SIZE, "gtt")
-        self.pointers = dev.kfd.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8 (dwords, 64-bit)
-        self.eop = dev.kfd.alloc(4096, "vram")
-        self.ring_words = self.ring.view().cast("I")
-        self.pointer_words = self.pointers.view().cast("Q")
-        self.create()
-
-    def create(self) -> None:
-        self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
-        self.queue = self.dev.kfd.create_queue("pm4", self.ring, self.pointers.va, self.pointers.va + 8, eop=self.eop)
-
-    def submit(self, packets: list[int]) -> None:
-        """Write the packets to the ring and ring the doorbell. A queue the GPU stopped (a fault, a hang) is made
-        anew before the error goes on, so the device keeps working."""
-        n = len(self.ring_words)
-        for i, dword in enumerate(packets):
-            self.ring_words[(self.wptr + i) % n] = dword
-        self.wptr += len(packets)
-        self.pointer_words[1] = self.wptr
-        try:
-            self.queue.ring(self.wptr)
-        except Error:
-            self.dev.kfd.destroy_queue(self.queue)
-            self.create()
-            raise
+    kind, unit = "pm4", 4
 
 
 class Packets(list):

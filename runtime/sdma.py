@@ -4,9 +4,8 @@ and memory polls, written to an SDMA ring and submitted by its write pointer (in
 from __future__ import annotations
 
 from usergpu.autogen import sdma_v6 as sdma
-from usergpu.errors import Error
+from usergpu.runtime.ring import RingQueue
 
-RING_SIZE = 1 << 16  # bytes
 COPY_MAX = 1 << 22  # bytes one COPY_LINEAR moves (its COUNT field is bytes - 1)
 POLL_GEQ = 5
 
@@ -55,30 +54,7 @@ class SDMAPackets(list):
         return self.trap(context)
 
 
-class CopyQueue:
-    """A user-mode SDMA queue of a device."""
+class CopyQueue(RingQueue):
+    """A user-mode SDMA queue of a device; its pointers count bytes."""
 
-    def __init__(self, dev):
-        self.dev = dev
-        self.ring = dev.kfd.alloc(RING_SIZE, "gtt")
-        self.pointers = dev.kfd.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8 (bytes, 64-bit)
-        self.ring_words = self.ring.view().cast("I")
-        self.pointer_words = self.pointers.view().cast("Q")
-        self.create()
-
-    def create(self) -> None:
-        self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
-        self.queue = self.dev.kfd.create_queue("sdma", self.ring, self.pointers.va, self.pointers.va + 8)
-
-    def submit(self, packets: list[int]) -> None:
-        n = len(self.ring_words)
-        for i, dword in enumerate(packets):
-            self.ring_words[(self.wptr // 4 + i) % n] = dword
-        self.wptr += 4 * len(packets)
-        self.pointer_words[1] = self.wptr
-        try:
-            self.queue.ring(self.wptr)
-        except Error:
-            self.dev.kfd.destroy_queue(self.queue)
-            self.create()
-            raise
+    kind, unit = "sdma", 1

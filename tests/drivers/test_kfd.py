@@ -77,3 +77,13 @@ def test_version_and_clock(hal):
     assert (v.major_version, v.minor_version) == (kfd.KFD_IOCTL_MAJOR_VERSION, kfd.KFD_IOCTL_MINOR_VERSION)
     c = dev.ioctl(kfd.AMDKFD_IOC_GET_CLOCK_COUNTERS, gpu_id=dev.gpu_id)
     assert c.system_clock_freq == 1_000_000_000 and c.cpu_clock_counter > 0
+
+
+def test_handles_are_not_reused_while_objects_live(hal):
+    dev = KFD(hal)
+    a, b = dev.alloc(4096, "gtt"), dev.alloc(4096, "gtt")
+    dev.free(a)
+    c = dev.alloc(4096, "gtt")
+    assert c.handle not in (a.handle, b.handle)
+    dev.free(b)
+    dev.free(c)

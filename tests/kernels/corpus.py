@@ -7,6 +7,8 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 import usergpu
 
 CORPUS = Path(__file__).parent / "emu"
@@ -19,3 +21,16 @@ _spec.loader.exec_module(cases)
 def code_object(file: str, arch: str, wave: int) -> bytes:
     options = ["-I", str(CORPUS), "-I", str(CORPUS.parent)] + (["-mwavefrontsize64"] if wave == 64 else [])
     return usergpu.compile_opencl((CORPUS / file).read_text(), arch, options)
+
+
+def check(got: list, want: list, case) -> None:
+    """Each output array against the reference (None: not checked): floats within the case's tolerances (NaNs
+    equal), integers exactly."""
+    assert len(got) == len(want)
+    for out, ref in zip(got, want, strict=True):
+        if ref is None:
+            continue
+        if out.dtype.kind == "f":
+            np.testing.assert_allclose(out, ref, rtol=case.rtol, atol=case.atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(out, ref)

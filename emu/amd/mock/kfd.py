@@ -109,6 +109,7 @@ class MockKFD:
         self.hal, self.arch = hal, arch
         self.nodes = [Node(i, arch) for i in range(count)]
         self.bos: dict[int, BO] = {}
+        self.next_handle = 0
         self.events: dict[int, Event] = {}
         self.event_page: BO | None = None
         self._publish()
@@ -248,7 +249,8 @@ class KFDFile:
         kind = a.flags & sum(ALLOC_KINDS)
         if a.size == 0 or kind not in ALLOC_KINDS or a.va_addr % PAGE or a.size % PAGE:
             raise fail(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU of {a.size:#x} bytes at {a.va_addr:#x}, flags {a.flags:#x}")
-        handle = (a.gpu_id << 32) | (len(self.kfd.bos) + 1)
+        self.kfd.next_handle += 1  # amdkfd's are idr ids: never reused while the object lives
+        handle = (a.gpu_id << 32) | self.kfd.next_handle
         if kind == kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR:
             if a.mmap_offset % PAGE:
                 raise fail(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: user pointer {a.mmap_offset:#x} is not page-aligned")
