@@ -13,6 +13,7 @@ from usergpu.errors import DeviceNotFound
 from usergpu.runtime.aql import AQLQueue
 from usergpu.runtime.memory import Buffer
 from usergpu.runtime.pm4 import ComputeQueue
+from usergpu.runtime.profile import Span
 from usergpu.runtime.sdma import CopyQueue, SDMAPackets
 from usergpu.runtime.signal import Signal
 
@@ -66,6 +67,8 @@ class Device:
         self.queue_kind = queue
         self.timeline = Signal(self)  # the device's own: each submission bumps it
         self.timeline_value = 0
+        self._pending: list[tuple[str, str, int, dict]] = []  # launches whose timestamps are still to be read
+        self._spans: list[Span] = []
         self._arena = self.kfd.alloc(ARENA, "gtt")
         self._arena_next = 0
         self._staging = None
@@ -128,6 +131,20 @@ class Device:
     def synchronize(self) -> None:
         """Wait for all submitted work."""
         self.timeline.wait(self.timeline_value)
+        for name, queue, times, args in self._pending:  # (start, end) GPU timestamps, 64-bit each
+            start, end = self.arena_view(times, 16).cast("Q")
+            self._spans.append(Span(name, start / self.clock_hz, (end - start) / self.clock_hz, {"queue": queue,
+                                                                                               **args}))
+        self._pending.clear()
+
+    def profiled(self, name: str, queue: str, times: int, args: dict) -> None:
+        """A launch whose (start, end) timestamps the GPU writes at times, read at the next synchronize."""
+        self._pending.append((name, queue, times, args))
+
+    def spans(self) -> list[Span]:
+        """What the device's queues did, in submission order, from the GPU's timestamps (after synchronizing)."""
+        self.synchronize()
+        return list(self._spans)
 
     def __repr__(self) -> str:
         return f"Device({self.name}:{self.index}, {self.arch})"

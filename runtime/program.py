@@ -7,8 +7,6 @@ from __future__ import annotations
 import struct
 from array import array
 
-import numpy as np
-
 from usergpu.autogen import amdhsa as hsa
 from usergpu.emu.amd.codeobj import parse
 from usergpu.emu.amd.codeobj.kernargs import check_launch, dispatch_packet, pack_kernargs
@@ -64,11 +62,11 @@ class Kernel:
         except Error:
             dev.timeline.value = value
             raise
+        dev.profiled(k.name, dev.queue_kind, times, {"grid": list(grid), "block": list(block)})
         if not wait:
             return None
-        dev.timeline.wait(value)
-        start, end = np.frombuffer(dev.arena_view(times, 16), np.uint64)
-        return float(end - start) / dev.clock_hz
+        dev.synchronize()
+        return dev.spans()[-1].seconds
 
     def _pm4(self, args_va: int, packet_va: int, grid, block, lds: int, value: int) -> int:
         """COMPUTE_* registers from the descriptor, DISPATCH_DIRECT, timestamps around it, the timeline after; the

@@ -13,7 +13,8 @@ from tabulate import tabulate
 from usergpu.drivers.hal import HAL
 from usergpu.emu.amd import isa
 from usergpu.emu.amd.codeobj import compile_opencl, parse
-from usergpu.tools import disasm, showcase, trace
+from usergpu.runtime import profile
+from usergpu.tools import disasm, showcase
 
 DEVICE = "MOCKKFD+AMD"
 TRACE = "usergpu-demo-trace.json"
@@ -34,11 +35,9 @@ def run(args: argparse.Namespace, hal: HAL, devices_cmd: Callable[[argparse.Name
     print(tabulate(rows, headers=["kernel", "grid", "block", "GPU time (µs)", "lane-instructions", "check"],
                    disable_numparse=True))
     print("(GPU time from the GPU's timestamps; lane-instructions from the same launch on the bare emulator)")
-    spans = [trace.Span(r.case.kernel, r.end - r.seconds, r.seconds, {"grid": r.case.grid, "block": r.case.block})
-             for r in results if r.ok]
     path = getattr(args, "trace", None) or TRACE
-    trace.write(path, trace.document(label, "compute queue (PM4)", spans, pid=dev.index))
-    print(f"trace of {len(spans)} kernels: {path} (open in ui.perfetto.dev or chrome://tracing)")
+    profile.write(path, profile.document([dev]))
+    print(f"trace of {len(dev.spans())} kernels: {path} (open in ui.perfetto.dev or chrome://tracing)")
 
     print("\n== the GPUs found ==")
     devices_cmd(argparse.Namespace(json=False), hal)

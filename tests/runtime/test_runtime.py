@@ -179,3 +179,27 @@ def test_an_aql_barrier_holds_a_dependent_kernel_until_its_signal_is_done():
     gate.value = 0
     dev.kfd.wait_events([dev.event], timeout_ms=0)
     assert list(np.frombuffer(buf.view()[:128], np.int32)) == [6] * 32
+
+
+def test_hundreds_of_launches_wrap_the_rings_and_timestamps_only_grow():
+    import usergpu
+
+    dev = usergpu.Device("MOCKKFD+AMD")
+    prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
+    buf = dev.alloc(4096)
+    for i in range(300):  # ~100 dwords each: the 64 KiB PM4 ring wraps about twice
+        prog.kernels["fill"](buf, i, grid=(1, 1, 1), block=(32, 1, 1), wait=False)
+    spans = dev.spans()
+    assert len(spans) == 300 and list(buf.copyout(np.int32, 32)) == [299] * 32
+    assert all(a.start + a.seconds <= b.start for a, b in zip(spans, spans[1:], strict=False))
+    trace = usergpu.runtime.profile.document([dev])
+    assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == 300
+
+
+def test_an_invalid_code_object_is_refused_clearly():
+    import usergpu
+    from usergpu.errors import CodeObjectError
+
+    dev = usergpu.Device("MOCKKFD+AMD")
+    with pytest.raises(CodeObjectError):
+        dev.load(b"\x7fELF" + bytes(60))
