@@ -36,13 +36,20 @@ class Packets(list):
                 start = i
         return self
 
-    def acquire_mem(self) -> Packets:
-        """Invalidate the caches (gfx10+: coher_cntl, size, base, poll interval, GCR_CNTL)."""
+    def memory_barrier(self) -> Packets:
+        """ACQUIRE_MEM: invalidate the caches before what follows (gfx10+: coher_cntl, size, base, poll interval,
+        GCR_CNTL)."""
         return self.pkt3(pm4.PACKET3_ACQUIRE_MEM, 0, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 0x0A, 0x3FF)
 
-    def dispatch(self, grid: tuple[int, int, int], initiator: int) -> Packets:
-        self.pkt3(pm4.PACKET3_DISPATCH_DIRECT, *grid, initiator)
+    def exec(self, regs: dict[int, int], grid: tuple[int, int, int], initiator: int) -> Packets:
+        """A dispatch: the COMPUTE_* registers (by SH offset), DISPATCH_DIRECT over grid workgroups, and a partial
+        flush so what follows sees its writes."""
+        self.set_sh_regs(regs).pkt3(pm4.PACKET3_DISPATCH_DIRECT, *grid, initiator)
         return self.pkt3(pm4.PACKET3_EVENT_WRITE, pm4.EVENT_TYPE(CS_PARTIAL_FLUSH) | pm4.EVENT_INDEX(4))
+
+    def timestamp(self, address: int) -> Packets:
+        """The GPU clock, written to address when the work before has finished."""
+        return self.release_mem(address, 0, DATA_SEL_TIMESTAMP)
 
     def release_mem(self, address: int, value: int, data_sel: int, interrupt_ctx: int | None = None) -> Packets:
         """At the end of the preceding work: write value (or the GPU clock) to address; interrupt if asked."""
@@ -53,7 +60,7 @@ class Packets(list):
                          pm4.PACKET3_RELEASE_MEM_DATA_SEL(data_sel) | pm4.PACKET3_RELEASE_MEM_INT_SEL(int_sel),
                          address & 0xFFFFFFFF, address >> 32, value & 0xFFFFFFFF, value >> 32, interrupt_ctx or 0)
 
-    def wait_signal(self, sig, value: int) -> Packets:
+    def wait(self, sig, value: int) -> Packets:
         """Stall until the signal's value (its low dword) is >= value."""
         return self.wait_geq(sig.va + sig.VALUE, value)
 
@@ -65,5 +72,5 @@ class Packets(list):
 
     def signal(self, sig, value: int, interrupt_ctx: int | None) -> Packets:
         """The signal's timestamp, then its value (which wakes the CPU through the event)."""
-        self.release_mem(sig.va + sig.TIMESTAMP, 0, DATA_SEL_TIMESTAMP)
-        return self.release_mem(sig.va + sig.VALUE, value, DATA_SEL_VALUE64, interrupt_ctx)
+        return self.timestamp(sig.va + sig.TIMESTAMP).release_mem(sig.va + sig.VALUE, value, DATA_SEL_VALUE64,
+                                                                  interrupt_ctx)

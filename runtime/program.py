@@ -14,7 +14,7 @@ from usergpu.emu.amd.exec.dispatch import image, kernel_registers, user_sgpr_val
 from usergpu.errors import Error, GPUFault
 from usergpu.runtime.aql import kernel_dispatch, pm4_ib
 from usergpu.runtime.memory import Buffer
-from usergpu.runtime.pm4 import DATA_SEL_TIMESTAMP, Packets
+from usergpu.runtime.pm4 import Packets
 from usergpu.runtime.signal import AMD_SIGNAL_KIND_USER
 
 START_TS = hsa.amd_signal_t.start_ts.offset  # end_ts follows it
@@ -78,9 +78,8 @@ class Kernel:
         regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
         sh = {dev.register_address(name) - GC_SH_BASE: value for name, value in regs.items()
               if name != "COMPUTE_DISPATCH_INITIATOR"}
-        p = Packets().acquire_mem().release_mem(start, 0, DATA_SEL_TIMESTAMP).set_sh_regs(sh)
-        p.dispatch(grid, regs["COMPUTE_DISPATCH_INITIATOR"]).release_mem(end, 0, DATA_SEL_TIMESTAMP)
-        dev.compute.submit(p.signal(dev.timeline, value, dev.event))
+        p = Packets().memory_barrier().timestamp(start).exec(sh, grid, regs["COMPUTE_DISPATCH_INITIATOR"])
+        dev.compute.submit(p.timestamp(end).signal(dev.timeline, value, dev.event))
         return start
 
     def _aql(self, args_va: int, grid, block, lds: int, value: int) -> int:

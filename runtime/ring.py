@@ -4,7 +4,9 @@ doorbell. A queue the GPU stopped (a fault, a hang) is made anew before the erro
 
 from __future__ import annotations
 
-from usergpu.errors import Error
+import time
+
+from usergpu.errors import Error, GPUHang
 
 RING_SIZE = 1 << 16  # bytes
 
@@ -28,6 +30,7 @@ class RingQueue:
                                                eop=self.eop)
 
     def submit(self, packets: list[int]) -> None:
+        self._wait_for_room(4 * len(packets))
         n, first = len(self.ring_words), self.wptr * self.unit // 4
         for i, dword in enumerate(packets):
             self.ring_words[(first + i) % n] = dword
@@ -39,3 +42,16 @@ class RingQueue:
             self.dev.kfd.destroy_queue(self.queue)
             self.create()
             raise
+
+    def _wait_for_room(self, nbytes: int) -> None:
+        """Until the engine has read far enough that nbytes fit without overwriting what it has not read."""
+        if nbytes > RING_SIZE:
+            raise Error(f"{nbytes} bytes of packets do not fit the {RING_SIZE}-byte {self.kind} ring")
+        limit = time.monotonic() + self.dev.timeout
+        while (self.wptr - self.pointer_words[0]) * self.unit + nbytes > RING_SIZE:
+            if self.dev.kfd.wait_events([self.dev.event], timeout_ms=10) is None:
+                time.sleep(0.001)
+            if time.monotonic() > limit:
+                self.dev.reset_queues()
+                raise GPUHang(f"device hang detected: the {self.kind} ring stayed full for {self.dev.timeout} s "
+                              f"(read pointer {self.pointer_words[0]}, write pointer {self.wptr})")

@@ -39,8 +39,9 @@ class SDMAPackets(list):
                  address >> 32]
         return self
 
-    def wait_geq(self, address: int, value: int) -> SDMAPackets:
-        """Stall until the dword at address is >= value."""
+    def wait(self, sig, value: int) -> SDMAPackets:
+        """Stall until the signal's value (its low dword) is >= value."""
+        address = sig.va + sig.VALUE
         self += [_header(sdma.SDMA_OP_POLL_REGMEM) | sdma.SDMA_PKT_POLL_REGMEM_HEADER_FUNC(POLL_GEQ)
                  | sdma.SDMA_PKT_POLL_REGMEM_HEADER_MEM_POLL(1), address & 0xFFFFFFFF, address >> 32,
                  value & 0xFFFFFFFF, 0xFFFFFFFF,

@@ -104,7 +104,7 @@ def test_a_wait_that_is_never_satisfied_is_a_device_hang_within_the_timeout():
     dev = usergpu.Device("MOCKKFD+AMD", timeout=0.3)
     never = dev.signal()
     value = dev.next_timeline_value()
-    dev.compute.submit(Packets().wait_signal(never, 1).signal(dev.timeline, value, dev.event))
+    dev.compute.submit(Packets().wait(never, 1).signal(dev.timeline, value, dev.event))
     start = time.monotonic()
     with pytest.raises(GPUHang, match="device hang detected"):
         dev.synchronize()
@@ -126,7 +126,7 @@ def test_a_queue_waits_for_a_signal_another_gpu_writes(monkeypatch):
     shared = dev0.signal()
     dev1.kfd.map(shared.mem)
     v1 = dev1.next_timeline_value()
-    dev1.compute.submit(Packets().wait_signal(shared, 7).signal(dev1.timeline, v1, dev1.event))
+    dev1.compute.submit(Packets().wait(shared, 7).signal(dev1.timeline, v1, dev1.event))
     assert dev1.timeline.value < v1  # stalled: nothing has written the shared signal yet
     v0 = dev0.next_timeline_value()
     dev0.compute.submit(Packets().signal(shared, 7, dev0.event).signal(dev0.timeline, v0, dev0.event))
@@ -203,3 +203,23 @@ def test_an_invalid_code_object_is_refused_clearly():
     dev = usergpu.Device("MOCKKFD+AMD")
     with pytest.raises(CodeObjectError):
         dev.load(b"\x7fELF" + bytes(60))
+
+
+def test_a_full_ring_waits_for_room_and_a_stuck_engine_is_a_hang():
+    import usergpu
+    from usergpu.errors import GPUHang
+    from usergpu.runtime.pm4 import Packets
+
+    dev = usergpu.Device("MOCKKFD+AMD", timeout=0.3)
+    never, stamps = dev.signal(), dev.signal()
+    dev.compute.submit(Packets().wait(never, 1))  # the engine stops here: nothing after it is read
+    chunk = Packets()
+    for _ in range(500):
+        chunk.timestamp(stamps.va + stamps.TIMESTAMP)
+    with pytest.raises(GPUHang, match="ring stayed full"):
+        for _ in range(8):  # 16 KiB each: the 64 KiB ring fills before the last
+            dev.compute.submit(chunk)
+    prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
+    buf = dev.alloc(4096)
+    prog.kernels["fill"](buf, 8, grid=(1, 1, 1), block=(32, 1, 1))
+    assert list(buf.copyout(np.int32, 32)) == [8] * 32
