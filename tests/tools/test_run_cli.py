@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -49,3 +50,22 @@ def test_usergpu_trace_prints_each_instruction_with_its_register_changes(tmp_pat
     assert out.returncode == 0, out.stderr
     assert "global_store_b32" in out.stderr and "s_endpgm" in out.stderr and "v" in out.stderr
     assert any(line.startswith("0x") and "=[0x" in line for line in out.stderr.splitlines())
+
+
+def test_run_on_the_mock_gpu_through_the_runtime(tmp_path, capsys):
+    src = tmp_path / "saxpy.cl"
+    src.write_text(SAXPY)
+    argv = ["run", str(src), "--grid", "4", "--block", "256", "--arg", "f32[1024]:ones", "--arg", "f32[1024]:iota",
+            "--arg", "f32=2", "--dev", "MOCKKFD+AMD", "--save", str(tmp_path / "out")]
+    assert cli.main(argv) == 0
+    assert "saxpy on MOCKKFD+AMD (gfx1100)" in capsys.readouterr().out
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "out0.npy"), 2 * np.arange(1024, dtype=np.float32) + 1)
+    assert cli.main(["run", str(src), "--dev", "NOPE+AMD"]) == 1
+    assert "NOPE+AMD" in capsys.readouterr().err
+
+
+def test_devices_mock_lists_the_mock_gpus_as_discovery_finds_them(capsys):
+    assert cli.main(["devices", "--mock", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["devices"][0]["arch"] == "gfx1100" and found["devices"][0]["driver"] == "amdgpu"
+    assert "MOCKKFD+AMD" in found["mock_interfaces"]
