@@ -334,7 +334,6 @@ class KFDFile:
         event_id = max(self.kfd.events, default=0) + 1
         self.kfd.events[event_id] = Event(event_id, a.event_type, bool(a.auto_reset))
         a.event_id, a.event_slot_index = event_id, event_id
-        a.event_trigger_data = event_id
 
     def _event(self, event_id: int, what: str) -> Event:
         if event_id not in self.kfd.events:
@@ -384,12 +383,11 @@ class KFDFile:
     def mmio(self, length: int, offset: int, width: int) -> CallbackMMIO:
         if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_DOORBELL:
             raise fail(errno.EINVAL, f"/dev/kfd MMIO at offset {offset:#x}")
-        gpu_id = (offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF
-        node = self.kfd.node(gpu_id, "doorbell mmap")
+        self.kfd.node((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF, "doorbell mmap")
         values: dict[int, int] = {}
 
         def write(index: int, value: int) -> None:
             values[index] = value
             self.kfd.run()
-        return CallbackMMIO(lambda index: values.get(index, 0), write) if node else None
+        return CallbackMMIO(lambda index: values.get(index, 0), write)
 

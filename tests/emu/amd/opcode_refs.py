@@ -258,9 +258,9 @@ def to_int(x, bits: int, signed: bool) -> int:
     return max(lo, min(hi, math.trunc(x)))
 
 
-def class_bits(x) -> int:
-    """The v_cmp_class mask bit of x: 0 sNaN, 1 qNaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0, 6 +0, 7 +denormal,
-    8 +normal, 9 +inf (every NaN here is quiet: the host's NaNs are)."""
+def class_bits(x, tiny: float) -> int:
+    """The v_cmp_class mask bit of x (tiny: the type's smallest normal): 0 sNaN, 1 qNaN, 2 -inf, 3 -normal,
+    4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal, 9 +inf (every NaN here is quiet: the host's NaNs are)."""
     if math.isnan(x):
         return 1
     neg = math.copysign(1, x) < 0
@@ -268,10 +268,7 @@ def class_bits(x) -> int:
         return 2 if neg else 9
     if x == 0:
         return 5 if neg else 6
-    return (3 if neg else 8) if abs(x) >= TINY_OF[0] else (4 if neg else 7)
-
-
-TINY_OF = [0.0]  # the smallest normal of the type under test, set by the caller of class_bits
+    return (3 if neg else 8) if abs(x) >= tiny else (4 if neg else 7)
 
 
 # ---- integers --------------------------------------------------------------------------------------------------
@@ -299,8 +296,7 @@ def ctz(x: int, bits: int) -> int:
 
 def cls(x: int, bits: int) -> int:  # leading bits equal to the sign bit, after the sign; -1 when all are equal
     u = x & ((1 << bits) - 1)
-    n = clz(u if not u >> (bits - 1) else ~u & ((1 << bits) - 1), bits)
-    return -1 if n in (-1,) else n
+    return clz(u if not u >> (bits - 1) else ~u & ((1 << bits) - 1), bits)
 
 
 def brev(x: int, bits: int) -> int:
@@ -374,8 +370,7 @@ def _cvt(k, x):
 
 
 def _class(k, x, mask):
-    TINY_OF[0] = 2.0 ** FORMATS[k.s[0].name][1]
-    return bool((mask >> class_bits(x)) & 1)
+    return bool((mask >> class_bits(x, 2.0 ** FORMATS[k.s[0].name][1])) & 1)
 
 
 def _div_fixup(k, a, b, c):

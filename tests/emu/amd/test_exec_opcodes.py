@@ -410,8 +410,8 @@ LANE_VALUES = [(i * 0x9E3779B1) & 0xFFFFFFFF for i in range(64)]
 
 
 def _lane_case(arch: str, program: str, lanes: int, s: dict, v40=None) -> np.ndarray:
-    v = {0: LANE_VALUES[:lanes], 1: LANE_VALUES[lanes:] + LANE_VALUES[:lanes][: 2 * lanes - 64] if lanes == 32 else
-         LANE_VALUES, 8: [x ^ 0xFFFF for x in LANE_VALUES[:lanes]], 40: v40 or [7] * lanes}
+    v = {0: LANE_VALUES[:lanes], 1: LANE_VALUES[64 - lanes:], 8: [x ^ 0xFFFF for x in LANE_VALUES[:lanes]],
+         40: v40 or [7] * lanes}
     return execute(program, arch, v=v, s=s, lanes=lanes)
 
 
