@@ -19,15 +19,13 @@ class RingQueue:
         self.dev = dev
         self.ring = dev.kfd.alloc(RING_SIZE, "gtt")
         self.pointers = dev.kfd.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8
-        self.eop = dev.kfd.alloc(4096, "vram") if self.kind == "pm4" else None  # the CP's end-of-pipe buffer
         self.ring_words = self.ring.view().cast("I")
         self.pointer_words = self.pointers.view().cast("Q")
         self.create()
 
     def create(self) -> None:
         self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
-        self.queue = self.dev.kfd.create_queue(self.kind, self.ring, self.pointers.va, self.pointers.va + 8,
-                                               eop=self.eop)
+        self.queue = self.dev.kfd.create_queue(self.kind, self.ring, self.pointers.va, self.pointers.va + 8)
 
     def submit(self, packets: list[int]) -> None:
         self._wait_for_room(4 * len(packets))

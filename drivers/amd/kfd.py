@@ -35,6 +35,29 @@ ALWAYS = kfd.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | kfd.KFD_IOC_ALLOC_MEM_FLAGS_EXEC
 QUEUE_TYPES = {"pm4": kfd.KFD_IOC_QUEUE_TYPE_COMPUTE, "aql": kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
                "sdma": kfd.KFD_IOC_QUEUE_TYPE_SDMA}
 PAGE, DOORBELL_PAGE = 4096, 0x2000
+COMPUTE = ("pm4", "aql")  # amdkfd's KFD_QUEUE_TYPE_COMPUTE: the queues that need an EOP buffer and a CWSR area
+
+
+def page_align(n: int) -> int:
+    return -(-n // PAGE) * PAGE
+
+
+def compute_queue_sizes(props: dict[str, int]) -> dict[str, int]:
+    """amdkfd's sizes for a compute queue of this node (kfd_queue_ctx_save_restore_size, Linux 6.12): the control
+    stack, the context save area (control stack + per-CU wave state), the debugger's bytes after it and the EOP
+    buffer. The kernel publishes the first two in the topology and refuses CREATE_QUEUE against all four."""
+    gfxv = props["gfx_target_version"]
+    cus = props["simd_count"] // props["simd_per_cu"] // max(props.get("num_xcc", 1), 1)
+    pre_navi10 = gfxv < 100100
+    waves = min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512) if pre_navi10 else cus * 32
+    vgprs = (0x80000 if gfxv // 100 == 904 or gfxv in (90008, 90010) else
+             0x60000 if gfxv in (110000, 110001, 110501, 120000, 120001) else 0x40000)
+    wave_state = page_align(cus * (vgprs + 0x4000 + 0x10000 + 0x1000))  # VGPRs, SGPRs, LDS, HW registers per CU
+    ctl_stack = page_align(40 + waves * (8 if pre_navi10 else 12) + 8)  # header, a record per wave, the end
+    if gfxv // 10000 == 10:
+        ctl_stack = min(ctl_stack, 0x7000)  # the hardware's limit on gfx10
+    return {"ctl_stack_size": ctl_stack, "cwsr_size": ctl_stack + wave_state,
+            "debug_memory_size": -(-waves * 32 // 64) * 64, "eop_buffer_size": 0x8000 if gfxv == 80002 else 4096}
 
 
 @dataclass
@@ -55,6 +78,7 @@ class Queue:
     queue_id: int
     doorbell: MMIO
     doorbell_index: int
+    buffers: tuple[Memory, ...] = ()  # what the driver allocated for it (EOP buffer, CWSR area), freed with it
 
     def ring(self, value: int) -> None:
         """Ring the doorbell with the new write pointer."""
@@ -107,7 +131,7 @@ class KFD:
     # ---- memory -----------------------------------------------------------------------------------------------------
     def alloc(self, size: int, kind: str = "vram", uncached: bool = False) -> Memory:
         """Memory of a kind (vram, gtt, or userptr: this process's pages), mapped for CPU and GPU at one address."""
-        size = -(-size // PAGE) * PAGE
+        size = page_align(size)
         if kind == "userptr":
             va = self.hal.mmap(-1, size, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS)
         else:
@@ -135,22 +159,39 @@ class KFD:
         self.hal.munmap(mem.va, mem.size)
 
     # ---- queues -----------------------------------------------------------------------------------------------------
-    def create_queue(self, kind: str, ring: Memory, read_pointer: int, write_pointer: int,
-                     eop: Memory | None = None, ctx_save: Memory | None = None) -> Queue:
-        """A user-mode queue (pm4, aql or sdma) on ring, with its read and write pointers at those addresses."""
-        got = self.ioctl(kfd.AMDKFD_IOC_CREATE_QUEUE, ring_base_address=ring.va, ring_size=ring.size,
-                         gpu_id=self.gpu_id, queue_type=QUEUE_TYPES[kind], queue_percentage=100, queue_priority=7,
-                         read_pointer_address=read_pointer, write_pointer_address=write_pointer,
-                         eop_buffer_address=eop.va if eop else 0, eop_buffer_size=eop.size if eop else 0,
-                         ctx_save_restore_address=ctx_save.va if ctx_save else 0,
-                         ctx_save_restore_size=ctx_save.size if ctx_save else 0)
+    def create_queue(self, kind: str, ring: Memory, read_pointer: int, write_pointer: int) -> Queue:
+        """A user-mode queue (pm4, aql or sdma) on ring, with its read and write pointers at those addresses (each in
+        the first page of a one-page memory object, as amdkfd requires). A compute queue gets an EOP buffer and a
+        context save area of the sizes the topology gives."""
+        compute = {}
+        buffers: tuple[Memory, ...] = ()
+        if kind in COMPUTE:
+            sizes = compute_queue_sizes(self.properties)
+            sizes.update({k: self.properties[k] for k in ("cwsr_size", "ctl_stack_size") if k in self.properties})
+            xccs = max(self.properties.get("num_xcc", 1), 1)
+            area = page_align((sizes["cwsr_size"] + sizes["debug_memory_size"]) * xccs)  # one save area per XCC
+            buffers = eop, cwsr = self.alloc(sizes["eop_buffer_size"]), self.alloc(area)
+            compute = dict(eop_buffer_address=eop.va, eop_buffer_size=sizes["eop_buffer_size"],
+                           ctx_save_restore_address=cwsr.va, ctx_save_restore_size=sizes["cwsr_size"],
+                           ctl_stack_size=sizes["ctl_stack_size"])
+        try:
+            got = self.ioctl(kfd.AMDKFD_IOC_CREATE_QUEUE, ring_base_address=ring.va, ring_size=ring.size,
+                             gpu_id=self.gpu_id, queue_type=QUEUE_TYPES[kind], queue_percentage=100,
+                             queue_priority=7, read_pointer_address=read_pointer,
+                             write_pointer_address=write_pointer, **compute)
+        except DriverError:
+            for mem in buffers:
+                self.free(mem)
+            raise
         base = got.doorbell_offset & ~(DOORBELL_PAGE - 1)
         if self._doorbells is None:
             self._doorbells = self.hal.mmio(self.fd, DOORBELL_PAGE, base, width=8)
-        return Queue(got.queue_id, self._doorbells, (got.doorbell_offset - base) // 8)
+        return Queue(got.queue_id, self._doorbells, (got.doorbell_offset - base) // 8, buffers)
 
     def destroy_queue(self, queue: Queue) -> None:
         self.ioctl(kfd.AMDKFD_IOC_DESTROY_QUEUE, queue_id=queue.queue_id)
+        for mem in queue.buffers:
+            self.free(mem)
 
     # ---- events -----------------------------------------------------------------------------------------------------
     def create_event(self, event_page: Memory | None = None, auto_reset: bool = True,

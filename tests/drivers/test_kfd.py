@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from usergpu.autogen import kfd
-from usergpu.drivers.amd.kfd import KFD, gpu_nodes
+from usergpu.drivers.amd.kfd import KFD, compute_queue_sizes, gpu_nodes
 from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock.kfd import MockKFD
 from usergpu.errors import DeviceNotFound, DriverError
@@ -69,6 +69,48 @@ def test_bad_requests_get_the_drivers_errno(hal):
     with pytest.raises(OSError) as raw:
         hal.ioctl(dev.fd, kfd.AMDKFD_IOC_GET_VERSION.request, small)
     assert raw.value.errno == errno.EFAULT
+
+
+def test_compute_queue_sizes_are_amdkfds():
+    """Worked by hand from kfd_queue_ctx_save_restore_size (Linux 6.12). Navi31: 96 CUs, 32 waves each; a control
+    stack of 40 + 3072 * 12 + 8 bytes in pages; per CU 0x60000 VGPR + 0x4000 SGPR + 0x10000 LDS + 0x1000 HW reg."""
+    navi31 = {"gfx_target_version": 110000, "simd_count": 192, "simd_per_cu": 2, "num_xcc": 1, "array_count": 12,
+              "simd_arrays_per_engine": 2}
+    assert compute_queue_sizes(navi31) == {"ctl_stack_size": 0xA000, "cwsr_size": 0xA000 + 96 * 0x75000,
+                                           "debug_memory_size": 3072 * 32, "eop_buffer_size": 4096}
+    navi21 = navi31 | {"gfx_target_version": 100300, "simd_count": 160}  # 80 CUs would need 0x8000: gfx10 caps it
+    assert compute_queue_sizes(navi21)["ctl_stack_size"] == 0x7000
+    mi300 = {"gfx_target_version": 90402, "simd_count": 1216, "simd_per_cu": 4, "num_xcc": 8, "array_count": 32,
+             "simd_arrays_per_engine": 1}  # 38 CUs per XCC, 40 waves each at 8 bytes, the wider VGPR file
+    assert compute_queue_sizes(mi300)["cwsr_size"] == 0x3000 + 38 * 0x95000
+
+
+def test_compute_queues_need_amdkfds_buffers(hal):
+    """CREATE_QUEUE as kfd_queue_acquire_buffers checks it: pointers in a one-page object, the ring its own object,
+    the control stack and CWSR area the sizes the topology publishes."""
+    dev = KFD(hal)
+    props = gpu_nodes(hal)[0][1]
+    assert (props["ctl_stack_size"], props["cwsr_size"]) == (0xA000, 0xA000 + 96 * 0x75000)
+    ring, pointers, big = dev.alloc(4096, "gtt"), dev.alloc(4096, "gtt"), dev.alloc(8192, "gtt")
+
+    def create(**over):
+        fields = dict(ring_base_address=ring.va, ring_size=4096, gpu_id=dev.gpu_id,
+                      queue_type=kfd.KFD_IOC_QUEUE_TYPE_SDMA, read_pointer_address=pointers.va,
+                      write_pointer_address=pointers.va + 8) | over
+        return dev.ioctl(kfd.AMDKFD_IOC_CREATE_QUEUE, **fields)
+
+    dev.ioctl(kfd.AMDKFD_IOC_DESTROY_QUEUE, queue_id=create().queue_id)
+    for bad in (dict(read_pointer_address=big.va), dict(write_pointer_address=0x7000_0000),
+                dict(ring_size=8192), dict(ring_base_address=big.va + 4096),
+                dict(queue_type=kfd.KFD_IOC_QUEUE_TYPE_COMPUTE)):  # no CWSR area, control stack 0
+        with pytest.raises(DriverError, match="CREATE_QUEUE") as e:
+            create(**bad)
+        assert e.value.errno == errno.EINVAL, bad
+    queue = dev.create_queue("pm4", ring, pointers.va, pointers.va + 8)
+    eop, cwsr = queue.buffers
+    assert eop.size == 4096 and cwsr.size == 0xA000 + 96 * 0x75000 + 3072 * 32
+    dev.destroy_queue(queue)
+    assert {eop.handle, cwsr.handle}.isdisjoint(hal.kfd.bos)
 
 
 def test_version_and_clock(hal):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from usergpu.autogen import kfd
+from usergpu.drivers.amd.kfd import compute_queue_sizes, page_align
 from usergpu.emu.amd.mock.aql import AQLQueue
 from usergpu.emu.amd.mock.gpu import GPU, RingQueue
 from usergpu.emu.amd.mock.pm4 import PM4Queue
@@ -32,6 +33,7 @@ PAGE = 4096
 MMAP_TYPE_SHIFT, MMAP_GPU_ID_SHIFT = 62, 46
 MMAP_TYPE_DOORBELL, MMAP_TYPE_EVENTS = 3, 2
 DOORBELL_PAGE = 0x2000  # one process's doorbells on one GPU: 8 KiB of 64-bit doorbells
+MIN_RING = 1024  # KFD_MIN_QUEUE_RING_SIZE: a smaller ring (even 0) is taken as this
 ENOTSUPP = 524  # the kernel-internal errno amdkfd returns for an unsupported queue type
 # arch -> (gfx_target_version, PCI device id, marketing name, SIMDs, CUs per SA, arrays)
 ARCHS = {"gfx1100": (110000, 0x744C, "Radeon RX 7900 XTX", 192, 8, 12),
@@ -82,7 +84,8 @@ class Node:
         self.scheduler = Scheduler()
         self.queues: dict[int, RingQueue] = {}
 
-    def properties(self) -> str:
+    @property
+    def props(self) -> dict[str, int]:
         version, device, _, simds, cus, arrays = ARCHS[self.arch]
         props = {"cpu_cores_count": 0, "simd_count": simds, "mem_banks_count": 1, "caches_count": 0,
                  "io_links_count": 0, "p2p_links_count": 0, "cpu_core_id_base": 0,
@@ -96,7 +99,12 @@ class Node:
                  "max_engine_clk_fcompute": 2500, "local_mem_size": 0, "fw_version": 2140, "capability": 0,
                  "sdma_fw_version": 21, "unique_id": 0x1000 + self.index, "num_xcc": 1,
                  "max_engine_clk_ccompute": 3000}
-        return "".join(f"{k} {v}\n" for k, v in props.items())
+        sizes = compute_queue_sizes(props)
+        return props | {"cwsr_size": sizes["cwsr_size"], "ctl_stack_size": sizes["ctl_stack_size"]}
+
+    def properties(self) -> str:
+        """The topology's properties file."""
+        return "".join(f"{k} {v}\n" for k, v in self.props.items())
 
 
 class MockKFD:
@@ -305,12 +313,14 @@ class KFDFile:
 
     def create_queue(self, a) -> None:
         n = self.kfd.node(a.gpu_id, "CREATE_QUEUE")
-        if a.queue_percentage > 100 or a.queue_priority > 15:
+        if a.queue_percentage & 0xFF > 100 or a.queue_priority > 15:
             raise fail(errno.EINVAL, f"CREATE_QUEUE: percentage {a.queue_percentage}, priority {a.queue_priority}")
-        if a.ring_size & (a.ring_size - 1) or a.ring_size == 0:
+        if a.ring_size & (a.ring_size - 1):
             raise fail(errno.EINVAL, f"CREATE_QUEUE: ring size {a.ring_size:#x} is not a power of two")
         if a.queue_type not in ENGINES:
             raise fail(ENOTSUPP, f"CREATE_QUEUE: queue type {a.queue_type}")
+        a.ring_size = max(a.ring_size, MIN_RING)
+        self._acquire_buffers(n, a)
         queue_id = max((q for node in self.kfd.nodes for q in node.queues), default=-1) + 1
         queue = ENGINES[a.queue_type](n.gpu, a.ring_base_address, a.ring_size, a.read_pointer_address,
                                       a.write_pointer_address, f"{ENGINES[a.queue_type].kind} queue {queue_id}")
@@ -318,6 +328,36 @@ class KFDFile:
         n.scheduler.add(queue)
         a.queue_id = queue_id
         a.doorbell_offset = (MMAP_TYPE_DOORBELL << MMAP_TYPE_SHIFT | n.gpu_id << MMAP_GPU_ID_SHIFT) + 8 * queue_id
+
+    def _acquire_buffers(self, n: Node, a) -> None:
+        """kfd_queue_acquire_buffers: each buffer of the queue is a memory object mapped on this GPU that starts at
+        the buffer's page and (where a size is expected) ends where the buffer does; a compute queue's EOP buffer and
+        CWSR area are at least the node's sizes and its control stack exactly the node's; else EINVAL."""
+        def buffer(address: int, size: int, what: str) -> None:
+            bo = next((b for b in self.kfd.bos.values() if n.gpu_id in b.mapped and b.va <= address < b.va + b.size),
+                      None)
+            if bo is None or bo.va != address // PAGE * PAGE or (size >= PAGE and bo.size != size // PAGE * PAGE):
+                got = f"a {bo.size:#x}-byte object at {bo.va:#x}" if bo else "nothing mapped"
+                raise fail(errno.EINVAL, f"CREATE_QUEUE: the {what} at {address:#x} needs an object of {size:#x} "
+                                         f"bytes starting at its page, found {got}")
+
+        buffer(a.write_pointer_address, PAGE, "write pointer")
+        buffer(a.read_pointer_address, PAGE, "read pointer")
+        buffer(a.ring_base_address, a.ring_size, "ring")
+        if a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_SDMA:
+            return
+        sizes = compute_queue_sizes(n.props)
+        if a.eop_buffer_address:
+            if a.eop_buffer_size < sizes["eop_buffer_size"]:
+                raise fail(errno.EINVAL, f"CREATE_QUEUE: EOP buffer of {a.eop_buffer_size:#x} bytes, the node needs "
+                                         f"{sizes['eop_buffer_size']:#x}")
+            buffer(a.eop_buffer_address, page_align(a.eop_buffer_size), "EOP buffer")
+        if a.ctl_stack_size != sizes["ctl_stack_size"] or a.ctx_save_restore_size < sizes["cwsr_size"]:
+            raise fail(errno.EINVAL, f"CREATE_QUEUE: control stack {a.ctl_stack_size:#x} and CWSR area "
+                                     f"{a.ctx_save_restore_size:#x} bytes, the node's are {sizes['ctl_stack_size']:#x}"
+                                     f" and {sizes['cwsr_size']:#x}")
+        area = (a.ctx_save_restore_size + sizes["debug_memory_size"]) * n.props["num_xcc"]
+        buffer(a.ctx_save_restore_address, page_align(area), "CWSR area")
 
     def destroy_queue(self, a) -> None:
         for n in self.kfd.nodes:
