@@ -76,6 +76,13 @@ class HAL:
     def close(self, fd: int) -> None:
         os.close(fd)
 
+    def pread(self, fd: int, length: int, offset: int) -> bytes:
+        """Bytes of a file at an offset (a PCI function's config space)."""
+        return os.pread(fd, length, offset)
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> int:
+        return os.pwrite(fd, data, offset)
+
     def ioctl(self, fd: int, request: int, arg: ctypes.Structure) -> None:
         """The ioctl, reading and writing arg in place; OSError with the driver's errno on failure."""
         fcntl.ioctl(fd, request, arg)
@@ -97,6 +104,10 @@ class Device(Protocol):
     """What a mock device file answers: the calls a driver makes on an open file descriptor."""
 
     def ioctl(self, request: int, arg: ctypes.Structure) -> None: ...
+
+    def pread(self, length: int, offset: int) -> bytes: ...
+
+    def pwrite(self, data: bytes, offset: int) -> int: ...
 
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int: ...
 
@@ -148,6 +159,14 @@ class MockHAL(HAL):
         if dev is None:
             return super().ioctl(fd, request, arg)
         return dev.ioctl(request, arg)
+
+    def pread(self, fd: int, length: int, offset: int) -> bytes:
+        dev = self._device(fd)
+        return super().pread(fd, length, offset) if dev is None else dev.pread(length, offset)
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> int:
+        dev = self._device(fd)
+        return super().pwrite(fd, data, offset) if dev is None else dev.pwrite(data, offset)
 
     def mmap(self, fd: int, length: int, offset: int = 0, prot: int = PROT_READ | PROT_WRITE,
              flags: int = MAP_SHARED, address: int = 0) -> int:

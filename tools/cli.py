@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import traceback
+from collections.abc import Callable
 
 from tabulate import tabulate
 
@@ -72,15 +73,20 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: list[str] | None = None, hal: HAL | None = None) -> int:
-    args = parser().parse_args(argv)
+def guarded(args: argparse.Namespace, run: Callable[[], int]) -> int:
+    """A command's exit status: an expected failure is one `error: ...` line and 1 (with --debug, the traceback)."""
     try:
-        return args.run(args, hal or HAL())
+        return run()
     except usergpu.Error as e:
         if args.debug:
             traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None, hal: HAL | None = None) -> int:
+    args = parser().parse_args(argv)
+    return guarded(args, lambda: args.run(args, hal or HAL()))
 
 
 if __name__ == "__main__":

@@ -43,21 +43,18 @@ def page_align(n: int) -> int:
 
 
 def compute_queue_sizes(props: dict[str, int]) -> dict[str, int]:
-    """amdkfd's sizes for a compute queue of this node (kfd_queue_ctx_save_restore_size, Linux 6.12): the control
-    stack, the context save area (control stack + per-CU wave state), the debugger's bytes after it and the EOP
-    buffer. The kernel publishes the first two in the topology and refuses CREATE_QUEUE against all four."""
+    """What CREATE_QUEUE wants with a compute queue of this node, as libhsakmt works it out: the control stack and
+    context save area sizes amdkfd publishes in the topology, the debugger's bytes after the save area (32 per
+    wave slot, 64-byte aligned) and an EOP buffer of a page."""
+    if "cwsr_size" not in props:
+        raise DriverError("KFD topology", 0, "no cwsr_size/ctl_stack_size in the node's properties: amdkfd is "
+                                             "older than this driver supports (linux 6.12)")
     gfxv = props["gfx_target_version"]
     cus = props["simd_count"] // props["simd_per_cu"] // max(props.get("num_xcc", 1), 1)
-    pre_navi10 = gfxv < 100100
-    waves = min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512) if pre_navi10 else cus * 32
-    vgprs = (0x80000 if gfxv // 100 == 904 or gfxv in (90008, 90010) else
-             0x60000 if gfxv in (110000, 110001, 110501, 120000, 120001) else 0x40000)
-    wave_state = page_align(cus * (vgprs + 0x4000 + 0x10000 + 0x1000))  # VGPRs, SGPRs, LDS, HW registers per CU
-    ctl_stack = page_align(40 + waves * (8 if pre_navi10 else 12) + 8)  # header, a record per wave, the end
-    if gfxv // 10000 == 10:
-        ctl_stack = min(ctl_stack, 0x7000)  # the hardware's limit on gfx10
-    return {"ctl_stack_size": ctl_stack, "cwsr_size": ctl_stack + wave_state,
-            "debug_memory_size": -(-waves * 32 // 64) * 64, "eop_buffer_size": 0x8000 if gfxv == 80002 else 4096}
+    waves = cus * 32 if gfxv >= 100100 else min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"]
+                                                * 512)
+    return {"ctl_stack_size": props["ctl_stack_size"], "cwsr_size": props["cwsr_size"],
+            "debug_memory_size": -(-waves * 32 // 64) * 64, "eop_buffer_size": PAGE}
 
 
 @dataclass
@@ -167,7 +164,6 @@ class KFD:
         buffers: tuple[Memory, ...] = ()
         if kind in COMPUTE:
             sizes = compute_queue_sizes(self.properties)
-            sizes.update({k: self.properties[k] for k in ("cwsr_size", "ctl_stack_size") if k in self.properties})
             xccs = max(self.properties.get("num_xcc", 1), 1)
             area = page_align((sizes["cwsr_size"] + sizes["debug_memory_size"]) * xccs)  # one save area per XCC
             buffers = eop, cwsr = self.alloc(sizes["eop_buffer_size"]), self.alloc(area)

@@ -11,7 +11,7 @@ import pytest
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD, compute_queue_sizes, gpu_nodes
 from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock.kfd import MockKFD
+from usergpu.emu.amd.mock.kfd import MockKFD, ctx_save_restore_sizes
 from usergpu.errors import DeviceNotFound, DriverError
 
 
@@ -71,18 +71,21 @@ def test_bad_requests_get_the_drivers_errno(hal):
     assert raw.value.errno == errno.EFAULT
 
 
-def test_compute_queue_sizes_are_amdkfds():
+def test_ctx_save_restore_sizes_are_amdkfds():
     """Worked by hand from kfd_queue_ctx_save_restore_size (Linux 6.12). Navi31: 96 CUs, 32 waves each; a control
     stack of 40 + 3072 * 12 + 8 bytes in pages; per CU 0x60000 VGPR + 0x4000 SGPR + 0x10000 LDS + 0x1000 HW reg."""
     navi31 = {"gfx_target_version": 110000, "simd_count": 192, "simd_per_cu": 2, "num_xcc": 1, "array_count": 12,
               "simd_arrays_per_engine": 2}
-    assert compute_queue_sizes(navi31) == {"ctl_stack_size": 0xA000, "cwsr_size": 0xA000 + 96 * 0x75000,
+    assert ctx_save_restore_sizes(navi31) == {"ctl_stack_size": 0xA000, "cwsr_size": 0xA000 + 96 * 0x75000,
                                            "debug_memory_size": 3072 * 32, "eop_buffer_size": 4096}
     navi21 = navi31 | {"gfx_target_version": 100300, "simd_count": 160}  # 80 CUs would need 0x8000: gfx10 caps it
-    assert compute_queue_sizes(navi21)["ctl_stack_size"] == 0x7000
+    assert ctx_save_restore_sizes(navi21)["ctl_stack_size"] == 0x7000
     mi300 = {"gfx_target_version": 90402, "simd_count": 1216, "simd_per_cu": 4, "num_xcc": 8, "array_count": 32,
              "simd_arrays_per_engine": 1}  # 38 CUs per XCC, 40 waves each at 8 bytes, the wider VGPR file
-    assert compute_queue_sizes(mi300)["cwsr_size"] == 0x3000 + 38 * 0x95000
+    assert ctx_save_restore_sizes(mi300)["cwsr_size"] == 0x3000 + 38 * 0x95000
+    for props in (navi31, navi21, mi300):  # what the driver works out agrees with what the kernel checks
+        kernel = ctx_save_restore_sizes(props)
+        assert compute_queue_sizes(props | kernel) == kernel
 
 
 def test_compute_queues_need_amdkfds_buffers(hal):

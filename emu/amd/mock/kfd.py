@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from usergpu.autogen import kfd
-from usergpu.drivers.amd.kfd import compute_queue_sizes, page_align
 from usergpu.emu.amd.mock.aql import AQLQueue
 from usergpu.emu.amd.mock.gpu import GPU, RingQueue
 from usergpu.emu.amd.mock.pm4 import PM4Queue
@@ -42,6 +41,28 @@ ENGINES = {kfd.KFD_IOC_QUEUE_TYPE_COMPUTE: PM4Queue, kfd.KFD_IOC_QUEUE_TYPE_SDMA
            kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL: AQLQueue}
 ALLOC_KINDS = (kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM, kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT, kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
                kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL, kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+
+
+def page_align(n: int) -> int:
+    return -(-n // PAGE) * PAGE
+
+
+def ctx_save_restore_sizes(props: dict[str, int]) -> dict[str, int]:
+    """amdkfd's sizes for a compute queue of a node (kfd_queue_ctx_save_restore_size, Linux 6.12): the control
+    stack, the context save area (control stack + per-CU wave state), the debugger's bytes after it and the EOP
+    buffer. It publishes the first two in the topology and refuses CREATE_QUEUE against all four."""
+    gfxv = props["gfx_target_version"]
+    cus = props["simd_count"] // props["simd_per_cu"] // max(props.get("num_xcc", 1), 1)
+    pre_navi10 = gfxv < 100100
+    waves = min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512) if pre_navi10 else cus * 32
+    vgprs = (0x80000 if gfxv // 100 == 904 or gfxv in (90008, 90010) else
+             0x60000 if gfxv in (110000, 110001, 110501, 120000, 120001) else 0x40000)
+    wave_state = page_align(cus * (vgprs + 0x4000 + 0x10000 + 0x1000))  # VGPRs, SGPRs, LDS, HW registers per CU
+    ctl_stack = page_align(40 + waves * (8 if pre_navi10 else 12) + 8)  # header, a record per wave, the end
+    if gfxv // 10000 == 10:
+        ctl_stack = min(ctl_stack, 0x7000)  # the hardware's limit on gfx10
+    return {"ctl_stack_size": ctl_stack, "cwsr_size": ctl_stack + wave_state,
+            "debug_memory_size": -(-waves * 32 // 64) * 64, "eop_buffer_size": 0x8000 if gfxv == 80002 else 4096}
 
 
 def fail(code: int, what: str) -> OSError:
@@ -99,7 +120,7 @@ class Node:
                  "max_engine_clk_fcompute": 2500, "local_mem_size": 0, "fw_version": 2140, "capability": 0,
                  "sdma_fw_version": 21, "unique_id": 0x1000 + self.index, "num_xcc": 1,
                  "max_engine_clk_ccompute": 3000}
-        sizes = compute_queue_sizes(props)
+        sizes = ctx_save_restore_sizes(props)
         return props | {"cwsr_size": sizes["cwsr_size"], "ctl_stack_size": sizes["ctl_stack_size"]}
 
     def properties(self) -> str:
@@ -346,7 +367,7 @@ class KFDFile:
         buffer(a.ring_base_address, a.ring_size, "ring")
         if a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_SDMA:
             return
-        sizes = compute_queue_sizes(n.props)
+        sizes = ctx_save_restore_sizes(n.props)
         if a.eop_buffer_address:
             if a.eop_buffer_size < sizes["eop_buffer_size"]:
                 raise fail(errno.EINVAL, f"CREATE_QUEUE: EOP buffer of {a.eop_buffer_size:#x} bytes, the node needs "
