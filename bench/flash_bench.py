@@ -16,8 +16,9 @@ import numpy as np
 
 from usergpu.drivers.amd.pspboot import PSPBoot
 from usergpu.drivers.amd.romsw import PAGE, ROMSW, SECTOR, SIZE
+from usergpu.drivers.hal import HAL
 from usergpu.emu.amd.mock.spiflash import SPIFlash
-from usergpu.tools.amdflash import open_mock
+from usergpu.tools.amdflash import open_board, parser
 
 SECTORS = 64
 
@@ -61,7 +62,7 @@ def main() -> None:
         print(f"{'(chip)':12} {'dump 2 MiB':28} {SIZE / 1024 / base_dump:9.0f} {1:11.1f}")
         print(f"{'(chip)':12} {f'flash {SECTORS} sectors':28} {SECTORS * 4 / base_flash:9.0f} {1:11.1f}")
         for n, dev in enumerate(("MOCKPCI+AMD", "MOCKUSB+AMD"), 1):  # each flashes sectors the flash does not hold
-            board = open_mock(dev)
+            board = open_board(parser().parse_args(["--dev", dev, "romless", "info"]), HAL())
             with ROMSW(board.map_bar(5)) as spi:
                 dump = timed(lambda spi=spi: spi.read(0, SIZE))
                 flash = timed(lambda spi=spi, n=n: [spi.flash_sector(s, image[s * SECTOR : (s + 1) * SECTOR])

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import (
     MAP_ANONYMOUS,
     MAP_FIXED,
@@ -99,6 +100,10 @@ class HAL:
         """Registers or doorbells of a device file, mapped: an MMIO view."""
         return MMIO(self.mmap(fd, length, offset), length, width)
 
+    def usb_backend(self):
+        """The pyusb backend USB drivers enumerate and talk through: None, pyusb's own (libusb)."""
+        return None
+
 
 class Device(Protocol):
     """What a mock device file answers: the calls a driver makes on an open file descriptor."""
@@ -122,12 +127,22 @@ class MockHAL(HAL):
     def __init__(self, root: str | os.PathLike):
         super().__init__(root)
         self._devices: dict[str, Callable[[], Device]] = {}
+        self._usb_backend = None  # a mock never reaches the host's USB devices
         self._open: dict[int, Device] = {}
         self._next_fd = self.FIRST_FD
 
     def install(self, path: str, opener: Callable[[], Device]) -> None:
         """A device file at path: each open calls opener for the object that serves that descriptor."""
         self._devices[path] = opener
+
+    def install_usb(self, backend) -> None:
+        """A mock USB bus: a pyusb backend (usb.backend.IBackend) presenting the mock's devices."""
+        self._usb_backend = backend
+
+    def usb_backend(self):
+        if self._usb_backend is None:
+            raise DeviceNotFound("this mock has no USB devices")
+        return self._usb_backend
 
     def exists(self, path: str) -> bool:
         return path in self._devices or super().exists(path)

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from usergpu.drivers.amd.pspboot import PSPBoot, check_image, sha256
 from usergpu.drivers.amd.romsw import ROMSW, SECTOR, SIZE, FlashError
+from usergpu.drivers.amd.usb import ASM24, USBPCIDevice
 from usergpu.drivers.hal import HAL, MockHAL
 from usergpu.drivers.pci import PCIDevice, pci_devices
 from usergpu.errors import DeviceNotFound, Error
@@ -24,44 +25,43 @@ from usergpu.tools.cli import guarded
 
 NAVI31_IDS = (0x744C, 0x7448, 0x745E)  # RX 7900 XT/XTX/GRE, Radeon Pro W7900, W7800
 SECTORS = SIZE // SECTOR
-MOCKS = ("MOCKUSB+AMD", "MOCKPCI+AMD")
+MOCKS = {"MOCKUSB+AMD": "usb", "MOCKPCI+AMD": "pci"}  # the mock board, and how it is reached
 
 
 def open_board(args: argparse.Namespace, hal: HAL) -> PCIDevice:
-    """The board's GPU function: a mock one (--dev), or the N-th Navi31 over the chosen transport."""
+    """The N-th Navi31 board over the chosen transport: PCI functions first, then USB bridges. --dev names the
+    mock board instead, reached the same way through a mock HAL."""
+    transport = args.transport
     if args.dev:
-        return open_mock(args.dev)
-    found: list = []
-    if args.transport in ("auto", "pci"):
+        hal, transport = mock_hal(args.dev), MOCKS[args.dev]
+    found: list[PCIDevice] = []
+    if transport in ("auto", "pci"):
         found += [d for d in pci_devices(hal, 0x1002) if d.device_id in NAVI31_IDS]
-    if args.transport in ("auto", "usb") and len(found) <= args.device:
-        from usergpu.drivers.amd.usb import ASM24, USBPCIDevice
-
+    if transport in ("auto", "usb") and len(found) <= args.device:
         try:
-            found.append(USBPCIDevice(ASM24.find(index=args.device - len(found))))
+            found.append(USBPCIDevice(ASM24.find(hal, index=args.device - len(found))))
         except DeviceNotFound:
             pass
     if len(found) <= args.device:
-        raise DeviceNotFound(f"no Navi31 board #{args.device} over {args.transport} (found {len(found)}): check "
+        raise DeviceNotFound(f"no Navi31 board #{args.device} over {transport} (found {len(found)}): check "
                              f"`lspci -d 1002:` or, for a USB enclosure, `lsusb` and the cable")
     return found[args.device]
 
 
-def open_mock(dev: str) -> PCIDevice:
-    """The mock Navi31 board (its flash in $MOCKFLASH_IMAGE) behind the mock USB bridge or as a native function."""
+def mock_hal(dev: str) -> MockHAL:
+    """A mock HAL holding the mock Navi31 board (its flash in $MOCKFLASH_IMAGE) on the transport dev names: behind
+    the mock USB bridge, or as a native PCI function."""
+    from usergpu.emu.amd.mock.asm24 import ASM24Backend
     from usergpu.emu.amd.mock.board import Navi31Board, install_pci
 
     if dev not in MOCKS:
         raise DeviceNotFound(f"--dev {dev}: amdflash's mock boards are {', '.join(MOCKS)}")
-    board = Navi31Board()
-    if dev == "MOCKUSB+AMD":
-        from usergpu.drivers.amd.usb import ASM24, USBPCIDevice
-        from usergpu.emu.amd.mock.asm24 import ASM24Backend
-
-        return USBPCIDevice(ASM24.find(backend=ASM24Backend(board)))
-    hal = MockHAL(tempfile.mkdtemp(prefix="mockpci-"))
-    install_pci(hal, board)
-    return pci_devices(hal, 0x1002)[0]
+    hal, board = MockHAL(tempfile.mkdtemp(prefix="amdflash-mock-")), Navi31Board()
+    if MOCKS[dev] == "usb":
+        hal.install_usb(ASM24Backend(board))
+    else:
+        install_pci(hal, board)
+    return hal
 
 
 def progress(total: int, what: str) -> tqdm:

@@ -26,6 +26,7 @@ from typing import TypeVar
 import usb.backend
 import usb.core
 
+from usergpu.drivers.hal import HAL
 from usergpu.drivers.pci import BAR, PCIDevice, Registers
 from usergpu.errors import DeviceNotFound, DriverError, Error, FieldError
 
@@ -82,8 +83,9 @@ class ASM24:
         self._usb("USB set configuration", dev.set_configuration)
 
     @classmethod
-    def find(cls, backend: usb.backend.IBackend | None = None, index: int = 0) -> ASM24:
-        """The index-th bridge on USB, by either pair of ids; backend as pyusb takes it (a mock's, or libusb's)."""
+    def find(cls, hal: HAL | None = None, index: int = 0) -> ASM24:
+        """The index-th bridge on the HAL's USB (libusb's, or a mock's backend), by either pair of ids."""
+        backend = (hal or HAL()).usb_backend()
         ids = ", ".join(f"{v:04x}:{p:04x}" for v, p in USB_IDS)
         try:
             found = list(usb.core.find(find_all=True, backend=backend,

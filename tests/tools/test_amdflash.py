@@ -150,3 +150,37 @@ def test_fw_probe_dump_and_ifwi_all(dev, board, tmp_path, monkeypatch, capsys):
     assert board.read_bytes() == image.read_bytes()
     status, out = run(dev, "fw", "dump", str(tmp_path / "d.bin"), capsys=capsys)
     assert status == 0 and (tmp_path / "d.bin").read_bytes() == image.read_bytes()
+
+
+@pytest.mark.parametrize("dev", TRANSPORTS)
+def test_read_prints_or_saves_bytes(dev, board, tmp_path, capsys):
+    status, out = run(dev, "romless", "read", "0x100", "32", capsys=capsys)
+    image = default_image()
+    assert status == 0 and f"000100  {image[0x100:0x110].hex(' ')}" in out.out
+    assert hashlib.sha256(image[0x100:0x120]).hexdigest() in out.out
+    assert run(dev, "romless", "read", "0x1000", "0x2000", "-o", str(tmp_path / "r.bin"), capsys=capsys)[0] == 0
+    assert (tmp_path / "r.bin").read_bytes() == image[0x1000:0x3000]
+    status, out = run(dev, "romless", "read", "0x1ff000", "0x2000", capsys=capsys)
+    assert status == 1 and "the flash is 0x200000 bytes" in out.err
+
+
+def test_fw_dump_restores_the_controller_and_refuses_a_dead_board(tmp_path):
+    from usergpu.autogen._bar5 import PAGE_MIRROR_CNTL, ROM_CNTL, ROM_INDEX
+    from usergpu.drivers.amd.pspboot import PSPBoot
+    from usergpu.drivers.amd.romsw import FlashError
+    from usergpu.drivers.hal import MockHAL
+    from usergpu.drivers.pci import pci_devices
+    from usergpu.emu.amd.mock.board import Navi31Board, install_pci
+
+    hal = MockHAL(tmp_path / "root")
+    board = Navi31Board(tmp_path / "flash.bin", fault="", gated=True)
+    install_pci(hal, board)
+    regs = pci_devices(hal, 0x1002)[0].map_bar(5)
+    state = {ROM_CNTL: 0x0A000002, PAGE_MIRROR_CNTL: 0x123, ROM_INDEX: 0x4440}
+    for r, v in state.items():
+        regs.write32(r, v)
+    assert PSPBoot(regs).dump() == default_image()
+    assert {r: regs.read32(r) for r in state} == state
+    board.dead = True
+    with pytest.raises(FlashError, match="reading ROM_CNTL: BAR5 reads all ones"):
+        PSPBoot(regs).dump()

@@ -9,6 +9,7 @@ import pytest
 import usb.core
 
 from usergpu.drivers.amd.usb import ASM24, USB_IDS, PCIeError, USBPCIDevice, USBTransferError
+from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import BAR
 from usergpu.emu.amd.mock.asm24 import ASM24Backend
 from usergpu.emu.amd.mock.pcie import CA, CRS, UR, CompletionError, Unplugged
@@ -74,6 +75,13 @@ def gpu():
     return FakeGPU()
 
 
+def usb_hal(backend):
+    """A mock HAL whose USB bus holds the mock bridge."""
+    hal = MockHAL("/nonexistent")
+    hal.install_usb(backend)
+    return hal
+
+
 @pytest.fixture
 def backend(gpu):
     return ASM24Backend(gpu)
@@ -81,7 +89,7 @@ def backend(gpu):
 
 @pytest.fixture
 def bridge(backend):
-    return ASM24.find(backend)
+    return ASM24.find(usb_hal(backend))
 
 
 @pytest.fixture
@@ -91,16 +99,16 @@ def dev(bridge):
 
 @pytest.mark.parametrize("ids", USB_IDS)
 def test_finds_the_bridge_by_either_id_pair(gpu, ids):
-    bridge = ASM24.find(ASM24Backend(gpu, *ids))
+    bridge = ASM24.find(usb_hal(ASM24Backend(gpu, *ids)))
     assert (bridge.dev.idVendor, bridge.dev.idProduct) == ids
     assert USBPCIDevice(bridge).device_id == 0x744C
 
 
 def test_no_bridge_is_device_not_found(gpu):
     with pytest.raises(DeviceNotFound, match=r"add1:0001, 3801:0001.*cable.*lsusb"):
-        ASM24.find(ASM24Backend(gpu, 0x174C, 0x2464))  # the stock firmware's ids
+        ASM24.find(usb_hal(ASM24Backend(gpu, 0x174C, 0x2464)))  # the stock firmware's ids
     with pytest.raises(DeviceNotFound, match="bridge 1 asked for, 1 found"):
-        ASM24.find(ASM24Backend(gpu), index=1)
+        ASM24.find(usb_hal(ASM24Backend(gpu)), index=1)
 
 
 def test_xdata_read_write_split_into_the_firmware_sizes(bridge, backend):
@@ -216,7 +224,7 @@ def test_power_cut_is_a_disconnect(gpu, dev, backend):
             later()
         assert e.value.errno == errno.ENODEV
     with pytest.raises(DeviceNotFound):
-        ASM24.find(backend)
+        ASM24.find(usb_hal(backend))
 
 
 def test_mock_stalls_unknown_requests(bridge):
