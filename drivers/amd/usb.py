@@ -26,6 +26,31 @@ from typing import TypeVar
 import usb.backend
 import usb.core
 
+from usergpu.autogen._asm24 import (
+    BULK_IN,
+    BULK_OUT,
+    CFGRD0,
+    CFGRD1,
+    CFGWR0,
+    CFGWR1,
+    IN,
+    LINK_STATUS,
+    LINK_UP,
+    MRD32,
+    MRD64,
+    MWR32,
+    MWR64,
+    OUT,
+    POWER,
+    READ_STREAM,
+    SINGLE,
+    STREAM_MAX,
+    TLP,
+    WRITE_STREAM,
+    XDATA_READ,
+    XDATA_SIZE,
+    XDATA_WRITE,
+)
 from usergpu.drivers.hal import HAL
 from usergpu.drivers.pci import BAR, PCIDevice, Registers
 from usergpu.errors import DeviceNotFound, DriverError, Error, FieldError
@@ -33,13 +58,7 @@ from usergpu.errors import DeviceNotFound, DriverError, Error, FieldError
 T = TypeVar("T")
 
 USB_IDS = ((0xADD1, 0x0001), (0x3801, 0x0001))
-OUT, IN = 0x40, 0xC0  # vendor requests to the device
-XDATA_READ, XDATA_WRITE, TLP, POWER = 0xE4, 0xE5, 0xF0, 0xF3
-SINGLE, WRITE_STREAM, READ_STREAM = 0, 1, 2
-BULK_OUT, BULK_IN = 0x02, 0x81
-MRD32, MRD64, MWR32, MWR64, CFGRD0, CFGWR0, CFGRD1, CFGWR1 = 0x00, 0x20, 0x40, 0x60, 0x04, 0x44, 0x05, 0x45
-LINK_STATUS, LINK_UP = 0xB450, 0x78
-XDATA_SIZE, XDATA_CHUNK, STREAM_CHUNK = 0x10000, 255, 0x10000
+XDATA_CHUNK = 255  # the most bytes one XDATA read returns
 TIMEOUT_MS = 1000
 CRS_TRIES, CRS_DELAY_S = 8, 0.01  # a function still initialising answers config requests with CRS for a while
 
@@ -211,8 +230,8 @@ class ASM24:
     def mem_read(self, address: int, size: int) -> bytes:
         """size bytes (a multiple of 4) of memory, in read streams of at most 64 KiB."""
         out = []
-        for a in range(address, address + size, STREAM_CHUNK):
-            n = min(STREAM_CHUNK, address + size - a)
+        for a in range(address, address + size, STREAM_MAX):
+            n = min(STREAM_MAX, address + size - a)
             request = f"memory read of {n:#x} bytes at {a:#x}"
             self._stream(READ_STREAM, a, n, request)
             out.append(self._check_length(request, self._usb(request, self.dev.read, BULK_IN, n, TIMEOUT_MS), n))
@@ -221,8 +240,8 @@ class ASM24:
 
     def mem_write(self, address: int, data: bytes) -> None:
         """data (a multiple of 4 bytes) to memory, in write streams of at most 64 KiB."""
-        for i in range(0, len(data), STREAM_CHUNK):
-            chunk = data[i:i + STREAM_CHUNK]
+        for i in range(0, len(data), STREAM_MAX):
+            chunk = data[i:i + STREAM_MAX]
             request = f"memory write of {len(chunk):#x} bytes at {address + i:#x}"
             self._stream(WRITE_STREAM, address + i, len(chunk), request)
             self._usb(request, self.dev.write, BULK_OUT, chunk, TIMEOUT_MS)

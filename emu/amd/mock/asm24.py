@@ -26,15 +26,33 @@ from dataclasses import dataclass, field
 import usb.backend
 from usb.core import USBError, USBTimeoutError
 
+from usergpu.autogen._asm24 import (
+    BULK_IN,
+    BULK_OUT,
+    CFGRD0,
+    CFGRD1,
+    CFGWR0,
+    CFGWR1,
+    IN,
+    LINK_STATUS,
+    LINK_UP,
+    MRD32,
+    MRD64,
+    MWR32,
+    MWR64,
+    OUT,
+    POWER,
+    READ_STREAM,
+    SINGLE,
+    STREAM_MAX,
+    TLP,
+    WRITE_STREAM,
+    XDATA_READ,
+    XDATA_SIZE,
+    XDATA_WRITE,
+)
 from usergpu.emu.amd.mock.pcie import SC, UR, CompletionError, Target, Unplugged
 
-OUT, IN = 0x40, 0xC0  # vendor requests to the device
-XDATA_READ, XDATA_WRITE, TLP, POWER = 0xE4, 0xE5, 0xF0, 0xF3
-SINGLE, WRITE_STREAM, READ_STREAM = 0, 1, 2
-BULK_OUT, BULK_IN = 0x02, 0x81
-MRD32, MRD64, MWR32, MWR64, CFGRD0, CFGWR0, CFGRD1, CFGWR1 = 0x00, 0x20, 0x40, 0x60, 0x04, 0x44, 0x05, 0x45
-LINK_STATUS, LINK_UP = 0xB450, 0x78
-XDATA_SIZE, STREAM_MAX = 0x10000, 0x10000
 NO_COMPLETION = 1  # the return status when nothing answered (link down)
 
 # libusb's errors as pyusb's libusb1 backend raises them (strerror, libusb code, errno)
