@@ -14,6 +14,7 @@ from usergpu.runtime.aql import AQLQueue
 from usergpu.runtime.memory import Buffer
 from usergpu.runtime.pm4 import ComputeQueue
 from usergpu.runtime.profile import Span
+from usergpu.runtime.profiler import Profiler
 from usergpu.runtime.sdma import CopyQueue, SDMAPackets
 from usergpu.runtime.signal import Signal
 
@@ -72,6 +73,14 @@ class Device:
         self._arena = self.kfd.alloc(ARENA, "gtt")
         self._arena_next = 0
         self._staging = None
+        self.profiler = Profiler.from_env(self)
+
+    def profile(self, sqtt: bool = True, counters: list[str] | tuple[str, ...] = (), **knobs) -> Profiler:
+        """Profile the kernels launched from now on (thread traces, the named counters); the Profiler, whose
+        write(directory) makes the capture. knobs: buffer_bytes, itrace_se_mask, slots."""
+        self.synchronize()
+        self.profiler = Profiler(self, sqtt, counters, **knobs)
+        return self.profiler
 
     def register_address(self, name: str) -> int:
         """A GC register's dword address on this device."""
@@ -131,6 +140,8 @@ class Device:
     def synchronize(self) -> None:
         """Wait for all submitted work."""
         self.timeline.wait(self.timeline_value)
+        if self.profiler:
+            self.profiler.collect()
         for name, queue, times, args in self._pending:  # (start, end) GPU timestamps, 64-bit each
             start, end = self.arena_view(times, 16).cast("Q")
             self._spans.append(Span(name, start / self.clock_hz, (end - start) / self.clock_hz, {"queue": queue,

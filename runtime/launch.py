@@ -11,15 +11,17 @@ from usergpu.runtime.device import Device
 _devices: dict[tuple, Device] = {}
 
 
-def open_device(name: str | None) -> Device:
-    """The process's Device for a device string (opened once per string and mock shape)."""
+def open_device(name: str | Device | None) -> Device:
+    """The process's Device for a device string (opened once per string and mock shape), or the Device given."""
+    if isinstance(name, Device):
+        return name
     key = (name or os.environ.get("DEV", ""), os.environ.get("MOCKGPU_ARCH"), os.environ.get("MOCKGPU_COUNT"))
     if key not in _devices:
         _devices[key] = Device(name)
     return _devices[key]
 
 
-def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device: str | None = None,
+def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device: str | Device | None = None,
            stats: dict | None = None) -> list[np.ndarray]:
     """Run a kernel on a device ($DEV by default): numpy arrays become device buffers, copied in before and back
     out after; the list of them (after the kernel) in argument order. Python and numpy scalars go by value as the

@@ -9,7 +9,8 @@ from usergpu.runtime.ring import RingQueue
 CACHE_FLUSH_AND_INV_TS_EVENT, CS_PARTIAL_FLUSH = 0x14, 0x7
 DATA_SEL_VALUE64, DATA_SEL_TIMESTAMP = 2, 3
 INT_SEL_NONE, INT_SEL_AFTER_WRITE = 0, 2
-WAIT_GEQ, MEM_SPACE_MEMORY = 5, 1
+WAIT_EQ, WAIT_GEQ, MEM_SPACE_REGISTER, MEM_SPACE_MEMORY = 3, 5, 0, 1
+COPY_SRC_REGISTER, COPY_DST_MEMORY, COPY_COUNT_64, COPY_WR_CONFIRM = 0, 5 << 8, 1 << 16, 1 << 20
 
 
 class ComputeQueue(RingQueue):
@@ -35,6 +36,27 @@ class Packets(list):
                 self.pkt3(pm4.PACKET3_SET_SH_REG, run[0], *(regs[o] for o in run))
                 start = i
         return self
+
+    def set_uconfig_regs(self, regs: dict[int, int]) -> Packets:
+        """SET_UCONFIG_REG of each register (dword address) to its value, in the order given."""
+        for address, value in regs.items():
+            self.pkt3(pm4.PACKET3_SET_UCONFIG_REG, address - pm4.PACKET3_SET_UCONFIG_REG_START, value)
+        return self
+
+    def event(self, event_type: int, index: int = 0) -> Packets:
+        """EVENT_WRITE of a VGT event (soc.vgt_event names them)."""
+        return self.pkt3(pm4.PACKET3_EVENT_WRITE, pm4.EVENT_TYPE(event_type) | pm4.EVENT_INDEX(index))
+
+    def copy_register(self, address: int, dst: int, qword: bool = False) -> Packets:
+        """COPY_DATA of a register (dword address; with qword, it and the next) to memory at dst."""
+        control = COPY_SRC_REGISTER | COPY_DST_MEMORY | COPY_WR_CONFIRM | (COPY_COUNT_64 if qword else 0)
+        return self.pkt3(pm4.PACKET3_COPY_DATA, control, address, 0, dst & 0xFFFFFFFF, dst >> 32)
+
+    def wait_register(self, address: int, mask: int, reference: int) -> Packets:
+        """Stall until (register & mask) == reference."""
+        return self.pkt3(pm4.PACKET3_WAIT_REG_MEM,
+                         pm4.WAIT_REG_MEM_FUNCTION(WAIT_EQ) | pm4.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_REGISTER),
+                         address, 0, reference, mask, 0x20)
 
     def memory_barrier(self) -> Packets:
         """ACQUIRE_MEM: invalidate the caches before what follows (gfx10+: coher_cntl, size, base, poll interval,

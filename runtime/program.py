@@ -78,8 +78,12 @@ class Kernel:
         regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
         sh = {dev.register_address(name) - GC_SH_BASE: value for name, value in regs.items()
               if name != "COMPUTE_DISPATCH_INITIATOR"}
-        p = Packets().memory_barrier().timestamp(start).exec(sh, grid, regs["COMPUTE_DISPATCH_INITIATOR"])
-        dev.compute.submit(p.timestamp(end).signal(dev.timeline, value, dev.event))
+        p = Packets().memory_barrier()
+        slot = dev.profiler.begin(p) if dev.profiler else None
+        p.timestamp(start).exec(sh, grid, regs["COMPUTE_DISPATCH_INITIATOR"]).timestamp(end)
+        if dev.profiler:
+            dev.profiler.end(p, slot, self)
+        dev.compute.submit(p.signal(dev.timeline, value, dev.event))
         return start
 
     def _aql(self, args_va: int, grid, block, lds: int, value: int) -> int:

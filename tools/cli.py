@@ -13,7 +13,7 @@ from tabulate import tabulate
 import usergpu
 from usergpu.drivers import devices
 from usergpu.drivers.hal import HAL
-from usergpu.tools import demo, disasm, run
+from usergpu.tools import demo, disasm, prof, run
 
 
 def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
@@ -70,6 +70,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", default=demo.DEVICE, help=f"where to run the showcase (default {demo.DEVICE})")
     p.add_argument("--trace", default=demo.TRACE, help=f"write a Chrome/Perfetto trace here (default {demo.TRACE})")
     p.set_defaults(run=lambda args, hal: demo.run(args, hal, cmd_devices))
+    prof.add_parser(sub)
     return ap
 
 

@@ -62,9 +62,9 @@ def dims(text: str, what: str) -> tuple[int, int, int]:
     return tuple(parts + [1] * (3 - len(parts)))
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.dev != "emu" and args.dev.split(":")[0].upper() not in DEVICES:
-        raise SpecError(f"--dev {args.dev!r}: this version runs kernels on {', '.join(DEVICES)}")
+def prepare(args: argparse.Namespace):
+    """(code object, kernel name, argument values, grid, block) from a command line's file, --kernel, --arg,
+    --grid and --block; a mock device string also sets MOCKGPU_ARCH to the code object's arch."""
     path = Path(args.file)
     if not path.exists():
         raise SpecError(f"{path}: no such file")
@@ -74,15 +74,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         co = parse(path.read_bytes())
     kernel = args.kernel or next(iter(co.kernels))
+    if kernel not in co.kernels:
+        raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}")
     rng = np.random.default_rng(args.seed)
     values = [argument(s, rng) for s in args.arg]
-    grid, block = dims(args.grid, "grid"), dims(args.block, "block")
+    if args.dev.upper().startswith("MOCK") and co.arch:
+        os.environ.setdefault("MOCKGPU_ARCH", co.arch)
+    return co, kernel, values, dims(args.grid, "grid"), dims(args.block, "block")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.dev != "emu" and args.dev.split(":")[0].upper() not in DEVICES:
+        raise SpecError(f"--dev {args.dev!r}: this version runs kernels on {', '.join(DEVICES)}")
+    co, kernel, values, grid, block = prepare(args)
     start = time.perf_counter()
     if args.dev == "emu":
         outputs = launch(co, kernel, grid, block, values, arch=args.arch)
     else:  # through the runtime: the driver of the device string, on its GPU (or mock)
-        if args.dev.upper().startswith("MOCK") and co.arch:
-            os.environ.setdefault("MOCKGPU_ARCH", co.arch)
         outputs = runtime_launch(co.data, kernel, grid, block, values, args.dev)
     seconds = time.perf_counter() - start
     rows = []

@@ -44,7 +44,10 @@ def test_a_faulting_kernel_names_address_and_pc_and_the_device_keeps_working():
     with pytest.raises(GPUFault) as e:
         prog.kernels["oob"](buf, 1 << 20, grid=(1, 1, 1), block=(32, 1, 1))
     assert e.value.kernel == "oob" and e.value.access == "write"
-    assert e.value.address == buf.va + 4 * (1 << 20) and prog.buf.va <= e.value.pc < prog.buf.va + prog.buf.size
+    # lane i writes 4 MiB * i past the buffer; the first lane whose address nothing maps is the fault (the others
+    # may land in other memory objects, as on a GPU)
+    lane, rest = divmod(e.value.address - buf.va, 4 << 20)
+    assert 1 <= lane < 32 and rest == 0 and prog.buf.va <= e.value.pc < prog.buf.va + prog.buf.size
     seconds = prog.kernels["fill"](buf, 5, grid=(1, 1, 1), block=(64, 1, 1))
     assert seconds > 0 and list(buf.copyout(np.int32, 64)) == [5] * 64
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -120,11 +121,13 @@ class _Code:
 
 
 def dispatch(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch: str, budget: int = DEFAULT_BUDGET,
-             stats: dict | None = None, kernel: str = "kernel") -> None:
+             stats: dict | None = None, kernel: str = "kernel", observer: Callable | None = None) -> None:
     """Run grid (workgroups in x, y, z) as the COMPUTE_* registers regs (REGS names; missing ones 0) describe, the
     code fetched from mem at COMPUTE_PGM_HI:LO << 8. A stats dict, if given, receives the wave-instructions and
     lane-instructions (wave-instructions x lanes) executed. Faults, hangs and unimplemented instructions raise
-    GPUFault, GPUHang and UnsupportedInstruction."""
+    GPUFault, GPUHang and UnsupportedInstruction. An observer, if given, is called after every step as
+    observer(executor, waves, first, pc, instruction): waves are the executor's numbers of the waves that ran it,
+    first + those the dispatch-wide numbers (workgroup number * waves per workgroup + wave in the workgroup)."""
     table = _regs(arch)
 
     def field(name: str) -> dict[str, int]:
@@ -163,6 +166,9 @@ def dispatch(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch
         ex = Executor(arch, fetch, base, mem, w, owner, lds, scratch, kernel, budget, program)
         ex.denorm = dict(denorm)  # s_denorm_mode changes it
         ex.trace = trace
+        if observer:
+            first = start * waves_per_group
+            ex.observe = lambda ex, idx, pc, step, first=first: observer(ex, idx, first, pc, step)
         ex.run()
         if stats is not None:
             stats["instructions"] = stats.get("instructions", 0) + int(w.steps.sum())
@@ -202,10 +208,12 @@ def image(co: CodeObject) -> bytes:
 
 
 def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: list,
-           arch: str | None = None, budget: int = DEFAULT_BUDGET, stats: dict | None = None) -> list[np.ndarray]:
+           arch: str | None = None, budget: int = DEFAULT_BUDGET, stats: dict | None = None,
+           observer: Callable | None = None) -> list[np.ndarray]:
     """Run a kernel of a code object on the emulator. grid counts workgroups, block work-items per workgroup;
     numpy arrays are copied in and the list of them (after the kernel) is returned in argument order. A stats
-    dict, if given, receives the wave-instructions and lane-instructions (wave-instructions x lanes) executed."""
+    dict, if given, receives the wave-instructions and lane-instructions (wave-instructions x lanes) executed;
+    an observer sees every step (see dispatch)."""
     co = parse(co) if isinstance(co, bytes | bytearray) else co
     if kernel not in co.kernels:
         raise LaunchError(f"no kernel {kernel!r} in the code object (kernels: {', '.join(co.kernels)})")
@@ -231,5 +239,5 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
                                        "queue_ptr": mem.map(256), "private_segment_size": scratch,
                                        "kernarg_preload": kernarg_bytes})
     dispatch(mem, kernel_registers(kd, base + k.descriptor_addr, arch, block, user, lds, scratch), grid, arch, budget,
-             stats, kernel)
+             stats, kernel, observer)
     return arrays

@@ -49,6 +49,9 @@ class Executor:
         self.mode = 0  # the MODE register's other bits (FP_ROUND, IEEE, ...), as s_setreg last wrote them
         self._cache: dict[int, Compiled] = {} if cache is None else cache  # shared by a dispatch's batches
         self.trace: Callable[[Executor, Compiled, object, dict], None] | None = None
+        # a profiler's hook: (executor, the waves that ran it, pc, instruction) after each step; w.pc is where
+        # each of those waves goes next
+        self.observe: Callable[[Executor, np.ndarray, int, Compiled], None] | None = None
 
     # ---- the program ---------------------------------------------------------------------------------------
     def at(self, pc: int) -> Compiled:
@@ -118,6 +121,8 @@ class Executor:
                 raise GPUFault(f.address, f.access, self.kernel, wave, pc, f.why, w.dump(wave)) from None
             if self.trace:
                 self.trace(self, step, g, before)
+            if self.observe:
+                self.observe(self, idx, pc, step)
 
     def _release_barriers(self) -> None:
         w = self.w

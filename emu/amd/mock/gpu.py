@@ -16,12 +16,18 @@ import operator
 import os
 from collections.abc import Callable
 
+import numpy as np
+
 from usergpu.emu.amd.exec import dispatch as executor
 from usergpu.emu.amd.exec.memory import Memory, MemoryFault
+from usergpu.emu.amd.mock.perfmon import Perfmon
+from usergpu.emu.amd.mock.profiler import TOPOLOGY, DispatchProfile
+from usergpu.emu.amd.mock.thread_trace import ThreadTrace
 from usergpu.emu.amd.soc import GC_BASES, GC_REGS
 from usergpu.errors import Error
 
 PACKET_TICKS = 1  # clock ticks per executed packet
+INSTANCED = ("SQ_PERFCOUNTER", "SQG_PERFCOUNTER", "SQ_THREAD_TRACE_")  # each SE (SA, WGP) has its own copy
 
 # interrupt sources, as the IH source ids are named (irqsrcs_gfx_11_0_0.h, irqsrcs_sdma0_5_0.h)
 CP_EOP_INTERRUPT = "CP_EOP_INTERRUPT"
@@ -57,6 +63,10 @@ class GPU:
             if reg.base_idx is not None:
                 self._names.setdefault(reg.address(self.bases), name)
         self.regs: dict[str, int] = {}
+        self.instanced: dict[str, dict[tuple[int, int, int], int]] = {}  # per (SE, SA, WGP) copies; see read_reg
+        self.ses, self.sas, self.wgps = TOPOLOGY[family]
+        self.perfmon = Perfmon(self)
+        self.thread_trace = ThreadTrace(self)
         self.ticks = 0
         self.interrupt_handlers: list[Callable[[str, int], None]] = []
 
@@ -69,11 +79,42 @@ class GPU:
         """A register's dword address (the MMIO byte address is 4x)."""
         return self.table[name].address(self.bases)
 
+    def selected(self) -> list[tuple[int, int, int]]:
+        """The (SE, SA, WGP) instances GRBM_GFX_INDEX selects: an index, or all of them where it broadcasts."""
+        f = self.table["GRBM_GFX_INDEX"].decode(self.regs.get("GRBM_GFX_INDEX", 0))
+        ses = range(self.ses) if f["SE_BROADCAST_WRITES"] else [f["SE_INDEX"]]
+        sas = range(self.sas) if f["SA_BROADCAST_WRITES"] else [f["SA_INDEX"]]
+        wgps = range(self.wgps) if f["INSTANCE_BROADCAST_WRITES"] else [f["INSTANCE_INDEX"]]
+        return [(se, sa, wgp) for se in ses for sa in sas for wgp in wgps]
+
     def read_reg(self, address: int) -> int:
-        return self.regs.get(self.reg_name(address), 0)
+        """A register; one that each SE (SA, WGP) has its own copy of reads the copy GRBM_GFX_INDEX selects."""
+        name = self.reg_name(address)
+        if name.startswith(INSTANCED):
+            return self.instanced.get(name, {}).get(self.selected()[0], 0)
+        return self.regs.get(name, 0)
 
     def write_reg(self, address: int, value: int) -> None:
-        self.regs[self.reg_name(address)] = value & 0xFFFFFFFF
+        name, value = self.reg_name(address), value & 0xFFFFFFFF
+        if name.startswith(INSTANCED):
+            copies = self.instanced.setdefault(name, {})
+            for where in self.selected():
+                copies[where] = value
+        else:
+            self.regs[name] = value
+        self.perfmon.written(name, value)
+        self.thread_trace.written(name, value)
+
+    def canonical(self, name: str) -> str:
+        """The name the GPU files a register under (headers give some addresses several names)."""
+        return self.reg_name(self.reg_address(name))
+
+    def instance(self, name: str, where: tuple[int, int, int]) -> int:
+        return self.instanced.get(self.canonical(name), {}).get(where, 0)
+
+    def event(self, event_type: int) -> None:
+        """An EVENT_WRITE the CP passes on (thread-trace and counter events)."""
+        self.thread_trace.event(event_type)
 
     # ---- memory ----------------------------------------------------------------------------------------
     def load(self, address: int, size: int) -> int:
@@ -93,12 +134,26 @@ class GPU:
 
     def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> None:
         """Run a dispatch of grid workgroups with these COMPUTE_* registers; the clock advances a tick per
-        wave-instruction."""
+        wave-instruction. While counters run or a thread trace is on, the SQs watch it (profiler.py)."""
         pgm = (regs.get("COMPUTE_PGM_LO", 0) | regs.get("COMPUTE_PGM_HI", 0) << 32) << 8
         stats: dict = {}
         budget = int(os.environ.get("MOCKGPU_BUDGET", executor.DEFAULT_BUDGET))  # instructions a wave may run
-        executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}")
+        profile = None
+        if self.perfmon.running or self.thread_trace.on:
+            field = {n: self.table[n].decode(regs.get(n, 0)) for n in ("COMPUTE_NUM_THREAD_X", "COMPUTE_NUM_THREAD_Y",
+                                                                       "COMPUTE_NUM_THREAD_Z",
+                                                                       "COMPUTE_DISPATCH_INITIATOR")}
+            lanes = 32 if field["COMPUTE_DISPATCH_INITIATOR"]["CS_W32_EN"] else 64
+            threads = np.prod([field[f"COMPUTE_NUM_THREAD_{a}"]["NUM_THREAD_FULL"] for a in "XYZ"])
+            per_group = -(-int(threads) // lanes)
+            profile = DispatchProfile(self.arch[:5], per_group * int(np.prod(grid)), per_group, lanes == 64,
+                                      self.thread_trace.traced)
+        executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
+                          observer=profile.observe if profile else None)
         self.ticks += stats.get("instructions", 0)
+        if profile:
+            self.perfmon.count(profile)
+            self.thread_trace.record(profile, pgm)
 
     def interrupt(self, source: str, context_id: int) -> None:
         """Raise an interrupt: every subscribed handler (the KFD's event layer) gets (source, context_id)."""

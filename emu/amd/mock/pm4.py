@@ -9,7 +9,8 @@ Semantics from nvd.h's field comments and gfx_v11_0.c's emitters: WAIT_REG_MEM c
 reference; RELEASE_MEM's DATA_SEL 0 none, 1 low 32 bits, 2 64 bits, 3 GPU clock, 4 system clock (the same clock
 here), INT_SEL 0 none, 1 interrupt, 2 interrupt after the write; COPY_DATA's selects as Mesa's sid.h names them
 (0 register, 1/2 memory, 5 immediate, 9 timestamp; destination 0 register, 1/2/5 memory; COUNT_SEL bit 16 for 64
-bits). Cache operations (ACQUIRE_MEM, RELEASE_MEM's GCR bits) and EVENT_WRITE do nothing: memory is coherent here.
+bits). Cache operations (ACQUIRE_MEM, RELEASE_MEM's GCR bits) do nothing: memory is coherent here; EVENT_WRITE
+passes its event to the GPU (thread-trace events).
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ class CommandProcessor:
 
     # ---- handlers: (self, body dwords, IB depth) -> done (False: stall) --------------------------------
     def _nop(self, body: np.ndarray, depth: int) -> bool:
+        return True
+
+    def _event_write(self, body: np.ndarray, depth: int) -> bool:
+        self.gpu.event(int(body[0]) & 0x3F)  # EVENT_TYPE: the thread-trace events matter here, cache ones do not
         return True
 
     def _dispatch_direct(self, body: np.ndarray, depth: int) -> bool:
@@ -184,7 +189,7 @@ HANDLERS: dict[int, tuple[int, Callable[[CommandProcessor, np.ndarray, int], boo
     nv.PACKET3_SET_UCONFIG_REG: (1, _set_regs(nv.PACKET3_SET_UCONFIG_REG_START)),
     nv.PACKET3_DISPATCH_DIRECT: (4, CommandProcessor._dispatch_direct),
     nv.PACKET3_ACQUIRE_MEM: (0, CommandProcessor._nop),
-    nv.PACKET3_EVENT_WRITE: (1, CommandProcessor._nop),
+    nv.PACKET3_EVENT_WRITE: (1, CommandProcessor._event_write),
     nv.PACKET3_RELEASE_MEM: (7, CommandProcessor._release_mem),
     nv.PACKET3_WAIT_REG_MEM: (6, CommandProcessor._wait_reg_mem),
     nv.PACKET3_WAIT_REG_MEM64: (8, CommandProcessor._wait_reg_mem64),

@@ -1,0 +1,74 @@
+"""The mock GPU's performance counters. CP_PERFMON_CNTL.PERFMON_STATE resets (0), starts (1) and stops (2) them;
+each block's *_PERFCOUNTERn_SELECT.PERF_SEL picks an event (autogen/_pmc.py names them); while they run, every
+dispatch adds its exact counts (profiler.py) to the counters of the instances its waves ran on, read back from
+*_PERFCOUNTERn_LO/HI of the instance GRBM_GFX_INDEX selects."""
+
+from __future__ import annotations
+
+from usergpu.autogen._pmc import BLOCKS, EVENTS, PERFMON_CNTL, PERFMON_DISABLE_AND_RESET, PERFMON_START
+
+
+class Perfmon:
+    def __init__(self, gpu):
+        self.gpu, family = gpu, gpu.arch[:5]
+        self.control = gpu.canonical(PERFMON_CNTL[family])
+        self.events = {block: {sel: name for name, (b, sel) in EVENTS[family].items() if b == block}
+                       for block in BLOCKS}
+        self.state = PERFMON_DISABLE_AND_RESET
+
+    @property
+    def running(self) -> bool:
+        return self.state == PERFMON_START
+
+    def written(self, name: str, value: int) -> None:
+        if name != self.control:
+            return
+        self.state = value & 0xF
+        if self.state == PERFMON_DISABLE_AND_RESET:
+            for n, prefix, wide in BLOCKS.values():
+                for i in range(n):
+                    for half in ("_LO", "_HI") if wide else ("_LO",):
+                        name = self.gpu.canonical(f"{prefix}{i}{half}")
+                        self.gpu.regs.pop(name, None)
+                        self.gpu.instanced.pop(name, None)
+
+    def count(self, profile) -> None:
+        """Add a dispatch's counts to every counter whose select names an event."""
+        if not self.running:
+            return
+        gpu = self.gpu
+        everywhere = [(se, sa, wgp) for se in range(gpu.ses) for sa in range(gpu.sas) for wgp in range(gpu.wgps)]
+        for block, (n, prefix, wide) in BLOCKS.items():
+            for i in range(n):
+                select = f"{prefix}{i}_SELECT"
+                if select not in gpu.table:
+                    continue
+                # GRBM is one counter for the GPU; the others are read per instance
+                wheres = [None] if block == "GRBM" else everywhere
+                for where in wheres:
+                    raw = gpu.regs.get(gpu.canonical(select), 0) if where is None else gpu.instance(select, where)
+                    name = self.events[block].get(gpu.table[select].decode(raw)["PERF_SEL"])
+                    if name is None:
+                        continue
+                    counts = profile.event(name, block)
+                    key = () if where is None else where[:1] if block == "SQG" else where
+                    self._add(f"{prefix}{i}", where, counts.get(key, 0), wide)
+
+    def _add(self, counter: str, where, n: int, wide: bool) -> None:
+        gpu = self.gpu
+        store = gpu.regs if where is None else None
+
+        def get(reg: str) -> int:
+            return store.get(gpu.canonical(reg), 0) if store is not None else gpu.instance(reg, where)
+
+        def put(reg: str, value: int) -> None:
+            if store is not None:
+                store[gpu.canonical(reg)] = value
+            else:
+                gpu.instanced.setdefault(gpu.canonical(reg), {})[where] = value
+
+        total = get(f"{counter}_LO") | (get(f"{counter}_HI") << 32 if wide else 0)
+        total = (total + n) & ((1 << (64 if wide else 32)) - 1)
+        put(f"{counter}_LO", total & 0xFFFFFFFF)
+        if wide:
+            put(f"{counter}_HI", total >> 32)

@@ -1,0 +1,55 @@
+"""usergpu prof: showing the real captures of shared/data/sqtt, and a capture made on MOCKKFD+AMD."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from usergpu.tools import cli
+
+DATA = Path(__file__).parents[1] / "data" / "sqtt"  # the real captures (a copy of shared/data/sqtt)
+CAPTURES = sorted(p.parent for p in DATA.glob("*/*/capture.json"))
+KERNELS = Path(__file__).parents[1] / "kernels"
+
+
+@pytest.mark.skipif(not CAPTURES, reason=f"no real captures in {DATA}")
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: f"{p.parent.name}-{p.name}")
+def test_show_renders_every_real_capture(capture, capsys, tmp_path):
+    assert cli.main(["prof", "show", str(capture)]) == 0
+    out = capsys.readouterr().out
+    meta = json.loads((capture / "capture.json").read_text())
+    reference = json.loads((capture / "reference.json").read_text())
+    assert f"capture of {meta['arch']}: {len(meta['traces'])} trace blobs" in out
+    assert cli.main(["prof", "show", str(capture), "--json", "--perfetto", str(tmp_path / "t.json")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    for entry in shown["traces"]:
+        ref = reference[entry["file"]]
+        if ref.get("inst_map"):  # the waves the reference maps are the ones shown, in order
+            assert [[w["wave"], w["pc"]] for w in entry["waves"]] == ref["inst_map"]
+    tracks = {(e["pid"], e["tid"]) for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]}
+    assert len(tracks) == len({(e["se"], w["wave"]) for e in shown["traces"] for w in e["waves"]})
+
+
+def test_run_then_show_a_mock_capture(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MOCKGPU_ARCH", "gfx1100")
+    out = tmp_path / "cap"
+    argv = ["prof", "run", str(KERNELS / "prof.cl"), "--kernel", "loop", "--grid", "2", "--block", "64",
+            "--arg", "f32[128]:zeros", "--arg", "u32=5", "--sqtt", "--pmc", "SQ_WAVES,SQ_INSTS_VALU", "-o", str(out)]
+    assert cli.main(argv) == 0
+    text = capsys.readouterr().out
+    assert "Timestamp" in text and "s_endpgm" in text and "SQ_INSTS_VALU" in text
+    assert cli.main(["prof", "show", str(out), "--wave", "0", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    waves = [w for e in shown["traces"] for w in e["waves"]]
+    assert waves and {w["wave"] for w in waves} == {0}
+    # two workgroups of two waves: workgroup g runs on shader engine g % 6
+    assert shown["counters"][0]["counters"]["SQ_WAVES"] == {f"{se}": 2 * (se < 2) for se in range(6)}
+
+
+def test_prof_errors(tmp_path, capsys):
+    assert cli.main(["prof", "show", str(tmp_path)]) == 1
+    assert "not a capture directory" in capsys.readouterr().err
+    assert cli.main(["prof", "run", str(KERNELS / "prof.cl")]) == 1
+    assert "--sqtt, --pmc" in capsys.readouterr().err
