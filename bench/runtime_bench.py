@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 
 import numpy as np
+from timing import median_seconds  # bench/timing.py: run as python bench/<name>.py
 
 import usergpu
 from usergpu.emu.amd import launch as emu_launch
@@ -19,15 +19,6 @@ from usergpu.emu.amd import launch as emu_launch
 EMPTY = "__kernel void empty(void) {}"
 COPY = 64 << 20  # bytes
 COPIES = 5  # repetitions of each copy
-
-
-def median_seconds(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(launches: int = 200) -> None:

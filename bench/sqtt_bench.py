@@ -7,26 +7,16 @@ byte, and numpy summing them (ratio: decode time / baseline time).
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+from timing import median_seconds  # bench/timing.py: run as python bench/<name>.py
 
 import usergpu
 from usergpu.emu.amd import sqtt
 
 DATA = Path(usergpu.__file__).resolve().parent / "tests" / "data" / "sqtt"  # the repository's copy of shared/data/sqtt
-
-
-def median_seconds(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def python_loop(blobs: list[bytes]) -> None:

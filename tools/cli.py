@@ -54,15 +54,8 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(run=lambda args, hal: disasm.run(args))
     p = sub.add_parser("run", help="run a kernel (OpenCL source or code object) and summarise its outputs",
                        description=run.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="FILE.cl (compiled with clang-22) or an AMDGPU code object")
-    p.add_argument("--kernel", help="the kernel to run (default: the first)")
-    p.add_argument("--grid", default="1", help="workgroups: X[,Y[,Z]]")
-    p.add_argument("--block", default="64", help="work-items per workgroup: X[,Y[,Z]]")
-    p.add_argument("--arg", action="append", default=[], help="an argument spec (repeat, in order)")
-    p.add_argument("--arch", help="compile for / run as this arch (default: gfx1100, or the code object's)")
-    p.add_argument("--wave64", action="store_true", help="compile a .cl for wave64")
+    run.add_kernel_arguments(p)
     p.add_argument("--dev", default="emu", help="where to run: emu (the bare emulator), MOCKKFD+AMD[:N], KFD+AMD[:N]")
-    p.add_argument("--seed", type=int, default=0, help="seed of random buffers")
     p.add_argument("--save", help="write each output buffer as DIR/outN.npy")
     p.set_defaults(run=lambda args, hal: run.run(args))
     p = sub.add_parser("demo", help="kernels compiled, run on a (mock) GPU, checked and traced; then the GPUs found "

@@ -18,21 +18,14 @@ from usergpu.errors import Error
 from usergpu.runtime import profile as perfetto
 from usergpu.runtime.device import Device
 from usergpu.runtime.launch import launch
-from usergpu.tools.run import prepare
+from usergpu.tools.run import add_kernel_arguments, prepare
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("prof", help="profile kernels (SQTT thread traces, PMC counters) and show captures")
     ops = p.add_subparsers(dest="op", required=True)
     r = ops.add_parser("run", help="run a kernel with profiling on; write the capture directory")
-    r.add_argument("file", help="FILE.cl (compiled with clang-22) or an AMDGPU code object")
-    r.add_argument("--kernel", help="the kernel to run (default: the first)")
-    r.add_argument("--grid", default="1", help="workgroups: X[,Y[,Z]]")
-    r.add_argument("--block", default="64", help="work-items per workgroup: X[,Y[,Z]]")
-    r.add_argument("--arg", action="append", default=[], help="an argument spec, as `usergpu run` takes them")
-    r.add_argument("--arch", help="compile a .cl for this arch (default gfx1100)")
-    r.add_argument("--wave64", action="store_true", help="compile a .cl for wave64")
-    r.add_argument("--seed", type=int, default=0, help="seed of random buffers")
+    add_kernel_arguments(r)
     r.add_argument("--dev", default="MOCKKFD+AMD", help="the device (default MOCKKFD+AMD)")
     r.add_argument("--sqtt", action="store_true", help="capture thread traces")
     r.add_argument("--pmc", help="counters to sample, NAME,NAME,...")

@@ -62,6 +62,18 @@ def dims(text: str, what: str) -> tuple[int, int, int]:
     return tuple(parts + [1] * (3 - len(parts)))
 
 
+def add_kernel_arguments(p: argparse.ArgumentParser) -> None:
+    """What says which kernel to run and with what: `usergpu run` and `usergpu prof run` take the same."""
+    p.add_argument("file", help="FILE.cl (compiled with clang-22) or an AMDGPU code object")
+    p.add_argument("--kernel", help="the kernel to run (default: the first)")
+    p.add_argument("--grid", default="1", help="workgroups: X[,Y[,Z]]")
+    p.add_argument("--block", default="64", help="work-items per workgroup: X[,Y[,Z]]")
+    p.add_argument("--arg", action="append", default=[], help="an argument spec (repeat, in order)")
+    p.add_argument("--arch", help="compile for / run as this arch (default: gfx1100, or the code object's)")
+    p.add_argument("--wave64", action="store_true", help="compile a .cl for wave64")
+    p.add_argument("--seed", type=int, default=0, help="seed of random buffers")
+
+
 def prepare(args: argparse.Namespace):
     """(code object, kernel name, argument values, grid, block) from a command line's file, --kernel, --arg,
     --grid and --block; a mock device string also sets MOCKGPU_ARCH to the code object's arch."""
