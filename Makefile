@@ -12,7 +12,7 @@ APT_PACKAGES := gcc g++ clang-22 lld-22 llvm-22 llvm-22-dev libclang1-22 python3
                 libdrm-dev linux-libc-dev libhsa-runtime-dev linux-source-6.12
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test setup apt venv lint autogen-check
+.PHONY: demo test setup apt venv firmware lint autogen-check
 
 demo: setup
 	$(BIN)/usergpu demo
@@ -20,7 +20,25 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -n auto
 
-setup: apt venv
+setup: apt venv firmware
+
+# Navi31 firmware for the AM driver: Debian's firmware-amd-graphics (component non-free-firmware), fetched with a
+# private apt list of that component and unpacked into the cache with dpkg -x, never installed system-wide.
+CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/usergpu
+FIRMWARE := $(CACHE)/firmware
+FW_APT := $(CACHE)/apt-non-free-firmware
+FW_OPTS := -o Dir::Etc::sourcelist=$(FW_APT)/non-free-firmware.sources -o Dir::Etc::sourceparts=- \
+           -o Dir::State::Lists=$(FW_APT)/lists -o Dir::Cache=$(FW_APT)/cache -o Dir::Cache::Archives=$(FW_APT)/archives
+firmware: $(FIRMWARE)/.stamp
+
+$(FIRMWARE)/.stamp:
+	mkdir -p $(FW_APT)/lists/partial $(FW_APT)/archives/partial $(FW_APT)/cache
+	printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: non-free-firmware\nSigned-By: %s\n' \
+	    "$$(. /etc/os-release; echo $$VERSION_CODENAME)" /usr/share/keyrings/debian-archive-keyring.gpg > $(FW_APT)/non-free-firmware.sources
+	apt-get -qq $(FW_OPTS) update
+	cd $(FW_APT) && rm -f firmware-amd-graphics_*.deb && apt-get -qq $(FW_OPTS) download firmware-amd-graphics
+	rm -rf $(FIRMWARE) && dpkg -x $(FW_APT)/firmware-amd-graphics_*.deb $(FIRMWARE)
+	touch $@
 
 apt:
 	@missing=$$(for p in $(APT_PACKAGES); do \

@@ -77,6 +77,18 @@ class HAL:
     def close(self, fd: int) -> None:
         os.close(fd)
 
+    def lock(self, path: str) -> int:
+        """An exclusive lock on a file (created if needed, emptied once held), held while its descriptor is open;
+        BlockingIOError if another process holds it."""
+        fd = os.open(self._p(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        return fd
+
     def pread(self, fd: int, length: int, offset: int) -> bytes:
         """Bytes of a file at an offset (a PCI function's config space)."""
         return os.pread(fd, length, offset)

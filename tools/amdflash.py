@@ -52,7 +52,7 @@ def mock_hal(dev: str) -> MockHAL:
     """A mock HAL holding the mock Navi31 board (its flash in $MOCKFLASH_IMAGE) on the transport dev names: behind
     the mock USB bridge, or as a native PCI function."""
     from usergpu.emu.amd.mock.asm24 import ASM24Backend
-    from usergpu.emu.amd.mock.board import Navi31Board, install_pci
+    from usergpu.emu.amd.mock.board import Navi31Board, install
 
     if dev not in MOCKS:
         raise DeviceNotFound(f"--dev {dev}: amdflash's mock boards are {', '.join(MOCKS)}")
@@ -60,7 +60,7 @@ def mock_hal(dev: str) -> MockHAL:
     if MOCKS[dev] == "usb":
         hal.install_usb(ASM24Backend(board))
     else:
-        install_pci(hal, board)
+        install(hal, board)
     return hal
 
 

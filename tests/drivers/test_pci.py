@@ -9,7 +9,7 @@ import pytest
 from usergpu.autogen._bar5 import ROM_CNTL, ROM_SW_STATUS
 from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
-from usergpu.emu.amd.mock.board import BARS, Navi31Board, install_pci
+from usergpu.emu.amd.mock.board import BARS, Navi31Board, install
 from usergpu.errors import DriverError
 
 
@@ -17,7 +17,7 @@ from usergpu.errors import DriverError
 def hal(tmp_path):
     h = MockHAL(tmp_path / "root")
     h.board = Navi31Board(tmp_path / "flash.bin", fault="", gated=False)
-    install_pci(h, h.board)
+    install(h, h.board)
     return h
 
 

@@ -170,11 +170,11 @@ def test_fw_dump_restores_the_controller_and_refuses_a_dead_board(tmp_path):
     from usergpu.drivers.amd.romsw import FlashError
     from usergpu.drivers.hal import MockHAL
     from usergpu.drivers.pci import pci_devices
-    from usergpu.emu.amd.mock.board import Navi31Board, install_pci
+    from usergpu.emu.amd.mock.board import Navi31Board, install
 
     hal = MockHAL(tmp_path / "root")
     board = Navi31Board(tmp_path / "flash.bin", fault="", gated=True)
-    install_pci(hal, board)
+    install(hal, board)
     regs = pci_devices(hal, 0x1002)[0].map_bar(5)
     state = {ROM_CNTL: 0x0A000002, PAGE_MIRROR_CNTL: 0x123, ROM_INDEX: 0x4440}
     for r, v in state.items():

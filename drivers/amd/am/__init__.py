@@ -1,0 +1,1 @@
+"""AM: the userspace PCI driver that brings an AMD GPU up with no kernel driver."""
