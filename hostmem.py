@@ -43,7 +43,8 @@ class MMIO:
     """Registers or doorbells: `mmio[i] = value` writes dword (or qword) i, `mmio[i]` reads it."""
 
     def __init__(self, address: int, length: int, width: int = 4):
-        self._words = view(address, length).cast("I" if width == 4 else "Q")
+        self.bytes = view(address, length)  # the mapping itself, for block copies
+        self._words = self.bytes.cast("I" if width == 4 else "Q")
 
     def __setitem__(self, index: int, value: int) -> None:
         self._words[index] = value

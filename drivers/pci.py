@@ -45,16 +45,29 @@ class Registers:
 
 
 class MappedRegisters(Registers):
-    """A BAR mapped into this process (or a mock's MMIO view of it)."""
+    """A BAR mapped into this process (or a mock's MMIO view of it). A prefetchable BAR is memory (VRAM): blocks of
+    it copy at once; registers are read and written a dword at a time."""
 
-    def __init__(self, mmio: MMIO):
+    def __init__(self, mmio: MMIO, memory: bool = False):
         self.mmio = mmio
+        self.memory = getattr(mmio, "bytes", None) if memory else None
 
     def read32(self, offset: int) -> int:
         return self.mmio[offset // 4]
 
     def write32(self, offset: int, value: int) -> None:
         self.mmio[offset // 4] = value
+
+    def read(self, offset: int, size: int) -> bytes:
+        if self.memory is None:
+            return super().read(offset, size)
+        return bytes(self.memory[offset : offset + size])
+
+    def write(self, offset: int, data: bytes) -> None:
+        if self.memory is None:
+            super().write(offset, data)
+        else:
+            self.memory[offset : offset + len(data)] = data
 
 
 class PCIDevice:
@@ -155,7 +168,7 @@ class SysfsPCIDevice(PCIDevice):
             raise DeviceNotFound(f"{self.name}: BAR {n} is {'an I/O BAR' if bar.io else 'not implemented'}")
         fd = self._open(f"resource{n}")
         try:
-            return MappedRegisters(self.hal.mmio(fd, bar.size, 0))
+            return MappedRegisters(self.hal.mmio(fd, bar.size, 0), memory=bar.prefetchable)
         except OSError as e:
             raise DriverError(f"mmap {self.path}/resource{n}", e.errno or 0, access_hint(
                 f"{self.path}/resource{n}", self.name)) from None

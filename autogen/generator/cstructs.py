@@ -2,8 +2,10 @@
 integer #defines through the C compiler, and ioctl macros as request numbers with the struct they carry.
 
 ctypeslib2's own code generator writes a large preamble and packs every struct with explicit padding;
-this emitter writes plain ctypes classes with natural alignment and proves each layout against the
-offsets libclang computed before the module is written.
+this emitter writes plain ctypes classes with natural alignment (`_pack_` where the header packs a record:
+#pragma pack or __attribute__((packed)) leave it less aligned than its members) and proves each layout, bit
+fields included, against the offsets libclang computed before the module is written. An untagged record
+that a typedef names (`typedef struct { ... } T;`) is class T with _cname_ 'T'.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ IOCTL_CALL = re.compile(r"^(\w+)\s*\(\s*(.+?)\s*,\s*((?:struct|union)\s+\w+|\w+)
 class _Emitter:
     """Writes each record once, after the records its fields need (ctypes wants them defined first)."""
 
-    def __init__(self, typedesc, files: set[str], anonymous: set[str]):
+    def __init__(self, typedesc, files: set[str], anonymous: set[str], typedefs: dict[str, str] | None = None):
         self.td = typedesc
         self.files = files
         self.anonymous = anonymous
+        self.typedefs = typedefs or {}  # untagged record -> the typedef that names it
         self.done: set[str] = set()
         self.out: list[str] = []
         self.records: dict[str, object] = {}
@@ -59,8 +62,15 @@ class _Emitter:
             return f"C.POINTER({self.ctype(target)})"
         if isinstance(t, (td.Structure, td.Union)):
             self.record(t)
-            return t.name
+            return self.typedefs.get(t.name, t.name)
         raise ToolchainError(f"no ctypes form for {type(t).__name__} {getattr(t, 'name', '')}")
+
+    def align(self, t) -> int:
+        """The alignment libclang gives a member type (a packed record's is its packing)."""
+        td = self.td
+        while isinstance(t, (td.CvQualifiedType, td.Typedef, td.ArrayType)):
+            t = t.typ
+        return max(getattr(t, "align", 1), 1)
 
     def record(self, r) -> None:
         if r.name in self.done:
@@ -79,20 +89,28 @@ class _Emitter:
         kind = "union" if base == "Union" else "struct"
         cname = r.name.removeprefix(f"{kind}_")
         anon_record = r.name in self.anonymous
-        lines = [f"class {r.name}({base}):"]
-        lines.append(f"    _cname_ = {None if anon_record else f'{kind} {cname}'!r}")
+        name = self.typedefs.get(r.name, r.name)
+        lines = [f"class {name}({base}):"]
+        if name != r.name:  # an untagged record C reaches through its typedef
+            lines.append(f"    _cname_ = {name!r}")
+        else:
+            lines.append(f"    _cname_ = {None if anon_record else f'{kind} {cname}'!r}")
         if anonymous:
             lines.append(f"    _anonymous_ = {tuple(anonymous)!r}")
+        natural = max((self.align(f.type) for f in r.members if not f.is_padding), default=1)
+        if r.align < natural:
+            lines.append(f"    _pack_ = {r.align}")
         lines.append(writer.table("_fields_", fields, "[", "]", indent="    ").rstrip("\n"))
         self.out.append("\n".join(lines))
-        self.records[r.name] = r
+        self.records[name] = r
 
     def typedef(self, t) -> str | None:
         target = t.typ
         while isinstance(target, self.td.CvQualifiedType):
             target = target.typ
         if isinstance(target, (self.td.Structure, self.td.Union)):
-            return f"{t.name} = {self.ctype(target)}"
+            ct = self.ctype(target)
+            return None if ct == t.name else f"{t.name} = {ct}"
         if isinstance(target, (self.td.FundamentalType, self.td.Enumeration, self.td.Typedef)):
             ct = self.ctype(target)
             return None if ct == "None" else f"{t.name} = {ct}"
@@ -100,14 +118,16 @@ class _Emitter:
 
 
 def _tags(header: Path) -> set[str]:
-    """'struct x' / 'union x' of every tagged record libclang sees; ctypeslib makes up names for the others."""
+    """'struct x' / 'union x' of every tagged record libclang sees; ctypeslib makes up names for the others.
+    libclang spells an untagged record by the typedef naming it (`typedef struct { ... } T;` is 'T', its type
+    'T' rather than 'struct T'), so a tag is a record whose type is spelled with its kind."""
     ci = toolchain.cindex()
     tu = ci.Index.create().parse(str(header), args=["-x", "c", *toolchain.clang_flags()])
     kinds = {ci.CursorKind.STRUCT_DECL: "struct", ci.CursorKind.UNION_DECL: "union"}
     tags, stack = set(), [tu.cursor]
     while stack:
         c = stack.pop()
-        if c.kind in kinds and c.spelling and not c.is_anonymous():
+        if c.kind in kinds and c.spelling and not c.is_anonymous() and c.type.spelling.startswith(f"{kinds[c.kind]} "):
             tags.add(f"{kinds[c.kind]}_{c.spelling}")
         stack.extend(c.get_children())
     return tags
@@ -125,7 +145,14 @@ def sections(
     items = parser.get_result()
     tags = _tags(main)
     anon = {i.name for i in items if isinstance(i, (typedesc.Structure, typedesc.Union)) and i.name not in tags}
-    em = _Emitter(typedesc, {str(h) for h in headers}, anon)
+    files = {str(h) for h in headers}
+    named: dict[str, str] = {}  # untagged record -> the first typedef of it in our headers
+    for it in items:
+        if isinstance(it, typedesc.Typedef) and getattr(it, "location", None) and it.location[0] in files:
+            target = it.typ
+            if isinstance(target, (typedesc.Structure, typedesc.Union)) and target.name in anon:
+                named.setdefault(target.name, it.name)
+    em = _Emitter(typedesc, files, anon, named)
 
     def wanted(name: str) -> bool:
         return select is None or bool(select.search(name))
@@ -194,8 +221,14 @@ def prove_layouts(text: str, records: dict) -> None:
         if ctypes.sizeof(cls) != r.size:
             raise ToolchainError(f"{name}: ctypes size {ctypes.sizeof(cls)} != clang {r.size}")
         for f in r.members:
-            if f.is_padding or not f.name or f.is_bitfield:
+            if f.is_padding or not f.name:
                 continue
-            off = getattr(cls, f.name).offset
-            if off * 8 != f.offset:
-                raise ToolchainError(f"{name}.{f.name}: ctypes offset {off} != clang {f.offset // 8}")
+            desc = getattr(cls, f.name)
+            if f.is_bitfield:  # ctypes: the storage unit's byte offset, and (width << 16) | bit offset in it
+                bit = desc.offset * 8 + (desc.size & 0xFFFF)
+                if bit != f.offset or desc.size >> 16 != f.bits:
+                    raise ToolchainError(f"{name}.{f.name}: ctypes bits {bit}:{desc.size >> 16} != clang "
+                                         f"{f.offset}:{f.bits}")
+                continue
+            if desc.offset * 8 != f.offset:
+                raise ToolchainError(f"{name}.{f.name}: ctypes offset {desc.offset} != clang {f.offset // 8}")

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from usergpu.autogen import isa_encodings
-from usergpu.autogen.generator import cstructs, hwmodules, isa, kdesc, toolchain, writer
+from usergpu.autogen.generator import amdkernel, cstructs, hwmodules, isa, kdesc, toolchain, writer
 from usergpu.autogen.generator.spec import Module
 
 
@@ -71,6 +71,7 @@ MODULES: list[Module] = [
     Module("kfd", "linux-libc-dev", _kfd),
     Module("amdgpu_drm", "libdrm-dev", _amdgpu_drm),
     Module("amdhsa", "llvm-22-dev libhsa-runtime-dev", _amdhsa),
+    *amdkernel.MODULES,
     *hwmodules.MODULES,
     *(Module(f"isa_{arch}", "llvm-22", lambda arch=arch: isa.render(arch)) for arch in isa_encodings.FAMILIES),
 ]

@@ -30,6 +30,12 @@ LINUX_TARBALL = Path(f"/usr/src/{LINUX_SOURCE}.tar.xz")
 AMD_DRM = "drivers/gpu/drm/amd"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "usergpu"
 
+# register maps of the IP blocks around GC (<asic_reg folder>/<file stem>): Navi31's, then Navi48's
+REG_BLOCKS = (
+    "mmhub/mmhub_3_0_0", "nbio/nbio_4_3_0", "oss/osssys_6_0_0", "mp/mp_13_0_0", "mp/mp_13_0_2", "hdp/hdp_6_0_0",
+    "smuio/smuio_13_0_6",
+    "mmhub/mmhub_4_1_0", "nbif/nbif_6_3_1", "oss/osssys_7_0_0", "mp/mp_14_0_2", "hdp/hdp_7_0_0", "smuio/smuio_14_0_2",
+)
 # The amd files of linux-source-6.12 the generator reads (relative to drivers/gpu/drm/amd).
 LINUX_AMD_FILES = (
     "amdgpu/nvd.h",
@@ -37,6 +43,21 @@ LINUX_AMD_FILES = (
     "amdgpu/sdma_v6_0_0_pkt_open.h",
     "amdgpu/vega10_sdma_pkt_open.h",
     *(f"include/asic_reg/gc/gc_{v}_{k}.h" for v in ("11_0_0", "12_0_0", "9_4_3") for k in ("offset", "sh_mask")),
+    # the AM userspace driver's inputs: IP discovery, firmware headers, the PSP and SMU interfaces, register maps
+    "include/discovery.h",
+    "include/soc15_hw_ip.h",
+    "include/atomfirmware.h",
+    "include/atomfirmwareid.h",
+    "amdgpu/amdgpu_discovery.h",
+    "amdgpu/amdgpu_ucode.h",
+    "amdgpu/amdgpu_socbb.h",
+    "amdgpu/psp_gfx_if.h",
+    *(f"pm/swsmu/inc/pmfw_if/{h}" for h in (
+        "smu_v13_0_0_ppsmc.h", "smu13_driver_if_v13_0_0.h", "smu_v14_0_2_ppsmc.h", "smu14_driver_if_v14_0.h",
+    )),
+    "pm/inc/smu_v13_0_0_pptable.h",
+    "pm/swsmu/inc/smu_v14_0_2_pptable.h",
+    *(f"include/asic_reg/{b}_{k}.h" for b in REG_BLOCKS for k in ("offset", "sh_mask")),
 )
 
 

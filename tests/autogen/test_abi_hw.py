@@ -1,8 +1,9 @@
-"""ABI check of the generated hardware modules (PM4, SDMA, GC registers): gcc compiled against the same
-linux-source-6.12 headers prints every constant, every bit-field helper at several argument vectors, every SDMA
-packet field's offset/mask/shift and every register offset, BASE_IDX, field SHIFT and MASK; the committed modules
-must agree on all of them. The headers' define names are listed here with a regex of this test's own (the
-generator uses libclang), so a define the generator dropped fails the test too."""
+"""ABI check of the generated hardware modules (PM4, SDMA, registers of GC and the blocks around it): gcc
+compiled against the same linux-source-6.12 headers prints every constant, every bit-field helper at several
+argument vectors, every SDMA packet field's offset/mask/shift and every register offset, BASE_IDX, field SHIFT
+and MASK (and NBIO's cfg offsets); the committed modules must agree on all of them. The headers' define names
+are listed here with a regex of this test's own (the generator uses libclang), so a define the generator
+dropped fails the test too."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from usergpu.autogen._regs import Reg
 from usergpu.autogen._support import FieldMacro
-from usergpu.autogen.generator import hwmodules, toolchain
+from usergpu.autogen.generator import hwmodules, regs, toolchain
 from usergpu.errors import FieldError, ToolchainError
 
 MASK32, MASK64 = (1 << 32) - 1, (1 << 64) - 1
@@ -28,6 +29,11 @@ HEADERS = {
     "sdma_v4": ["amdgpu/vega10_sdma_pkt_open.h"],
     **{f"regs_gc_{v}": [GC.format(v, "offset"), GC.format(v, "sh_mask")] for v in ("11_0_0", "12_0_0", "9_4_3")},
 }
+# the register maps of the blocks around GC (MMHUB, NBIO, OSSSYS, MP, HDP, SMUIO of Navi31 and Navi48)
+BLOCKS = {f"regs_{b.split('/')[1]}": b for b in toolchain.REG_BLOCKS}
+for _name, _block in BLOCKS.items():
+    _folder, _stem = _block.split("/")
+    HEADERS[_name] = regs.headers(_stem.split("_", 1)[1], _folder, _stem.split("_", 1)[0])
 PACKET_MODULES = ["pm4_nv", "pm4_soc15", "sdma_v6", "sdma_v4"]
 SDMA = ["sdma_v6", "sdma_v4"]
 REGS = ["regs_gc_11_0_0", "regs_gc_12_0_0", "regs_gc_9_4_3"]
@@ -182,7 +188,7 @@ def test_sdma_packet_layouts_match_the_header_defines(name, record_property):
     print(f"{name}: {len(mod.PACKETS)} packet structs, {nfields} fields ({3 * nfields} defines) checked against gcc")
 
 
-@pytest.mark.parametrize("name", REGS)
+@pytest.mark.parametrize("name", REGS + list(BLOCKS))
 def test_registers_match_the_c_compiler_and_cover_the_headers(name, record_property):
     mod = module(name)
     obj, func = defines(name)
@@ -202,7 +208,16 @@ def test_registers_match_the_c_compiler_and_cover_the_headers(name, record_prope
         assert reg.base_idx is None
         expect[f"ix{r}"] = reg.offset
         fields(r, reg.fields)
-    assert not set(mod.FIELDS_ONLY) & (set(mod.REGS) | set(mod.IND_REGS))
+    cfg = getattr(mod, "CFG_REGS", {})  # NBIO's PCI configuration space registers, when the header has them
+    for r, reg in cfg.items():
+        assert reg.base_idx is None
+        expect[f"cfg{r}"] = reg.offset
+        if r in mod.REGS:  # the same register through MMIO: the same sh_mask fields
+            assert reg.fields == mod.REGS[r].fields, r
+        fields(r, reg.fields)
+    for r, fs in getattr(mod, "MASK_ONLY", {}).items():
+        expect.update({f"{r}__{f}_MASK": m for f, m in fs.items()})
+    assert not set(mod.FIELDS_ONLY) & (set(mod.REGS) | set(mod.IND_REGS) | set(cfg))
     for r, fs in mod.FIELDS_ONLY.items():
         fields(r, fs)
     for r, fs in mod.SHIFT_ONLY.items():
@@ -210,16 +225,16 @@ def test_registers_match_the_c_compiler_and_cover_the_headers(name, record_prope
     missing, extra = obj - set(expect), set(expect) - obj
     assert not missing and not extra, f"not in the module: {sorted(missing)[:5]}, nor the header: {sorted(extra)[:5]}"
     nfields = sum(len(r.fields) for r in (*mod.REGS.values(), *mod.IND_REGS.values()))
-    record_property("registers", len(mod.REGS) + len(mod.IND_REGS))
+    record_property("registers", len(mod.REGS) + len(mod.IND_REGS) + len(cfg))
     record_property("register fields", nfields)
     only = sum(map(len, mod.FIELDS_ONLY.values())), sum(map(len, mod.SHIFT_ONLY.values()))
-    print(f"{name}: {len(mod.REGS)} registers + {len(mod.IND_REGS)} indirect, {nfields} fields"
+    print(f"{name}: {len(mod.REGS)} registers + {len(mod.IND_REGS)} indirect + {len(cfg)} config, {nfields} fields"
           f" (+{only[0]} fields-only, +{only[1]} shift-only)")
     compare(name, expect, "register values", record_property)
 
 
 def test_table_sizes_and_known_facts():
-    mods = {n: module(n) for n in HEADERS}
+    mods = {n: module(n) for n in HEADERS if n not in BLOCKS}
     for n in ("pm4_nv", "pm4_soc15"):
         assert 100 < len(constants(mods[n])) < 1000 and 50 < len(field_macros(mods[n])) < 500, n
         assert mods[n].PACKET3_NOP == 0x10 and mods[n].PACKET3(mods[n].PACKET3_NOP, 0) == 0xC0001000
@@ -259,3 +274,30 @@ def test_generator_raises_toolchain_error_without_linux_source(row, tmp_path, mo
     monkeypatch.setattr(toolchain, "LINUX_TARBALL", tmp_path / "absent.tar.xz")
     with pytest.raises(ToolchainError, match="linux-source-6.12"):
         row.render()
+
+
+def test_block_register_maps_know_what_the_am_driver_programs():
+    mods = {n: module(n) for n in BLOCKS}
+    for n, mod in mods.items():
+        assert 50 < len(mod.REGS) < 10000, n
+        assert all(r.base_idx is not None for r in mod.REGS.values()) or n == "regs_mp_14_0_2", n
+    for n, base in (("regs_mp_13_0_0", 0), ("regs_mp_13_0_2", 0), ("regs_mp_14_0_2", 1)):  # SMU message, response,
+        mp = mods[n]  # argument mailboxes (in MP1 14.0.x's second segment)
+        got = [mp.REGS[f"MP1_SMN_C2PMSG_{i}"] for i in (66, 90, 82)]
+        assert [(r.offset & 0xFF, r.base_idx) for r in got] == [(0x82, base), (0x9A, base), (0x92, base)], n
+        assert got[0].fields == {"CONTENT": (0, 0xFFFFFFFF)}
+    assert mods["regs_mp_13_0_0"].REGS["MP1_SMN_C2PMSG_66"].offset == 0x282
+    assert mods["regs_mp_13_0_2"].REGS["MP0_SMN_C2PMSG_64"].offset == 0x80  # the PSP's GFX mailbox (psp_v13_0.c)
+    assert mods["regs_mp_14_0_2"].REGS["MPASP_SMN_C2PMSG_64"].offset == 0x80  # and psp_v14_0.c's
+    for n in ("regs_osssys_6_0_0", "regs_osssys_7_0_0"):
+        assert mods[n].REGS["IH_RB_CNTL"].encode(RB_ENABLE=1) == 1
+    for n in ("regs_mmhub_3_0_0", "regs_mmhub_4_1_0"):
+        assert mods[n].REGS["MMVM_L2_CNTL"].encode(ENABLE_L2_CACHE=1) == 1
+    for n in ("regs_nbio_4_3_0", "regs_nbif_6_3_1"):
+        nbio = mods[n]
+        assert nbio.REGS["BIF_BX_PF0_GPU_HDP_FLUSH_REQ"].encode(CP0=1) == 1
+        assert nbio.CFG_REGS and all(r.base_idx is None for r in nbio.CFG_REGS.values())
+    assert mods["regs_nbio_4_3_0"].MASK_ONLY == {"PCIE_LC_RXRECOVER_RXSTANDBY_CNTL": {"LC_RX_L0S_STANDBY_EN": 0x10000}}
+    for n, mod in mods.items():  # the docstring names the block, its inputs and its HWIP
+        block = BLOCKS[n].split("/")[1]
+        assert f"{block}_offset.h" in mod.__doc__ and "_HWIP][inst][base_idx]" in mod.__doc__, n

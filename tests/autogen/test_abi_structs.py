@@ -1,6 +1,6 @@
 """ABI check of the generated C bindings: gcc/g++ compiled against the same headers print every struct's
-sizeof and each field's offsetof (bit fields by their bits), every constant, every ioctl number; the
-committed ctypes modules must agree on all of them."""
+sizeof and each field's offsetof (a bit field by the bytes of the struct with only that field all ones),
+every constant, every ioctl number; the committed ctypes modules must agree on all of them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from enum import IntEnum
 import pytest
 
 from usergpu.autogen._support import Ioctl
-from usergpu.autogen.generator import kdesc, modules, toolchain
+from usergpu.autogen.generator import amdkernel, kdesc, modules, toolchain
 from usergpu.errors import ToolchainError
 
 MASK64 = (1 << 64) - 1
@@ -23,21 +23,24 @@ def _abi(name: str) -> tuple[str, list[str], list[str], str]:
         return "c", ["linux/kfd_ioctl.h"], toolchain.c_flags(), ""
     if name == "amdgpu_drm":
         return "c", ["libdrm/amdgpu_drm.h"], toolchain.c_flags(), ""
+    if name in KERNEL:  # the generator's translation unit: its kernel prelude, then the amd headers
+        return "c", [str(KERNEL[name].translation_unit())], toolchain.c_flags(), ""
     kd, aql = kdesc.header(), modules.aql_header()
     return "c++", [str(kd), str(aql)], [*toolchain.c_flags(), *kdesc.cxx_flags()], "using namespace llvm::amdhsa;"
 
 
-MODULES = ["kfd", "amdgpu_drm", "amdhsa"]
+KERNEL = {i.name: i for i in amdkernel.INTERFACES}  # amdgpu's in-kernel headers (linux-source-6.12)
+MODULES = ["kfd", "amdgpu_drm", "amdhsa", *KERNEL]
 
 
 def records(mod, named: bool = True) -> list[type]:
     """The C records of a generated module (only those with a C name, by default)."""
-    return [
+    return list(dict.fromkeys(  # a typedef's alias is the same class
         v
         for v in vars(mod).values()
         if isinstance(v, type) and issubclass(v, (ctypes.Structure, ctypes.Union)) and v.__module__ == mod.__name__
         and (v._cname_ or not named)
-    ]
+    ))
 
 
 def members(cls: type, path: str = "", base: int = 0):
@@ -78,6 +81,26 @@ def constants(mod) -> dict[str, int]:
     return out
 
 
+def module(name: str):
+    if name in KERNEL:
+        try:
+            toolchain.linux_amd()
+        except ToolchainError as e:  # only when linux-source-6.12 is not installed
+            pytest.skip(str(e))
+    return importlib.import_module(f"usergpu.autogen.{name}")
+
+
+def bits_set(cls: type, designator: str, bits: int) -> str:
+    """The bytes (hex) of a zeroed cls with only the bit field at designator all ones (ctypes' nested views share
+    the root's buffer)."""
+    root = obj = cls()
+    *path, last = designator.replace("[0]", ".[0]").split(".")
+    for part in path:
+        obj = obj[0] if part == "[0]" else getattr(obj, part)
+    setattr(obj, last, (1 << bits) - 1)
+    return bytes(root).hex()
+
+
 def probe(name: str, lines: list[str]) -> list[str]:
     try:
         lang, includes, flags, pre = _abi(name)
@@ -93,7 +116,7 @@ def probe(name: str, lines: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("name", MODULES)
 def test_struct_layouts_match_the_c_compiler(name):
-    mod = importlib.import_module(f"usergpu.autogen.{name}")
+    mod = module(name)
     recs = records(mod)
     assert recs
     lines, expect, seen = [], [], set(recs)
@@ -106,20 +129,26 @@ def test_struct_layouts_match_the_c_compiler(name):
             seen |= inner
             stack += [t for t in inner if hasattr(t, "_fields_")]
         for designator, off, _, bits in members(cls):
-            # these headers declare no bit fields; one appearing needs a bit-level check here first
-            assert bits is None, f"{cls._cname_}.{designator} is a bit field"
+            if bits is not None:  # no offsetof: the struct's bytes with only this field all ones
+                lines.append(f"{{ {cls._cname_} x; memset(&x, 0, sizeof x); x.{designator} = -1; "
+                             'for (size_t i = 0; i < sizeof x; i++) printf("%02x", ((unsigned char *)&x)[i]); '
+                             'printf("\\n"); }')
+                expect.append((f"{cls._cname_}.{designator} all ones", bits_set(cls, designator, bits)))
+                continue
             lines.append(f'printf("%zu\\n", offsetof({cls._cname_}, {designator}));')
             expect.append((f"offsetof({cls._cname_}, {designator})", off))
     assert set(records(mod, named=False)) <= seen, "an anonymous record is reached from no named one"
     got = probe(name, lines)
     assert len(got) == len(expect)
-    wrong = [(what, want, int(g)) for (what, want), g in zip(expect, got, strict=True) if want != int(g)]
+    wrong = [(what, want, g) for (what, want), g in zip(expect, got, strict=True) if str(want) != g]
     assert not wrong, f"{len(wrong)} layout mismatches, first: {wrong[:5]}"
+    nbits = sum(what.endswith(" all ones") for what, _ in expect)
+    print(f"{name}: {len(recs)} records, {len(expect) - nbits} sizes/offsets, {nbits} bit fields checked against gcc")
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_constants_and_ioctl_numbers_match_the_c_compiler(name):
-    mod = importlib.import_module(f"usergpu.autogen.{name}")
+    mod = module(name)
     consts = constants(mod)
     assert consts
     lines = [f'printf("%llu\\n", (unsigned long long)({k}));' for k in consts]

@@ -9,7 +9,7 @@ import struct
 
 from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock.pcie import UR, CompletionError, Unplugged
-from usergpu.hostmem import CallbackMMIO
+from usergpu.hostmem import MMIO, CallbackMMIO
 
 BUS, DEVFN = 1, 0  # where the function sits behind a bridge
 
@@ -31,6 +31,10 @@ class PCIFunction:
         self.dead = False
 
     # ---- what a subclass answers ------------------------------------------------------------------------------------
+    def bar_memory(self, bar: int) -> int | None:
+        """The CPU address of memory that backs a BAR whole (a native mapping maps it), or None: registers."""
+        return None
+
     def bar_read(self, bar: int, offset: int) -> int:
         return 0
 
@@ -120,7 +124,10 @@ class SysfsFile:
                 pass
         return len(data)
 
-    def mmio(self, length: int, offset: int, width: int) -> CallbackMMIO:
+    def mmio(self, length: int, offset: int, width: int) -> MMIO:
+        memory = self.board.bar_memory(self.bar)
+        if memory is not None:  # plain memory (VRAM): mapped as it is
+            return MMIO(memory + offset, length, width)
         base = self.board.bar_address(self.bar) + offset
 
         def read(i: int) -> int:

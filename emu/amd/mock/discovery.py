@@ -1,0 +1,63 @@
+"""The IP discovery table a mock GPU keeps at the top of its VRAM, as amdgpu reads it (discovery.h, packed
+little-endian): a binary header with the table list and checksums, then the IP discovery table — its header, a die
+header and one ip_v3 entry per IP block instance (hw id, instance, version, register base addresses).
+
+The layout is packed by hand here (struct formats from the header), so reading it back through the generated
+bindings (drivers/amd/am/discovery.py) checks both. The IP lists are the mock's own hardware: the blocks and
+versions of Navi31 (gfx1100) and Navi44 (gfx1200) as amdgpu knows them, with segment bases the mock places its
+register models at (GC's are emu/amd/soc.py's)."""
+
+from __future__ import annotations
+
+import struct
+
+from usergpu.autogen import amd_discovery as hw  # only the hardware ids (soc15_hw_ip.h)
+from usergpu.emu.amd.soc import GC_BASES
+
+BINARY_SIGNATURE, DISCOVERY_TABLE_SIGNATURE = 0x28211407, 0x53445049
+DISCOVERY_TMR_OFFSET = 64 << 10  # the table sits this far below the top of VRAM
+TOTAL_TABLES = 6
+# arch -> [(block, instance, (major, minor, revision), segment bases)]
+IPS = {
+    "gfx1100": [("GC", 0, (11, 0, 0), GC_BASES["gfx11"]), ("SDMA0", 0, (6, 0, 0), GC_BASES["gfx11"]),
+                ("SDMA1", 0, (6, 0, 0), GC_BASES["gfx11"]), ("MMHUB", 0, (3, 0, 0), (0x1A000, 0x2408800)),
+                ("ATHUB", 0, (3, 0, 0), (0xC00, 0x2408C00)), ("NBIF", 0, (4, 3, 0), (0x0, 0x14, 0xD20, 0x10400)),
+                ("OSSSYS", 0, (6, 0, 0), (0x10A0, 0x240A000)), ("HDP", 0, (6, 0, 0), (0xF20, 0x240A400)),
+                ("MP0", 0, (13, 0, 0), (0x16000, 0x243FC00)), ("MP1", 0, (13, 0, 0), (0x16000, 0x243FC00)),
+                ("SMUIO", 0, (13, 0, 0), (0x16800, 0x16A00)), ("THM", 0, (13, 0, 2), (0x16600,)),
+                ("DF", 0, (4, 3, 0), (0x7000, 0x240B800))],
+    "gfx1200": [("GC", 0, (12, 0, 0), GC_BASES["gfx12"]), ("SDMA0", 0, (7, 0, 0), GC_BASES["gfx12"]),
+                ("SDMA1", 0, (7, 0, 0), GC_BASES["gfx12"]), ("MMHUB", 0, (4, 1, 0), (0x1A000, 0x2408800)),
+                ("ATHUB", 0, (4, 1, 0), (0xC00, 0x2408C00)), ("NBIF", 0, (6, 3, 1), (0x0, 0x14, 0xD20, 0x10400)),
+                ("OSSSYS", 0, (7, 0, 0), (0x10A0, 0x240A000)), ("HDP", 0, (7, 0, 0), (0xF20, 0x240A400)),
+                ("MP0", 0, (14, 0, 2), (0x16000, 0x243FC00)), ("MP1", 0, (14, 0, 2), (0x16000, 0x243FC00)),
+                ("SMUIO", 0, (14, 0, 2), (0x16800, 0x16A00)), ("THM", 0, (14, 0, 2), (0x16600,)),
+                ("DF", 0, (4, 8, 0), (0x7000, 0x240B800))],
+}
+HEADER = struct.Struct("<IHHHH")  # binary_header before its table list
+TABLE_INFO = struct.Struct("<HHHH")  # offset, checksum, size, padding
+IP_DISCOVERY_HEADER = struct.Struct("<IHHIH" + "HH" * 16 + "H")  # ..., num_dies, die_info[16], padding
+DIE_HEADER = struct.Struct("<HH")
+IP_V3 = struct.Struct("<HBBBBBB")  # hw_id, instance, num_base_address, major, minor, revision, sub_rev|variant
+
+
+def byte_sum(data: bytes) -> int:
+    return sum(data) & 0xFFFF
+
+
+def table(arch: str) -> bytes:
+    """The discovery binary for an arch (ip_discovery_header version 3, one die)."""
+    ips = b"".join(IP_V3.pack(getattr(hw, f"{block}_HWID"), inst, len(bases), *version, 0)
+                   + struct.pack(f"<{len(bases)}I", *bases) for block, inst, version, bases in IPS[arch])
+    first = HEADER.size + TOTAL_TABLES * TABLE_INFO.size
+    die_offset = first + IP_DISCOVERY_HEADER.size
+    body_size = IP_DISCOVERY_HEADER.size + DIE_HEADER.size + len(ips)
+    dies = [0, die_offset] + [0, 0] * 15
+    body = IP_DISCOVERY_HEADER.pack(DISCOVERY_TABLE_SIGNATURE, 3, body_size, 0, 1, *dies, 0)
+    body += DIE_HEADER.pack(0, len(IPS[arch])) + ips
+    tables = [TABLE_INFO.pack(first, byte_sum(body), len(body), 0)] + [TABLE_INFO.pack(0, 0, 0, 0)] * 5
+    rest = b"".join(tables) + body
+    size = HEADER.size + len(rest)
+    # the binary checksum covers everything after its own field (the size field onwards)
+    after = struct.pack("<H", size) + rest
+    return HEADER.pack(BINARY_SIGNATURE, 1, 0, byte_sum(after), size) + rest

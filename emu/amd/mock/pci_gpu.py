@@ -1,0 +1,52 @@
+"""A mock AMD GPU as a PCI function (MOCKPCI+AMD): VRAM in BAR0 (sparse shared memory, the whole of it visible, as
+with resizable BAR), doorbells in BAR2, registers in BAR5. At power-on its VRAM holds the IP discovery table at
+the top (discovery.py) and NBIO's RCC_CONFIG_MEMSIZE says the VRAM size in MiB, as amdgpu expects to find them.
+
+Registers are kept per dword address; IP-block models (QEMU-style callbacks) take over their blocks' ranges as
+they are added."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from usergpu.emu.amd.mock import discovery
+from usergpu.emu.amd.mock.pci_function import PCIFunction
+from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
+
+RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in MiB
+# arch -> (PCI device id, VRAM bytes)
+ARCHS = {"gfx1100": (0x744C, 24 << 30), "gfx1200": (0x7590, 8 << 30)}
+DOORBELLS, MMIO = 2 << 20, 1 << 20
+
+
+class MockPCIGPU(PCIFunction):
+    def __init__(self, arch: str = "gfx1100"):
+        device, vram = ARCHS[arch]
+        super().__init__({0: (0x80_0000_0000, vram, True, True), 2: (0x7F_F000_0000, DOORBELLS, True, True),
+                          5: (0xFCE0_0000, MMIO, False, False)}, (0x1002, device, 0x030000 << 8 | 0xC8, 0x0E3B))
+        self.arch, self.vram_size = arch, vram
+        self.memfd = os.memfd_create(f"mockpci-{arch}-vram")
+        os.ftruncate(self.memfd, vram)  # sparse: pages exist once written
+        self.vram_address = os_mmap(0, vram, PROT_READ | PROT_WRITE, MAP_SHARED, self.memfd, 0)
+        self.vram = np.frombuffer(view(self.vram_address, vram), np.uint8)
+        self.regs: dict[int, int] = {RCC_CONFIG_MEMSIZE: vram >> 20}
+        blob = discovery.table(arch)
+        top = vram - discovery.DISCOVERY_TMR_OFFSET
+        self.vram[top : top + len(blob)] = np.frombuffer(blob, np.uint8)
+
+    def bar_memory(self, bar: int) -> int | None:
+        """VRAM is plain memory: a native mapping of BAR0 maps it directly."""
+        return self.vram_address if bar == 0 else None
+
+    def bar_read(self, bar: int, offset: int) -> int:
+        if bar == 0:
+            return int(self.vram[offset : offset + 4].view(np.uint32)[0])
+        return self.regs.get(offset // 4, 0) if bar == 5 else 0
+
+    def bar_write(self, bar: int, offset: int, value: int) -> None:
+        if bar == 0:
+            self.vram[offset : offset + 4].view(np.uint32)[0] = value
+        elif bar == 5:
+            self.regs[offset // 4] = value
