@@ -8,11 +8,14 @@ they are added."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numpy as np
 
+from usergpu.autogen import _ipmaps
 from usergpu.emu.amd.mock import discovery
 from usergpu.emu.amd.mock.pci_function import PCIFunction
+from usergpu.emu.amd.mock.smu import MockSMU
 from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
 
 RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in MiB
@@ -32,9 +35,18 @@ class MockPCIGPU(PCIFunction):
         self.vram_address = os_mmap(0, vram, PROT_READ | PROT_WRITE, MAP_SHARED, self.memfd, 0)
         self.vram = np.frombuffer(view(self.vram_address, vram), np.uint8)
         self.regs: dict[int, int] = {RCC_CONFIG_MEMSIZE: vram >> 20}
+        self.on_write: dict[int, Callable[[int], None]] = {}  # dword address -> the model a write there runs
+        faults = set(filter(None, os.environ.get("MOCKPCI_FAULT", "").split(",")))
+        mailbox = (self.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
+        self.smu = MockSMU(self, *mailbox, silent="smu-silent" in faults)
         blob = discovery.table(arch)
         top = vram - discovery.DISCOVERY_TMR_OFFSET
         self.vram[top : top + len(blob)] = np.frombuffer(blob, np.uint8)
+
+    def address(self, block: str, name: str) -> int:
+        """Where this GPU has one of its registers (dword): the block's base from its discovery table."""
+        _, _, version, bases = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
+        return _ipmaps.address(block, version, bases, name)
 
     def bar_memory(self, bar: int) -> int | None:
         """VRAM is plain memory: a native mapping of BAR0 maps it directly."""
@@ -50,3 +62,5 @@ class MockPCIGPU(PCIFunction):
             self.vram[offset : offset + 4].view(np.uint32)[0] = value
         elif bar == 5:
             self.regs[offset // 4] = value
+            if offset // 4 in self.on_write:
+                self.on_write[offset // 4](value)

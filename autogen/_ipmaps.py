@@ -1,0 +1,32 @@
+"""Which generated register map serves which IP block (as IP discovery names it) of which major version
+(hand-written, like _regs.py). Shared by AM, which finds its registers with it, and the mock PCI GPU, which places
+its register models with it."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from usergpu.autogen import (
+    regs_gc_11_0_0,
+    regs_gc_12_0_0,
+    regs_mp_13_0_0,
+    regs_mp_14_0_2,
+    regs_nbif_6_3_1,
+    regs_nbio_4_3_0,
+    regs_smuio_13_0_6,
+    regs_smuio_14_0_2,
+)
+
+MAPS: dict[tuple[str, int], ModuleType] = {
+    ("GC", 11): regs_gc_11_0_0, ("GC", 12): regs_gc_12_0_0, ("MP1", 13): regs_mp_13_0_0, ("MP1", 14): regs_mp_14_0_2,
+    ("MP0", 13): regs_mp_13_0_0, ("MP0", 14): regs_mp_14_0_2, ("NBIF", 4): regs_nbio_4_3_0,
+    ("NBIF", 6): regs_nbif_6_3_1, ("SMUIO", 13): regs_smuio_13_0_6, ("SMUIO", 14): regs_smuio_14_0_2}
+
+
+def address(block: str, version: tuple[int, ...], bases: tuple[int, ...], name: str) -> int | None:
+    """A register's dword address from its block's segment bases; None if no map serves that block version."""
+    table = MAPS.get((block, version[0]))
+    if table is None:
+        return None
+    reg = table.REGS[name]
+    return bases[reg.base_idx] + reg.offset

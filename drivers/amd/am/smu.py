@@ -1,0 +1,51 @@
+"""The SMU (MP1) message mailbox, as smu_cmn.c drives it: wait for the previous message's response, clear it, write
+the argument (C2PMSG_82) and the message id (C2PMSG_66), then wait for a response in C2PMSG_90 (1 is OK) and read
+the answer back from C2PMSG_82."""
+
+from __future__ import annotations
+
+import time
+
+from usergpu.autogen import smu_v13_0_0 as ppsmc
+from usergpu.errors import Error
+
+RESULTS = {v: k.removeprefix("PPSMC_Result_") for k, v in vars(ppsmc).items() if k.startswith("PPSMC_Result_")}
+MESSAGES = {v: k.removeprefix("PPSMC_MSG_") for k, v in vars(ppsmc).items() if k.startswith("PPSMC_MSG_")}
+TIMEOUT = 2.0
+
+
+class SMUError(Error):
+    """The SMU refused a message or never answered: which message, which register, what it read."""
+
+
+class SMU:
+    def __init__(self, mmio, regs, timeout: float | None = None):
+        self.mmio, self.timeout = mmio, TIMEOUT if timeout is None else timeout
+        self.msg, self.arg, self.resp = (4 * regs.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
+
+    def _wait(self, what: str) -> int:
+        deadline = time.monotonic() + self.timeout
+        while (resp := self.mmio.read32(self.resp)) == 0:
+            if time.monotonic() > deadline:
+                raise SMUError(f"SMU: {what}: MP1_SMN_C2PMSG_90 stayed 0 for {self.timeout} s (waiting for any "
+                               "response): the SMU is not answering (firmware not running?)")
+            time.sleep(0.0001)
+        return resp
+
+    def send(self, message: int, argument: int = 0) -> int:
+        """Send a message; the SMU's answer (its argument register after the response)."""
+        name = MESSAGES.get(message, f"message {message:#x}")
+        self._wait(f"before {name}")
+        self.mmio.write32(self.resp, 0)
+        self.mmio.write32(self.arg, argument)
+        self.mmio.write32(self.msg, message)
+        resp = self._wait(name)
+        if resp != ppsmc.PPSMC_Result_OK:
+            raise SMUError(f"SMU: {name} ({argument:#x}) answered {resp:#x} ({RESULTS.get(resp, 'unknown')}) in "
+                           "MP1_SMN_C2PMSG_90")
+        return self.mmio.read32(self.arg)
+
+    def version(self) -> tuple[int, int, int]:
+        """The SMU firmware's version, as amdgpu prints it (78.75.0 for 0x004E4B00)."""
+        v = self.send(ppsmc.PPSMC_MSG_GetSmuVersion)
+        return v >> 16, v >> 8 & 0xFF, v & 0xFF

@@ -1,0 +1,54 @@
+"""AM's bring-up so far, on the mock PCI GPU (gfx1100, gfx1200): lock, discovery, VF check, partial-boot marker,
+SMU mailbox; and the failures a person must be told about clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from usergpu.drivers.amd.am import smu as smu_mod
+from usergpu.drivers.amd.am.device import AM_MARKER, AMDevice, VirtualFunction
+from usergpu.drivers.amd.am.lock import DeviceBusy
+from usergpu.drivers.hal import MockHAL
+from usergpu.drivers.pci import pci_devices
+from usergpu.emu.amd.mock.pci_function import install_pci
+from usergpu.emu.amd.mock.pci_gpu import MockPCIGPU
+
+VERSIONS = {"gfx1100": ((11, 0, 0), (78, 75, 0)), "gfx1200": ((12, 0, 0), (104, 59, 0))}  # smu_13_0_0.bin: 78.75.0
+
+
+def board(tmp_path, arch):
+    hal = MockHAL(tmp_path)
+    (tmp_path / "tmp").mkdir(parents=True, exist_ok=True)
+    mock = MockPCIGPU(arch)
+    install_pci(hal, mock, "0000:03:00.0")
+    return hal, mock, pci_devices(hal, 0x1002)[0]
+
+
+@pytest.mark.parametrize("arch", VERSIONS)
+def test_open_finds_the_blocks_and_the_smu(arch, tmp_path):
+    hal, mock, pci = board(tmp_path, arch)
+    dev = AMDevice(pci, hal, reset=False)
+    gc, smu = VERSIONS[arch]
+    assert dev.gc_version == gc and dev.smu_version == smu and not dev.partial
+    with pytest.raises(DeviceBusy, match="0000:03:00.0 is driven by process"):
+        AMDevice(pci, hal)
+    dev.close()
+    mock.regs[mock.address("GC", "SCRATCH_REG7")] = AM_MARKER  # as AM leaves a board it brought up
+    again = AMDevice(pci, hal, reset=False)
+    assert again.partial
+    again.close()
+    assert not AMDevice(pci, hal, reset=True).partial  # AM_RESET: a full bring-up whatever the marker says
+
+
+def test_refusals(tmp_path, monkeypatch):
+    hal, mock, pci = board(tmp_path, "gfx1100")
+    iov = mock.address("NBIF", "RCC_DEV0_EPF0_RCC_IOV_FUNC_IDENTIFIER")
+    mock.regs[iov] = 1
+    with pytest.raises(VirtualFunction, match="virtual function"):
+        AMDevice(pci, hal)
+    mock.regs[iov] = 0
+    monkeypatch.setenv("MOCKPCI_FAULT", "smu-silent")
+    hal, mock, pci = board(tmp_path / "silent", "gfx1100")
+    monkeypatch.setattr(smu_mod, "TIMEOUT", 0.05)
+    with pytest.raises(smu_mod.SMUError, match="GetSmuVersion: MP1_SMN_C2PMSG_90 stayed 0 .*not answering"):
+        AMDevice(pci, hal)
