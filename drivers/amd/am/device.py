@@ -15,6 +15,7 @@ from usergpu.drivers.pci import PCIDevice
 from usergpu.errors import Error
 
 AM_MARKER = 0xA0A0_0001  # what AM leaves in SCRATCH_REG7 once it has brought a board up (its version)
+METRICS_BELOW_TOP = 128 << 10  # the SMU metrics buffer, under the 64 KiB the discovery table takes
 
 
 class VirtualFunction(Error):
@@ -42,6 +43,14 @@ class AMDevice:
         except BaseException:
             hal.close(self.lock)
             raise
+
+    def metrics(self) -> dict[str, int | float]:
+        """The SMU's metrics, through a buffer just below the discovery table at the top of VRAM."""
+        return self.smu.metrics(self.vram, self.vram_size - METRICS_BELOW_TOP)
+
+    @property
+    def vram_size(self) -> int:
+        return self.mmio.read32(4 * discovery.RCC_CONFIG_MEMSIZE) << 20
 
     @property
     def gc_version(self) -> tuple[int, int, int]:

@@ -4,6 +4,7 @@ the answer back from C2PMSG_82."""
 
 from __future__ import annotations
 
+import ctypes
 import time
 
 from usergpu.autogen import smu_v13_0_0 as ppsmc
@@ -49,3 +50,20 @@ class SMU:
         """The SMU firmware's version, as amdgpu prints it (78.75.0 for 0x004E4B00)."""
         v = self.send(ppsmc.PPSMC_MSG_GetSmuVersion)
         return v >> 16, v >> 8 & 0xFF, v & 0xFF
+
+    def metrics(self, vram, table_offset: int) -> dict[str, int | float]:
+        """The SMU's metrics table (SmuMetricsExternal_t), transferred to VRAM at table_offset and read back: what
+        am_smi shows. (The SMU takes the table's address as a GPU address; until AM sets up the GMC apertures this
+        is the offset in VRAM.)"""
+        self.send(ppsmc.PPSMC_MSG_SetDriverDramAddrHigh, table_offset >> 32)
+        self.send(ppsmc.PPSMC_MSG_SetDriverDramAddrLow, table_offset & 0xFFFFFFFF)
+        self.send(ppsmc.PPSMC_MSG_TransferTableSmu2Dram, ppsmc.TABLE_SMU_METRICS)
+        raw = vram.read(table_offset, -(-ctypes.sizeof(ppsmc.SmuMetricsExternal_t) // 4) * 4)
+        m = ppsmc.SmuMetricsExternal_t.from_buffer_copy(raw).SmuMetrics
+        return {"gfx_activity": m.AverageGfxActivity, "memory_activity": m.AverageUclkActivity,
+                "gfx_clock": m.CurrClock[ppsmc.PPCLK_GFXCLK], "memory_clock": m.CurrClock[ppsmc.PPCLK_UCLK],
+                "fabric_clock": m.CurrClock[ppsmc.PPCLK_FCLK], "edge_temperature": m.AvgTemperature[ppsmc.TEMP_EDGE],
+                "hotspot_temperature": m.AvgTemperature[ppsmc.TEMP_HOTSPOT],
+                "memory_temperature": m.AvgTemperature[ppsmc.TEMP_MEM], "power": m.AverageSocketPower,
+                "fan_rpm": m.AvgFanRpm, "gfx_voltage": m.AvgVoltage[ppsmc.SVI_PLANE_GFX],
+                "throttling": max(m.ThrottlingPercentage), "metrics_counter": m.MetricsCounter}

@@ -1,11 +1,21 @@
 """The mock SMU (MP1) mailbox: a message id written to C2PMSG_66 runs at once; the response goes to C2PMSG_90 (1 OK,
 0xFE an unknown message) and the answer to C2PMSG_82. It answers the queries a driver makes at bring-up with the
-firmware it stands for (smu_13_0_0.bin's version). MOCKPCI_FAULT=smu-silent: it never answers."""
+firmware it stands for (smu_13_0_0.bin's version), and transfers its metrics table (SmuMetricsExternal_t) to
+the driver's buffer: clocks, temperatures, power and fan between an idle and a busy board, as `activity` says.
+MOCKPCI_FAULT=smu-silent: it never answers."""
 
 from __future__ import annotations
 
+import ctypes
+
+import numpy as np
+
 from usergpu.autogen import smu_v13_0_0 as ppsmc
 
+# the metrics of an idle board and one fully busy (clocks MHz, temperatures C, power W), between which activity moves
+CLOCKS = {ppsmc.PPCLK_GFXCLK: (100, 2500), ppsmc.PPCLK_UCLK: (96, 1250), ppsmc.PPCLK_FCLK: (400, 1900)}
+TEMPERATURES = {ppsmc.TEMP_EDGE: (35, 70), ppsmc.TEMP_HOTSPOT: (38, 90), ppsmc.TEMP_MEM: (40, 80)}
+IDLE_WATTS, TBP_WATTS = 12, 355
 # arch -> (SMU firmware version, driver interface version)
 VERSIONS = {"gfx1100": (0x004E4B00, ppsmc.SMU13_0_0_DRIVER_IF_VERSION), "gfx1200": (0x00683B00, 0x2E)}
 
@@ -17,6 +27,12 @@ class MockSMU:
         smu, driver_if = VERSIONS[gpu.arch]
         self.answers = {ppsmc.PPSMC_MSG_GetSmuVersion: smu, ppsmc.PPSMC_MSG_GetDriverIfVersion: driver_if,
                         ppsmc.PPSMC_MSG_TestMessage: None}
+        self.handlers = {ppsmc.PPSMC_MSG_SetDriverDramAddrHigh: self._address_high,
+                         ppsmc.PPSMC_MSG_SetDriverDramAddrLow: self._address_low,
+                         ppsmc.PPSMC_MSG_TransferTableSmu2Dram: self._transfer}
+        self.table_address = 0
+        self.counter = 0
+        self.activity = 0  # percent of GFX busy, as the board's work sets it
         gpu.regs[response] = ppsmc.PPSMC_Result_OK  # ready: the last (boot-time) message done
         gpu.on_write[message] = self.message
 
@@ -24,9 +40,41 @@ class MockSMU:
         if self.silent:
             return
         regs = self.gpu.regs
+        if value in self.handlers:
+            ok = self.handlers[value](regs.get(self.argument, 0))
+            regs[self.response] = ppsmc.PPSMC_Result_OK if ok else ppsmc.PPSMC_Result_Failed
+            return
         if value not in self.answers:
             regs[self.response] = ppsmc.PPSMC_Result_UnknownCmd
             return
         answer = self.answers[value]
         regs[self.argument] = regs.get(self.argument, 0) + 1 if answer is None else answer
         regs[self.response] = ppsmc.PPSMC_Result_OK
+
+    def _address_high(self, value: int) -> bool:
+        self.table_address = value << 32 | self.table_address & 0xFFFFFFFF
+        return True
+
+    def _address_low(self, value: int) -> bool:
+        self.table_address = self.table_address & ~0xFFFFFFFF | value
+        return True
+
+    def _transfer(self, table: int) -> bool:
+        """The metrics table into VRAM at the driver's address (a VRAM offset: the mock has no GMC apertures)."""
+        size = ctypes.sizeof(ppsmc.SmuMetricsExternal_t)
+        if table != ppsmc.TABLE_SMU_METRICS or self.table_address + size > self.gpu.vram_size:
+            return False
+        self.counter += 1
+        ext = ppsmc.SmuMetricsExternal_t()
+        m = ext.SmuMetrics
+        busy = self.activity / 100
+        m.MetricsCounter, m.AverageGfxActivity, m.AverageUclkActivity = self.counter, self.activity, self.activity // 2
+        for clock, (idle, peak) in CLOCKS.items():
+            m.CurrClock[clock] = int(idle + (peak - idle) * busy)
+        for sensor, (idle, peak) in TEMPERATURES.items():
+            m.AvgTemperature[sensor] = int(idle + (peak - idle) * busy)
+        m.AverageSocketPower = int(IDLE_WATTS + (TBP_WATTS - IDLE_WATTS) * busy)
+        m.AvgFanRpm = int(600 + 1400 * busy)
+        m.AvgVoltage[ppsmc.SVI_PLANE_GFX] = int(700 + 400 * busy)  # mV
+        self.gpu.vram[self.table_address : self.table_address + size] = np.frombuffer(bytes(ext), np.uint8)
+        return True

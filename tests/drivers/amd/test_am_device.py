@@ -52,3 +52,15 @@ def test_refusals(tmp_path, monkeypatch):
     monkeypatch.setattr(smu_mod, "TIMEOUT", 0.05)
     with pytest.raises(smu_mod.SMUError, match="GetSmuVersion: MP1_SMN_C2PMSG_90 stayed 0 .*not answering"):
         AMDevice(pci, hal)
+
+
+def test_smu_metrics_follow_the_boards_activity(tmp_path):
+    hal, mock, pci = board(tmp_path, "gfx1100")
+    dev = AMDevice(pci, hal, reset=False)
+    idle = dev.metrics()
+    assert idle["gfx_activity"] == 0 and idle["edge_temperature"] == 35 and idle["gfx_clock"] == 100
+    mock.smu.activity = 80
+    busy = dev.metrics()
+    assert busy["gfx_activity"] == 80 and busy["gfx_clock"] > idle["gfx_clock"] and busy["power"] > idle["power"]
+    assert busy["metrics_counter"] == idle["metrics_counter"] + 1
+    dev.close()
