@@ -88,13 +88,22 @@ class Kernel:
 
     def _aql(self, args_va: int, grid, block, lds: int, value: int) -> int:
         """A KERNEL_DISPATCH packet (the CP sets the kernel up from its descriptor) whose completion signal takes
-        the start and end timestamps (their address is returned), then a PM4 IB that signals the timeline."""
+        the start and end timestamps (their address is returned), then a PM4 IB that signals the timeline. With a
+        profiler, PM4 IBs before and after the dispatch start and stop its traces and counters."""
         dev = self.dev
         done = dev.arena(64)  # the completion signal: an amd_signal_t of value 1
         struct.pack_into("<qq", dev.arena_view(done, 16), 0, AMD_SIGNAL_KIND_USER, 1)
-        ib = Packets().signal(dev.timeline, value, dev.event)
-        ib_va = dev.arena(4 * len(ib))
-        dev.arena_view(ib_va, 4 * len(ib)).cast("I")[:] = array("I", ib)
-        dev.aql.submit([kernel_dispatch(self.kd_va, args_va, grid, block, lds, self.meta.private_segment_fixed_size,
-                                        done), pm4_ib(ib_va, len(ib))])
+        before, after = Packets(), Packets()
+        slot = dev.profiler.begin(before) if dev.profiler else None
+        if dev.profiler:
+            dev.profiler.end(after, slot, self)
+        after.signal(dev.timeline, value, dev.event)
+        dispatch = kernel_dispatch(self.kd_va, args_va, grid, block, lds, self.meta.private_segment_fixed_size, done)
+        dev.aql.submit([self._ib(before)] * bool(before) + [dispatch, self._ib(after)])
         return done + START_TS
+
+    def _ib(self, packets: Packets) -> bytes:
+        """An AQL vendor packet running packets as a PM4 IB (in kernel-argument memory)."""
+        ib_va = self.dev.arena(4 * len(packets))
+        self.dev.arena_view(ib_va, 4 * len(packets)).cast("I")[:] = array("I", packets)
+        return pm4_ib(ib_va, len(packets))

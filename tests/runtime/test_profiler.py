@@ -131,3 +131,17 @@ def test_knobs_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("PROF_SLOTS", "many")
     with pytest.raises(ProfileError, match="PROF_SLOTS='many'"):
         Device("MOCKKFD+AMD")
+
+
+def test_kernels_on_an_aql_queue_are_profiled_too(monkeypatch):
+    monkeypatch.setenv("MOCKGPU_ARCH", "gfx1100")
+    co = usergpu.compile_opencl(SOURCE, "gfx1100", ["-I", str(KERNELS)])
+    grid, block, make = CASES["branch"]
+    expected, wave0, _ = reference(co, "branch", grid, block, make())
+    dev = Device("MOCKKFD+AMD", queue="aql")
+    prof = dev.profile(sqtt=True, counters=["SQ_WAVES", "SQ_INSTS_VALU"])
+    launch(co, "branch", grid, block, make(), dev)
+    (cap,) = prof.captures
+    assert {n: sum(v.values()) for n, v in cap.counters.items()} == {n: expected[n] for n in cap.counters}
+    (blob,) = [b for _, b, itrace in cap.traces if itrace]
+    assert [i.pc for i in wave_instructions(blob, co, "gfx1100", cap.base) if i.wave == 0] == wave0
