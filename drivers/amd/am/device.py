@@ -1,14 +1,15 @@
 """AMDevice: a GPU opened by AM, as far as its bring-up goes today — the per-GPU lock, the PCI function (BAR5
 registers, BAR0 VRAM), the virtual-function check, IP discovery (which blocks, which versions, where their
 registers are), whether AM already brought this board up (the marker in GC's SCRATCH_REG7; AM_RESET=1 forces a
-full bring-up) and the SMU's mailbox. PSP firmware loading, the GMC page tables, IH and the GFX/SDMA queues are the
-steps still to come."""
+full bring-up), the SMU's mailbox and the PSP's bootloader stages up to a running sOS. The PSP ring, TMR and
+firmware loads, the GMC page tables, IH and the GFX/SDMA queues are the steps still to come."""
 
 from __future__ import annotations
 
 import os
 
-from usergpu.drivers.amd.am import discovery, ip, lock
+from usergpu.drivers.amd.am import discovery, firmware, ip, lock
+from usergpu.drivers.amd.am.psp import PSP
 from usergpu.drivers.amd.am.smu import SMU
 from usergpu.drivers.hal import HAL
 from usergpu.drivers.pci import PCIDevice
@@ -16,6 +17,7 @@ from usergpu.errors import Error
 
 AM_MARKER = 0xA0A0_0001  # what AM leaves in SCRATCH_REG7 once it has brought a board up (its version)
 METRICS_BELOW_TOP = 128 << 10  # the SMU metrics buffer, under the 64 KiB the discovery table takes
+PSP_STAGING_BELOW_TOP = 16 << 20  # the PSP's parts are staged here (1 MiB-aligned, below the buffers above)
 
 
 class VirtualFunction(Error):
@@ -43,6 +45,13 @@ class AMDevice:
         except BaseException:
             hal.close(self.lock)
             raise
+
+    def boot_psp(self) -> int:
+        """The PSP's bootloader stages and its sOS, from the SOS firmware of this GPU's MP0 version; the sOS
+        version."""
+        major, minor, rev = self.regs.ip("MP0").version
+        psp = PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP)
+        return psp.boot(firmware.load(f"psp_{major}_{minor}_{rev}_sos"))
 
     def metrics(self) -> dict[str, int | float]:
         """The SMU's metrics, through a buffer just below the discovery table at the top of VRAM."""

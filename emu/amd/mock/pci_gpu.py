@@ -15,6 +15,7 @@ import numpy as np
 from usergpu.autogen import _ipmaps
 from usergpu.emu.amd.mock import discovery
 from usergpu.emu.amd.mock.pci_function import PCIFunction
+from usergpu.emu.amd.mock.psp import MockPSP
 from usergpu.emu.amd.mock.smu import MockSMU
 from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
 
@@ -39,6 +40,10 @@ class MockPCIGPU(PCIFunction):
         faults = set(filter(None, os.environ.get("MOCKPCI_FAULT", "").split(",")))
         mailbox = (self.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
         self.smu = MockSMU(self, *mailbox, silent="smu-silent" in faults)
+        self.psp = None  # MP0 13.x only so far (Navi31); 14.x's bootloader is not modelled yet
+        if arch == "gfx1100":
+            bootloader = (self.address("MP0", f"MP0_SMN_C2PMSG_{n}") for n in (35, 36, 58, 81))
+            self.psp = MockPSP(self, *bootloader, never_ready="psp-never-ready" in faults)
         blob = discovery.table(arch)
         top = vram - discovery.DISCOVERY_TMR_OFFSET
         self.vram[top : top + len(blob)] = np.frombuffer(blob, np.uint8)

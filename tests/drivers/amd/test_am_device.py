@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from usergpu.autogen import _psp
+from usergpu.drivers.amd.am import psp as psp_mod
 from usergpu.drivers.amd.am import smu as smu_mod
 from usergpu.drivers.amd.am.device import AM_MARKER, AMDevice, VirtualFunction
+from usergpu.drivers.amd.am.firmware import load, sos_binaries
 from usergpu.drivers.amd.am.lock import DeviceBusy
 from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
@@ -63,4 +66,35 @@ def test_smu_metrics_follow_the_boards_activity(tmp_path):
     busy = dev.metrics()
     assert busy["gfx_activity"] == 80 and busy["gfx_clock"] > idle["gfx_clock"] and busy["power"] > idle["power"]
     assert busy["metrics_counter"] == idle["metrics_counter"] + 1
+    dev.close()
+
+
+def test_psp_bootloader_brings_the_sos_up(tmp_path, monkeypatch):
+    hal, mock, pci = board(tmp_path, "gfx1100")
+    dev = AMDevice(pci, hal, reset=False)
+    assert dev.boot_psp() == 0x00310025  # psp_13_0_0_sos.bin's sOS version
+    # the parts Debian's SOS file bundles, in psp_hw_start's order, the sOS last
+    parts = sos_binaries(load("psp_13_0_0_sos"))
+    assert mock.psp.loaded == [command for kind, command in _psp.ORDER if kind in parts]
+    assert mock.psp.loaded[-1] == _psp.LOAD_SOSDRV and _psp.LOAD_SYSDRV in mock.psp.loaded
+    loads = len(mock.psp.loaded)
+    assert dev.boot_psp() == 0x00310025 and len(mock.psp.loaded) == loads  # alive: left as it is
+    dev.close()
+
+
+def test_psp_failures_name_the_step(tmp_path, monkeypatch):
+    monkeypatch.setattr(psp_mod, "TIMEOUT", 0.05)
+    monkeypatch.setenv("MOCKPCI_FAULT", "psp-never-ready")
+    hal, mock, pci = board(tmp_path, "gfx1100")
+    dev = AMDevice(pci, hal, reset=False)
+    with pytest.raises(psp_mod.PSPError, match=r"before loading \w+ .*C2PMSG_35 reads 0x00000000 .*waiting for "
+                                               r"0x80000000"):
+        dev.boot_psp()
+    dev.close()
+    monkeypatch.delenv("MOCKPCI_FAULT")
+    hal, mock, pci = board(tmp_path / "b", "gfx1100")
+    dev = AMDevice(pci, hal, reset=False)
+    mock.psp.loaded.append(_psp.LOAD_SOSDRV)  # a part after the sOS: the bootloader refuses it
+    with pytest.raises(psp_mod.PSPError, match=r"error 0x01 in MP0_SMN_C2PMSG_35"):
+        dev.boot_psp()
     dev.close()

@@ -1,0 +1,40 @@
+"""The mock PSP (MP0) bootloader: C2PMSG_35 reads 0x80000000 while it waits for a command; a command takes the part
+staged at C2PMSG_36 << 20 in VRAM and answers ready again, or ready with an error code in bits 7:0 (a part out of
+order: anything after the sOS, the sOS before the system driver; an unknown command; nothing staged). Loading the
+sOS lights its sign of life (C2PMSG_81) and version (C2PMSG_58). The parts are not authenticated: the real PSP
+checks their signatures, the mock only that something was staged. MOCKPCI_FAULT=psp-never-ready: C2PMSG_35 stays
+0."""
+
+from __future__ import annotations
+
+from usergpu.autogen import _psp
+
+COMMANDS = {command for _, command in _psp.ORDER}
+ERROR_ORDER, ERROR_COMMAND, ERROR_EMPTY = 0x01, 0x02, 0x03
+SOS_VERSION = {"gfx1100": 0x00310025, "gfx1200": 0x003A0017}  # psp_13_0_0_sos.bin's ucode version
+
+
+class MockPSP:
+    def __init__(self, gpu, c35: int, c36: int, c58: int, c81: int, never_ready: bool = False):
+        self.gpu, self.c36, self.c58, self.c81, self.c35 = gpu, c36, c58, c81, c35
+        self.loaded: list[int] = []
+        gpu.regs[c35] = 0 if never_ready else _psp.MBOX_READY
+        if not never_ready:
+            gpu.on_write[c35] = self.command
+
+    def command(self, value: int) -> None:
+        regs = self.gpu.regs
+        staged = (regs.get(self.c36, 0) << 20)
+        error = 0
+        if value not in COMMANDS:
+            error = ERROR_COMMAND
+        elif _psp.LOAD_SOSDRV in self.loaded or (value == _psp.LOAD_SOSDRV and _psp.LOAD_SYSDRV not in self.loaded):
+            error = ERROR_ORDER
+        elif staged + 4096 > self.gpu.vram_size or not self.gpu.vram[staged : staged + 4096].any():
+            error = ERROR_EMPTY
+        else:
+            self.loaded.append(value)
+            if value == _psp.LOAD_SOSDRV:
+                regs[self.c81] = 1
+                regs[self.c58] = SOS_VERSION[self.gpu.arch]
+        regs[self.c35] = _psp.MBOX_READY | error
