@@ -1,6 +1,6 @@
 """One process per GPU: AM takes an exclusive lock file per PCI function before it touches the device, and writes
-its pid and command into it, so a second driver is refused with who holds the board, and am_smi finds the boards
-AM drives (and their owners) from the lock files."""
+its pid and command into it, so a second driver is refused with who holds the board, and tools can find the boards
+AM drives (and their owners) from the lock files (`held`)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def acquire(hal: HAL, bus: str) -> int:
     except BlockingIOError:
         who = owner(hal, bus)
         held = f"process {who.pid} ({who.command})" if who else "another process"
-        raise DeviceBusy(f"the GPU at {bus} is driven by {held}; stop it first (`am_smi --pids --kill`) or pick "
-                         f"another GPU") from None
+        raise DeviceBusy(f"the GPU at {bus} is driven by {held}; stop that process first or pick another GPU") \
+            from None
     hal.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
     return fd
 

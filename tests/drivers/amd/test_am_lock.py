@@ -16,7 +16,7 @@ def test_a_second_driver_is_refused_with_the_owner(tmp_path):
     fd = acquire(hal, "0000:03:00.0")
     who = owner(hal, "0000:03:00.0")
     assert who.pid == os.getpid() and held(hal) == [who]
-    with pytest.raises(DeviceBusy, match=f"0000:03:00.0 is driven by process {os.getpid()} .*am_smi --pids --kill"):
+    with pytest.raises(DeviceBusy, match=f"0000:03:00.0 is driven by process {os.getpid()} .*stop that process"):
         acquire(hal, "0000:03:00.0")
     (tmp_path / "tmp/usergpu_am_0000:04:00.0.lock").write_text(f"{os.getpid()} gone\n")
     assert [w.bus for w in held(hal)] == ["0000:03:00.0"]  # a file nobody holds does not count
