@@ -19,6 +19,14 @@ _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 MAP_FAILED = ctypes.c_void_p(-1).value
 
 
+PAGE = 4096
+
+
+def page_align(n: int) -> int:
+    """n rounded up to whole pages."""
+    return -(-n // PAGE) * PAGE
+
+
 def os_mmap(address: int, length: int, prot: int, flags: int, fd: int, offset: int) -> int:
     """mmap(2): the mapping's CPU address; OSError with the errno on failure."""
     got = _libc.mmap(address or None, length, prot, flags, fd, offset)

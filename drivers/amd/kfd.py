@@ -27,6 +27,7 @@ from usergpu.drivers.hal import (
     view,
 )
 from usergpu.errors import DeviceNotFound, DriverError
+from usergpu.hostmem import PAGE, page_align
 
 KINDS = {"vram": kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | kfd.KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
          "gtt": kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT, "userptr": kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR}
@@ -34,12 +35,8 @@ ALWAYS = kfd.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | kfd.KFD_IOC_ALLOC_MEM_FLAGS_EXEC
     kfd.KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
 QUEUE_TYPES = {"pm4": kfd.KFD_IOC_QUEUE_TYPE_COMPUTE, "aql": kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
                "sdma": kfd.KFD_IOC_QUEUE_TYPE_SDMA}
-PAGE, DOORBELL_PAGE = 4096, 0x2000
+DOORBELL_PAGE = 0x2000
 COMPUTE = ("pm4", "aql")  # amdkfd's KFD_QUEUE_TYPE_COMPUTE: the queues that need an EOP buffer and a CWSR area
-
-
-def page_align(n: int) -> int:
-    return -(-n // PAGE) * PAGE
 
 
 def compute_queue_sizes(props: dict[str, int]) -> dict[str, int]:

@@ -32,7 +32,7 @@ class AMDevice:
         try:
             self.mmio, self.vram = pci.map_bar(5), pci.map_bar(0)
             self.blocks = discovery.read(self.mmio, self.vram)
-            self.regs = ip.Registers(self.blocks)
+            self.regs = ip.RegisterMap(self.blocks)
             iov = self.mmio.read32(4 * self.regs.address("NBIF", "RCC_DEV0_EPF0_RCC_IOV_FUNC_IDENTIFIER"))
             if iov & 1:
                 raise VirtualFunction(f"{pci.name} is an SR-IOV virtual function (RCC_IOV_FUNC_IDENTIFIER "

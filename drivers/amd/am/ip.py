@@ -12,7 +12,7 @@ class UnsupportedGPU(Error):
     """A GPU with an IP block version AM has no register map or driver for."""
 
 
-class Registers:
+class RegisterMap:
     """name -> dword address for the blocks of one GPU."""
 
     def __init__(self, blocks: dict[str, list[IPBlock]]):

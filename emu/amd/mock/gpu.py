@@ -112,6 +112,16 @@ class GPU:
     def instance(self, name: str, where: tuple[int, int, int]) -> int:
         return self.instanced.get(self.canonical(name), {}).get(where, 0)
 
+    def set_instances(self, name: str, wheres, value: int) -> None:
+        """The copies of a register at those (SE, SA, WGP) instances, as the hardware updates them."""
+        copies = self.instanced.setdefault(self.canonical(name), {})
+        for where in wheres:
+            copies[where] = value
+
+    def engine(self, se: int) -> list[tuple[int, int, int]]:
+        """Every (SE, SA, WGP) instance of a shader engine: where a per-SE register's copies are."""
+        return [(se, sa, wgp) for sa in range(self.sas) for wgp in range(self.wgps)]
+
     def event(self, event_type: int) -> None:
         """An EVENT_WRITE the CP passes on (thread-trace and counter events)."""
         self.thread_trace.event(event_type)

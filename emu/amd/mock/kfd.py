@@ -24,10 +24,9 @@ from usergpu.emu.amd.mock.pm4 import PM4Queue
 from usergpu.emu.amd.mock.scheduler import Scheduler
 from usergpu.emu.amd.mock.sdma import SDMAQueue
 from usergpu.errors import DeviceNotFound
-from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, CallbackMMIO, os_mmap, os_munmap, view
+from usergpu.hostmem import MAP_SHARED, PAGE, PROT_READ, PROT_WRITE, CallbackMMIO, os_mmap, os_munmap, page_align, view
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"
-PAGE = 4096
 # mmap offset types of /dev/kfd (kfd_priv.h: KFD_MMAP_TYPE_*, KFD_MMAP_GPU_ID)
 MMAP_TYPE_SHIFT, MMAP_GPU_ID_SHIFT = 62, 46
 MMAP_TYPE_DOORBELL, MMAP_TYPE_EVENTS = 3, 2
@@ -41,10 +40,6 @@ ENGINES = {kfd.KFD_IOC_QUEUE_TYPE_COMPUTE: PM4Queue, kfd.KFD_IOC_QUEUE_TYPE_SDMA
            kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL: AQLQueue}
 ALLOC_KINDS = (kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM, kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT, kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
                kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL, kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
-
-
-def page_align(n: int) -> int:
-    return -(-n // PAGE) * PAGE
 
 
 def ctx_save_restore_sizes(props: dict[str, int]) -> dict[str, int]:

@@ -5,6 +5,7 @@ answers nothing: Unplugged to the USB bridge, all ones to native reads."""
 
 from __future__ import annotations
 
+import errno
 import struct
 
 from usergpu.drivers.hal import MockHAL
@@ -145,10 +146,10 @@ class SysfsFile:
         return CallbackMMIO(read, write)
 
     def ioctl(self, request: int, arg) -> None:
-        raise OSError(25, "a sysfs PCI file has no ioctls")
+        raise OSError(errno.ENOTTY, "a sysfs PCI file has no ioctls")
 
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
-        raise OSError(22, "the mock maps BARs as MMIO views only")
+        raise OSError(errno.EINVAL, "the mock maps BARs as MMIO views only")
 
 
 def install_pci(hal: MockHAL, board: PCIFunction, address: str) -> None:

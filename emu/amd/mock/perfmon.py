@@ -37,7 +37,8 @@ class Perfmon:
         if not self.running:
             return
         gpu = self.gpu
-        everywhere = [(se, sa, wgp) for se in range(gpu.ses) for sa in range(gpu.sas) for wgp in range(gpu.wgps)]
+        everywhere = [where for se in range(gpu.ses) for where in gpu.engine(se)]
+        counted: dict[tuple[str, str], dict[tuple, int]] = {}  # an event's counts, worked out once per dispatch
         for block, (n, prefix, wide) in BLOCKS.items():
             for i in range(n):
                 select = f"{prefix}{i}_SELECT"
@@ -50,7 +51,9 @@ class Perfmon:
                     name = self.events[block].get(gpu.table[select].decode(raw)["PERF_SEL"])
                     if name is None:
                         continue
-                    counts = profile.event(name, block)
+                    if (name, block) not in counted:
+                        counted[name, block] = profile.event(name, block)
+                    counts = counted[name, block]
                     key = () if where is None else where[:1] if block == "SQG" else where
                     self._add(f"{prefix}{i}", where, counts.get(key, 0), wide)
 
@@ -65,7 +68,7 @@ class Perfmon:
             if store is not None:
                 store[gpu.canonical(reg)] = value
             else:
-                gpu.instanced.setdefault(gpu.canonical(reg), {})[where] = value
+                gpu.set_instances(reg, [where], value)
 
         total = get(f"{counter}_LO") | (get(f"{counter}_HI") << 32 if wide else 0)
         total = (total + n) & ((1 << (64 if wide else 32)) - 1)

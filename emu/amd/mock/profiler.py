@@ -18,6 +18,7 @@ messages have no counter of their own here).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -38,8 +39,9 @@ _PREFIXES = (("v_", "VALU"), ("ds_", "LDS"), ("s_load", "SMEM"), ("s_buffer_load
 _MEMORY = ("global_", "buffer_", "flat_", "scratch_", "tbuffer_", "image_")
 
 
+@cache
 def classify(text: str) -> str:
-    """An instruction's class from its disassembly."""
+    """An instruction's class from its disassembly (worked out once per instruction text)."""
     mnemonic = text.split(None, 1)[0] if text else ""
     if mnemonic.startswith(_MEMORY):
         return "VMEM_RD" if "load" in mnemonic else "VMEM_WR"
@@ -95,6 +97,8 @@ class DispatchProfile:
             slot = slots[where] = slots.get(where, -1) + 1
             if traced(*where):
                 self.traced[w] = TracedWave(w, *where, slot)
+        self.is_traced = np.zeros(waves, bool)
+        self.is_traced[list(self.traced)] = True
 
     def observe(self, ex, local: np.ndarray, first: int, pc: int, step) -> None:
         """The executor's hook: its waves local (first + local dispatch-wide) executed the instruction at pc."""
@@ -110,13 +114,12 @@ class DispatchProfile:
         self.counts[cls][waves] += 1
         if cls == "VALU":
             self.valu_cycles[waves] += issue
-        for i, w in enumerate(waves.tolist()):
-            t = self.traced.get(w)
-            if t is not None:
-                nxt = int(ex.w.pc[local[i]])
-                t.executed.append(Executed(pc, step.text, cls, int(start[i]), issue, int(stall[i]),
-                                           cls == "BRANCH" and nxt != pc + step.size))
-                t.end = int(self.clock[w])
+        for i in np.flatnonzero(self.is_traced[waves]).tolist():  # the few traced waves, not every wave
+            w, nxt = int(waves[i]), int(ex.w.pc[local[i]])
+            t = self.traced[w]
+            t.executed.append(Executed(pc, step.text, cls, int(start[i]), issue, int(stall[i]),
+                                       cls == "BRANCH" and nxt != pc + step.size))
+            t.end = int(self.clock[w])
 
     def event(self, name: str, block: str) -> dict[tuple, int]:
         """An event's count per instance of its block: GRBM {(): n}, SQG {(se,): n}, SQ {(se, sa, wgp): n}."""
@@ -128,9 +131,7 @@ class DispatchProfile:
             per_wave = self.valu_cycles
         else:
             per_wave = sum(self.counts[cls] for cls in COUNTED[name])
-        keys = {"SQG": (self.se,), "SQ": (self.se, self.sa, self.wgp)}[block]
-        out: dict[tuple, int] = {}
-        for w, n in enumerate(per_wave.tolist()):
-            key = tuple(int(k[w]) for k in keys)
-            out[key] = out.get(key, 0) + n
-        return out
+        keys = np.stack({"SQG": (self.se,), "SQ": (self.se, self.sa, self.wgp)}[block], axis=1)
+        where, wave_to = np.unique(keys, axis=0, return_inverse=True)
+        sums = np.bincount(wave_to.ravel(), weights=per_wave, minlength=len(where))
+        return {tuple(int(k) for k in w): int(n) for w, n in zip(where, sums, strict=True)}

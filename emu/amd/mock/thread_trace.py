@@ -18,6 +18,7 @@ WAVEEND for its s_endpgm. Other waves leave nothing.
 from __future__ import annotations
 
 from usergpu.autogen import _sqtt as tt
+from usergpu.emu.amd.soc import vgt_event
 from usergpu.emu.amd.sqtt import encode
 from usergpu.emu.amd.sqtt.waves import TOKENLESS
 
@@ -36,6 +37,7 @@ class ThreadTrace:
         self.family = gpu.arch[:5]
         self.events: dict[int, list[tuple[str, dict, int]]] = {}  # SE -> (kind, fields, time) so far
         self.clock = 0  # shader cycles since the trace started, across dispatches
+        self.finish = vgt_event(gpu.arch, "THREAD_TRACE_FINISH")
 
     def _reg(self, name: str, se: int) -> dict[str, int]:
         return self.gpu.table[name].decode(self.gpu.instance(name, (se, 0, 0)))
@@ -83,9 +85,7 @@ class ThreadTrace:
         self.clock = start + int(profile.clock.max(initial=0))
 
     def event(self, event_type: int) -> None:
-        from usergpu.emu.amd.soc import vgt_event
-
-        if event_type != vgt_event(self.gpu.arch, "THREAD_TRACE_FINISH"):
+        if event_type != self.finish:
             return
         for se, events in self.events.items():
             mask = self._reg("SQ_THREAD_TRACE_MASK", se)
@@ -104,20 +104,12 @@ class ThreadTrace:
             base = (self._reg("SQ_THREAD_TRACE_BUF0_BASE_HI", se)["BASE_HI"] << 32
                     | self._reg("SQ_THREAD_TRACE_BUF0_BASE_LO", se)["BASE_LO"]) << 12
         blob = blob + bytes(-len(blob) % tt.WPTR_UNIT)
-        full = len(blob) > size
         gpu.mem.write_bytes(base, blob[:size])
-        where = (se, 0, 0)
-        for sa in range(gpu.sas):
-            for wgp in range(gpu.wgps):
-                where = (se, sa, wgp)
-                gpu.instanced.setdefault(gpu.canonical("SQ_THREAD_TRACE_WPTR"), {})[where] = (
-                    min(len(blob), size) // tt.WPTR_UNIT)
-                gpu.instanced.setdefault(gpu.canonical("SQ_THREAD_TRACE_STATUS2"), {})[where] = int(full)
+        gpu.set_instances("SQ_THREAD_TRACE_WPTR", gpu.engine(se), min(len(blob), size) // tt.WPTR_UNIT)
+        gpu.set_instances("SQ_THREAD_TRACE_STATUS2", gpu.engine(se), int(len(blob) > size))
         self._status(se, finish=True)
 
     def _status(self, se: int, finish: bool) -> None:
         fields = self.gpu.table["SQ_THREAD_TRACE_STATUS"].fields
         value = fields["FINISH_DONE"][1] if finish else fields["BUSY"][1]
-        for sa in range(self.gpu.sas):
-            for wgp in range(self.gpu.wgps):
-                self.gpu.instanced.setdefault(self.gpu.canonical("SQ_THREAD_TRACE_STATUS"), {})[(se, sa, wgp)] = value
+        self.gpu.set_instances("SQ_THREAD_TRACE_STATUS", self.gpu.engine(se), value)

@@ -1,7 +1,7 @@
 """The real SQTT captures in shared/data/sqtt (see its README.md), one Blob per shader engine's buffer, handed
 to tests as parameters: `blob` (every one), `mapped_blob` (those with a reference inst_map), `fuzz_blob` (the
 smallest instruction-traced one of each arch), or all by id ('gfx1100/plus_run_0/kern0_se1_1') as `captures`.
-Without the folder, those tests skip and say why."""
+The captures are part of the repository (tests/data/sqtt): none found is an error, not a skip."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import pytest
 
 # the real captures: the repository's copy of shared/data/sqtt
 DATA = Path(__file__).resolve().parents[3] / "data" / "sqtt"
-MISSING = f"no SQTT captures at {DATA} (tests/data/sqtt, a copy of shared/data/sqtt)"
 
 
 @dataclass(frozen=True)
@@ -61,8 +60,11 @@ def _json(path: Path) -> dict:
 
 
 def blobs() -> list[Blob]:
+    """Every blob of every capture; the captures are part of the repository, so none found is an error."""
     out = []
-    for capture in sorted(DATA.glob("*/*/capture.json")) if DATA.is_dir() else []:
+    captures = sorted(DATA.glob("*/*/capture.json"))
+    assert captures, f"no SQTT captures at {DATA} (tests/data/sqtt, a copy of shared/data/sqtt)"
+    for capture in captures:
         meta = _json(capture)
         out += [Blob(capture.parent, t["file"], meta["arch"], t["itrace"]) for t in meta["traces"]]
     return out
@@ -83,13 +85,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for name, found in sets.items():
         if name in metafunc.fixturenames:
             cases = found()
-            params = [pytest.param(b, id=b.id) for b in cases] or [pytest.param(None, marks=pytest.mark.skip(MISSING))]
-            metafunc.parametrize(name, params)
+            metafunc.parametrize(name, [pytest.param(b, id=b.id) for b in cases])
 
 
 @pytest.fixture(scope="session")
 def captures() -> dict[str, Blob]:
-    found = {b.id: b for b in blobs()}
-    if not found:
-        pytest.skip(MISSING)
-    return found
+    return {b.id: b for b in blobs()}
