@@ -55,7 +55,13 @@ class AMDevice:
 
     def metrics(self) -> dict[str, int | float]:
         """The SMU's metrics, through a buffer just below the discovery table at the top of VRAM."""
-        return self.smu.metrics(self.vram, self.vram_size - METRICS_BELOW_TOP)
+        offset = self.vram_size - METRICS_BELOW_TOP
+        return self.smu.metrics(self.vram, offset, self.fb_base + offset)
+
+    @property
+    def fb_base(self) -> int:
+        """Where VRAM starts in the GPU's MC address space (the VBIOS sets the hubs' FB_LOCATION_BASE)."""
+        return self.mmio.read32(4 * self.regs.address("MMHUB", "MMMC_VM_FB_LOCATION_BASE")) << 24
 
     @property
     def vram_size(self) -> int:

@@ -51,12 +51,11 @@ class SMU:
         v = self.send(ppsmc.PPSMC_MSG_GetSmuVersion)
         return v >> 16, v >> 8 & 0xFF, v & 0xFF
 
-    def metrics(self, vram, table_offset: int) -> dict[str, int | float]:
-        """The SMU's metrics table (SmuMetricsExternal_t), transferred to VRAM at table_offset and read back: what
-        am_smi shows. (The SMU takes the table's address as a GPU address; until AM sets up the GMC apertures this
-        is the offset in VRAM.)"""
-        self.send(ppsmc.PPSMC_MSG_SetDriverDramAddrHigh, table_offset >> 32)
-        self.send(ppsmc.PPSMC_MSG_SetDriverDramAddrLow, table_offset & 0xFFFFFFFF)
+    def metrics(self, vram, table_offset: int, mc_address: int) -> dict[str, int | float]:
+        """The SMU's metrics table (SmuMetricsExternal_t), transferred to VRAM at table_offset (mc_address in the
+        GPU's MC address space, which is what the SMU is told) and read back: what am_smi shows."""
+        self.send(ppsmc.PPSMC_MSG_SetDriverDramAddrHigh, mc_address >> 32)
+        self.send(ppsmc.PPSMC_MSG_SetDriverDramAddrLow, mc_address & 0xFFFFFFFF)
         self.send(ppsmc.PPSMC_MSG_TransferTableSmu2Dram, ppsmc.TABLE_SMU_METRICS)
         raw = vram.read(table_offset, -(-ctypes.sizeof(ppsmc.SmuMetricsExternal_t) // 4) * 4)
         m = ppsmc.SmuMetricsExternal_t.from_buffer_copy(raw).SmuMetrics

@@ -1,19 +1,24 @@
 """A mock AMD GPU as a PCI function (MOCKPCI+AMD): VRAM in BAR0 (sparse shared memory, the whole of it visible, as
 with resizable BAR), doorbells in BAR2, registers in BAR5. At power-on its VRAM holds the IP discovery table at
-the top (discovery.py) and NBIO's RCC_CONFIG_MEMSIZE says the VRAM size in MiB, as amdgpu expects to find them.
+the top (discovery.py), NBIO's RCC_CONFIG_MEMSIZE says the VRAM size in MiB and the hubs' FB_LOCATION registers
+say where VRAM sits in the GPU's MC address space, as amdgpu expects to find them.
 
-Registers are kept per dword address; IP-block models (QEMU-style callbacks) take over their blocks' ranges as
-they are added."""
+The board's state — VRAM, the register file, the engines' activity — is memory shared through files: a board
+opened on a state directory another process already powered is the same board (its VRAM, registers and SMU), as a
+second process mapping a real GPU's BARs sees what the first one did. Without a directory the board is this
+process's own (memfds). IP-block models (QEMU-style callbacks) take over writes to their registers."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from usergpu.autogen import _ipmaps
-from usergpu.emu.amd.mock import discovery
+from usergpu.emu.amd.mock import activity, discovery
 from usergpu.emu.amd.mock.pci_function import PCIFunction
 from usergpu.emu.amd.mock.psp import MockPSP
 from usergpu.emu.amd.mock.smu import MockSMU
@@ -23,19 +28,25 @@ RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in Mi
 # arch -> (PCI device id, VRAM bytes)
 ARCHS = {"gfx1100": (0x744C, 24 << 30), "gfx1200": (0x7590, 8 << 30)}
 DOORBELLS, MMIO = 2 << 20, 1 << 20
+FB_BASE = 0x80_0000_0000  # where the VBIOS places VRAM in the MC address space (FB_LOCATION_BASE << 24)
+# name -> size (None: the VRAM's); "firmware": words the models' firmware keeps to itself (the SMU's table address)
+STATE_FILES = {"vram": None, "mmio": MMIO, "activity": 8 * activity.WORDS, "firmware": 4096}
 
 
 class MockPCIGPU(PCIFunction):
-    def __init__(self, arch: str = "gfx1100"):
+    def __init__(self, arch: str = "gfx1100", state: str | os.PathLike | None = None):
+        """state: the directory the board's shared state lives in (made and powered on if new); None: private."""
         device, vram = ARCHS[arch]
         super().__init__({0: (0x80_0000_0000, vram, True, True), 2: (0x7F_F000_0000, DOORBELLS, True, True),
                           5: (0xFCE0_0000, MMIO, False, False)}, (0x1002, device, 0x030000 << 8 | 0xC8, 0x0E3B))
         self.arch, self.vram_size = arch, vram
-        self.memfd = os.memfd_create(f"mockpci-{arch}-vram")
-        os.ftruncate(self.memfd, vram)  # sparse: pages exist once written
+        fds, fresh, guard = _state(arch, vram, state)
+        self.memfd = fds["vram"]
         self.vram_address = os_mmap(0, vram, PROT_READ | PROT_WRITE, MAP_SHARED, self.memfd, 0)
         self.vram = np.frombuffer(view(self.vram_address, vram), np.uint8)
-        self.regs: dict[int, int] = {RCC_CONFIG_MEMSIZE: vram >> 20}
+        self.regs = self._shared(fds["mmio"], MMIO, np.uint32)  # the register file, by dword address
+        self.activity = activity.Activity(self._shared(fds["activity"], STATE_FILES["activity"], np.int64))
+        self.firmware = self._shared(fds["firmware"], STATE_FILES["firmware"], np.int64)
         self.on_write: dict[int, Callable[[int], None]] = {}  # dword address -> the model a write there runs
         faults = set(filter(None, os.environ.get("MOCKPCI_FAULT", "").split(",")))
         mailbox = (self.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
@@ -44,23 +55,54 @@ class MockPCIGPU(PCIFunction):
         if arch == "gfx1100":
             bootloader = (self.address("MP0", f"MP0_SMN_C2PMSG_{n}") for n in (35, 36, 58, 81))
             self.psp = MockPSP(self, *bootloader, never_ready="psp-never-ready" in faults)
-        blob = discovery.table(arch)
-        top = vram - discovery.DISCOVERY_TMR_OFFSET
+        if fresh:
+            self.power_on()
+        if guard is not None:
+            os.close(guard)  # powered: other processes may open it now
+
+    def _shared(self, fd: int, size: int, dtype) -> np.ndarray:
+        return np.frombuffer(view(os_mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), size), dtype)
+
+    def power_on(self) -> None:
+        """What the board holds when power comes up: the discovery table, the straps the VBIOS sets, and each
+        model's reset state."""
+        self.regs[RCC_CONFIG_MEMSIZE] = self.vram_size >> 20
+        for hub in (("GC", "GCMC_VM_FB_LOCATION_"), ("MMHUB", "MMMC_VM_FB_LOCATION_")):
+            self.regs[self.address(hub[0], hub[1] + "BASE")] = FB_BASE >> 24
+            self.regs[self.address(hub[0], hub[1] + "TOP")] = (FB_BASE + self.vram_size - 1) >> 24
+        blob = discovery.table(self.arch)
+        top = self.vram_size - discovery.DISCOVERY_TMR_OFFSET
         self.vram[top : top + len(blob)] = np.frombuffer(blob, np.uint8)
+        for model in (self.smu, self.psp):
+            if model is not None:
+                model.power_on()
 
     def address(self, block: str, name: str) -> int:
         """Where this GPU has one of its registers (dword): the block's base from its discovery table."""
         _, _, version, bases = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
         return _ipmaps.address(block, version, bases, name)
 
+    def mc_to_vram(self, address: int, size: int = 1) -> int:
+        """The VRAM offset of an MC address in the FB aperture (what the PSP and SMU are given); ValueError outside
+        it."""
+        base = int(self.regs[self.address("MMHUB", "MMMC_VM_FB_LOCATION_BASE")]) << 24
+        if not (base <= address and address + size <= base + self.vram_size):
+            raise ValueError(f"MC address {address:#x} (+{size:#x}) is outside VRAM [{base:#x}, "
+                             f"{base + self.vram_size:#x})")
+        return address - base
+
     def bar_memory(self, bar: int) -> int | None:
         """VRAM is plain memory: a native mapping of BAR0 maps it directly."""
         return self.vram_address if bar == 0 else None
 
+    def bar_fd(self, bar: int) -> int | None:
+        """The shared memory behind a BAR that is plain memory (a part of VRAM can be mapped from it)."""
+        return self.memfd if bar == 0 else None
+
     def bar_read(self, bar: int, offset: int) -> int:
         if bar == 0:
             return int(self.vram[offset : offset + 4].view(np.uint32)[0])
-        return self.regs.get(offset // 4, 0) if bar == 5 else 0
+        return int(self.regs[offset // 4]) if bar == 5 else 0
 
     def bar_write(self, bar: int, offset: int, value: int) -> None:
         if bar == 0:
@@ -69,3 +111,29 @@ class MockPCIGPU(PCIFunction):
             self.regs[offset // 4] = value
             if offset // 4 in self.on_write:
                 self.on_write[offset // 4](value)
+
+
+def _state(arch: str, vram: int, state: str | os.PathLike | None) -> tuple[dict[str, int], bool, int | None]:
+    """The file descriptors of the board's state, whether it is new (to be powered on) and the lock held on the
+    directory until it is (None: private state)."""
+    sizes = {name: vram if size is None else size for name, size in STATE_FILES.items()}
+    if state is None:
+        fds = {name: os.memfd_create(f"mockpci-{arch}-{name}") for name in sizes}
+        for name, fd in fds.items():
+            os.ftruncate(fd, sizes[name])  # sparse: pages exist once written
+        return fds, True, None
+    d = Path(state)
+    d.mkdir(parents=True, exist_ok=True)
+    guard = os.open(d / "board.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(guard, fcntl.LOCK_EX)  # one process powers a new board on; the others wait for it
+    stamp = d / "arch"
+    fresh = not stamp.exists()
+    if not fresh and stamp.read_text() != arch:
+        os.close(guard)
+        raise ValueError(f"mock board state {d} is a {stamp.read_text()}, not a {arch}")
+    fds = {name: os.open(d / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600) for name in sizes}
+    if fresh:
+        for name, fd in fds.items():
+            os.ftruncate(fd, sizes[name])
+        stamp.write_text(arch)
+    return fds, fresh, guard

@@ -18,13 +18,16 @@ class MockPSP:
     def __init__(self, gpu, c35: int, c36: int, c58: int, c81: int, never_ready: bool = False):
         self.gpu, self.c36, self.c58, self.c81, self.c35 = gpu, c36, c58, c81, c35
         self.loaded: list[int] = []
-        gpu.regs[c35] = 0 if never_ready else _psp.MBOX_READY
+        self.never_ready = never_ready
         if not never_ready:
             gpu.on_write[c35] = self.command
 
+    def power_on(self) -> None:
+        self.gpu.regs[self.c35] = 0 if self.never_ready else _psp.MBOX_READY
+
     def command(self, value: int) -> None:
         regs = self.gpu.regs
-        staged = (regs.get(self.c36, 0) << 20)
+        staged = int(regs[self.c36]) << 20
         error = 0
         if value not in COMMANDS:
             error = ERROR_COMMAND

@@ -1,7 +1,8 @@
 """The mock SMU (MP1) mailbox: a message id written to C2PMSG_66 runs at once; the response goes to C2PMSG_90 (1 OK,
 0xFE an unknown message) and the answer to C2PMSG_82. It answers the queries a driver makes at bring-up with the
 firmware it stands for (smu_13_0_0.bin's version), and transfers its metrics table (SmuMetricsExternal_t) to
-the driver's buffer: clocks, temperatures, power and fan between an idle and a busy board, as `activity` says.
+the driver's buffer: clocks, temperatures, power and fan between an idle and a busy board, as the board's engines'
+activity over the last second says (activity.py: what the mock is actually executing).
 MOCKPCI_FAULT=smu-silent: it never answers."""
 
 from __future__ import annotations
@@ -30,45 +31,50 @@ class MockSMU:
         self.handlers = {ppsmc.PPSMC_MSG_SetDriverDramAddrHigh: self._address_high,
                          ppsmc.PPSMC_MSG_SetDriverDramAddrLow: self._address_low,
                          ppsmc.PPSMC_MSG_TransferTableSmu2Dram: self._transfer}
-        self.table_address = 0
-        self.counter = 0
-        self.activity = 0  # percent of GFX busy, as the board's work sets it
-        gpu.regs[response] = ppsmc.PPSMC_Result_OK  # ready: the last (boot-time) message done
+        self.state = gpu.firmware[:2]  # what the firmware keeps: the driver's table address, the metrics counter
         gpu.on_write[message] = self.message
+
+    def power_on(self) -> None:
+        self.gpu.regs[self.response] = ppsmc.PPSMC_Result_OK  # ready: the last (boot-time) message done
 
     def message(self, value: int) -> None:
         if self.silent:
             return
         regs = self.gpu.regs
         if value in self.handlers:
-            ok = self.handlers[value](regs.get(self.argument, 0))
+            ok = self.handlers[value](int(regs[self.argument]))
             regs[self.response] = ppsmc.PPSMC_Result_OK if ok else ppsmc.PPSMC_Result_Failed
             return
         if value not in self.answers:
             regs[self.response] = ppsmc.PPSMC_Result_UnknownCmd
             return
         answer = self.answers[value]
-        regs[self.argument] = regs.get(self.argument, 0) + 1 if answer is None else answer
+        regs[self.argument] = int(regs[self.argument]) + 1 if answer is None else answer
         regs[self.response] = ppsmc.PPSMC_Result_OK
 
     def _address_high(self, value: int) -> bool:
-        self.table_address = value << 32 | self.table_address & 0xFFFFFFFF
+        self.state[0] = value << 32 | int(self.state[0]) & 0xFFFFFFFF
         return True
 
     def _address_low(self, value: int) -> bool:
-        self.table_address = self.table_address & ~0xFFFFFFFF | value
+        self.state[0] = int(self.state[0]) & ~0xFFFFFFFF | value
         return True
 
     def _transfer(self, table: int) -> bool:
-        """The metrics table into VRAM at the driver's address (a VRAM offset: the mock has no GMC apertures)."""
+        """The metrics table into VRAM at the driver's address (an MC address in the FB aperture)."""
         size = ctypes.sizeof(ppsmc.SmuMetricsExternal_t)
-        if table != ppsmc.TABLE_SMU_METRICS or self.table_address + size > self.gpu.vram_size:
+        try:
+            offset = self.gpu.mc_to_vram(int(self.state[0]), size)
+        except ValueError:
             return False
-        self.counter += 1
+        if table != ppsmc.TABLE_SMU_METRICS:
+            return False
+        self.state[1] += 1
         ext = ppsmc.SmuMetricsExternal_t()
         m = ext.SmuMetrics
-        busy = self.activity / 100
-        m.MetricsCounter, m.AverageGfxActivity, m.AverageUclkActivity = self.counter, self.activity, self.activity // 2
+        gfx, memory = self.gpu.activity.percent("gfx"), self.gpu.activity.percent("memory")
+        busy = max(gfx, memory) / 100
+        m.MetricsCounter, m.AverageGfxActivity, m.AverageUclkActivity = int(self.state[1]), gfx, memory
         for clock, (idle, peak) in CLOCKS.items():
             m.CurrClock[clock] = int(idle + (peak - idle) * busy)
         for sensor, (idle, peak) in TEMPERATURES.items():
@@ -76,5 +82,5 @@ class MockSMU:
         m.AverageSocketPower = int(IDLE_WATTS + (TBP_WATTS - IDLE_WATTS) * busy)
         m.AvgFanRpm = int(600 + 1400 * busy)
         m.AvgVoltage[ppsmc.SVI_PLANE_GFX] = int(700 + 400 * busy)  # mV
-        self.gpu.vram[self.table_address : self.table_address + size] = np.frombuffer(bytes(ext), np.uint8)
+        self.gpu.vram[offset : offset + size] = np.frombuffer(bytes(ext), np.uint8)
         return True

@@ -3,6 +3,8 @@ SMU mailbox; and the failures a person must be told about clearly."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from usergpu.autogen import _psp
@@ -62,9 +64,11 @@ def test_smu_metrics_follow_the_boards_activity(tmp_path):
     dev = AMDevice(pci, hal, reset=False)
     idle = dev.metrics()
     assert idle["gfx_activity"] == 0 and idle["edge_temperature"] == 35 and idle["gfx_clock"] == 100
-    mock.smu.activity = 80
+    now = time.monotonic_ns()
+    mock.activity.begin("gfx", now - 800_000_000)  # a dispatch that ran 0.8 s of the last second
+    mock.activity.end("gfx", now)
     busy = dev.metrics()
-    assert busy["gfx_activity"] == 80 and busy["gfx_clock"] > idle["gfx_clock"] and busy["power"] > idle["power"]
+    assert 79 <= busy["gfx_activity"] <= 80 and busy["gfx_clock"] > idle["gfx_clock"] and busy["power"] > idle["power"]
     assert busy["metrics_counter"] == idle["metrics_counter"] + 1
     dev.close()
 
