@@ -38,3 +38,6 @@ def address(block: str, version: tuple[int, ...], bases: tuple[int, ...], name: 
         return None
     reg = table.REGS[name]
     return bases[reg.base_idx] + reg.offset
+
+# what the SDMA engine's microcontroller is called in its registers (SDMA<n>_F32_CNTL, ..._F32_WPTR_POLL_ENABLE)
+SDMA_MICROCONTROLLER = {"gfx11": "F32", "gfx12": "MCU"}

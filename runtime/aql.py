@@ -58,8 +58,8 @@ class AQLQueue:
 
     def __init__(self, dev):
         self.dev = dev
-        self.ring = dev.kfd.alloc(SLOTS * SLOT, "gtt")
-        self.amd_queue = dev.kfd.alloc(4096, "gtt")
+        self.ring = dev.driver.alloc(SLOTS * SLOT, "gtt")
+        self.amd_queue = dev.driver.alloc(4096, "gtt")
         self.slots = self.ring.view()
         self.create()
 
@@ -68,7 +68,7 @@ class AQLQueue:
         for name in ("read_dispatch_id", "write_dispatch_id"):
             self._id(name)[0] = 0
         base = self.amd_queue.va
-        self.queue = self.dev.kfd.create_queue("aql", self.ring, base + hsa.amd_queue_t.read_dispatch_id.offset,
+        self.queue = self.dev.driver.create_queue("aql", self.ring, base + hsa.amd_queue_t.read_dispatch_id.offset,
                                                base + hsa.amd_queue_t.write_dispatch_id.offset)
 
     def _id(self, name: str) -> memoryview:
@@ -86,6 +86,6 @@ class AQLQueue:
         try:
             self.queue.ring(self.index - 1)
         except Error:
-            self.dev.kfd.destroy_queue(self.queue)
+            self.dev.driver.destroy_queue(self.queue)
             self.create()
             raise

@@ -1,11 +1,13 @@
-"""A GPU device behind any interface: the device string picks the driver and, for MOCK interfaces, the mock beneath
-the HAL. `Device("MOCKKFD+AMD")` and `Device("KFD+AMD")` run the same driver and runtime code."""
+"""A GPU device behind any interface: the device string picks the driver (KFD or AM) and, for MOCK interfaces, the
+mock beneath the HAL. `Device("MOCKKFD+AMD")` and `Device("KFD+AMD")` run the same driver and runtime code, as do
+`Device("MOCKPCI+AMD")` and `Device("PCI+AMD")`."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 
+from usergpu.drivers.amd.am.driver import AM
 from usergpu.drivers.amd.kfd import KFD
 from usergpu.drivers.hal import HAL, MockHAL
 from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
@@ -18,23 +20,29 @@ from usergpu.runtime.profiler import Profiler
 from usergpu.runtime.sdma import CopyQueue, SDMAPackets
 from usergpu.runtime.signal import Signal
 
-INTERFACES = ("KFD+AMD", "MOCKKFD+AMD")
+INTERFACES = ("KFD+AMD", "MOCKKFD+AMD", "PCI+AMD", "MOCKPCI+AMD")
 ARENA = 1 << 20
 STAGING = 16 << 20  # bytes of host-visible memory a large copy goes through, chunk by chunk
-_machines: dict[tuple[str, int], MockHAL] = {}  # one mock machine per (arch, GPU count) in a process
+_machines: dict[tuple[str, str, int], MockHAL] = {}  # one mock machine per (interface, arch, GPU count)
 
 
-def mock_hal(arch: str | None = None, count: int | None = None) -> MockHAL:
-    """The HAL of this process's mock machine with MOCKGPU_COUNT GPUs of MOCKGPU_ARCH (made on first use)."""
-    from usergpu.emu.amd.mock.kfd import MockKFD
-
+def mock_hal(arch: str | None = None, count: int | None = None, interface: str = "MOCKKFD+AMD") -> MockHAL:
+    """The HAL of this process's mock machine with MOCKGPU_COUNT GPUs of MOCKGPU_ARCH (made on first use): amdkfd
+    and its GPUs (MOCKKFD+AMD), or GPU boards on the PCI bus (MOCKPCI+AMD), whose state other processes share."""
     arch = arch or os.environ.get("MOCKGPU_ARCH", "gfx1100")
     count = count or int(os.environ.get("MOCKGPU_COUNT", "1"))
-    key = (arch, count)
+    key = (interface, arch, count)
     if key not in _machines:
-        hal = MockHAL(tempfile.mkdtemp(prefix="usergpu-mock-"))
-        hal.kfd = MockKFD(hal, arch, count)
-        _machines[key] = hal
+        if interface == "MOCKPCI+AMD":
+            from usergpu.emu.amd.mock.pci_machine import machine
+
+            _machines[key] = machine(arch, count)
+        else:
+            from usergpu.emu.amd.mock.kfd import MockKFD
+
+            hal = MockHAL(tempfile.mkdtemp(prefix="usergpu-mock-"))
+            hal.kfd = MockKFD(hal, arch, count)
+            _machines[key] = hal
     return _machines[key]
 
 
@@ -59,18 +67,18 @@ class Device:
         if queue not in ("pm4", "aql"):
             raise DeviceNotFound(f"queue {queue!r}: kernels run on a pm4 or an aql queue")
         self.name, self.index = parse(device)
-        self.hal = mock_hal() if self.name.startswith("MOCK") else HAL()
-        self.kfd = KFD(self.hal, self.index)
-        self.arch, self.timeout, self.clock_hz = self.kfd.arch, timeout, TIMESTAMP_HZ
-        self.event_page = self.kfd.alloc(8 * 4096, "gtt")
-        self.event = self.kfd.create_event(self.event_page)
+        self.hal = mock_hal(interface=self.name) if self.name.startswith("MOCK") else HAL()
+        self.driver = AM(self.hal, self.index) if self.name.endswith("PCI+AMD") else KFD(self.hal, self.index)
+        self.arch, self.timeout, self.clock_hz = self.driver.arch, timeout, TIMESTAMP_HZ
+        self.event_page = self.driver.alloc(8 * 4096, "gtt")
+        self.event = self.driver.create_event(self.event_page)
         self.compute, self.copy, self.aql = ComputeQueue(self), CopyQueue(self), AQLQueue(self)
         self.queue_kind = queue
         self.timeline = Signal(self)  # the device's own: each submission bumps it
         self.timeline_value = 0
         self._pending: list[tuple[str, str, int, dict]] = []  # launches whose timestamps are still to be read
         self._spans: list[Span] = []
-        self._arena = self.kfd.alloc(ARENA, "gtt")
+        self._arena = self.driver.alloc(ARENA, "gtt")
         self._arena_next = 0
         self._staging = None
         self.profiler = Profiler.from_env(self)
@@ -107,7 +115,7 @@ class Device:
     def reset_queues(self) -> None:
         """Make the device's queues anew (after a hang): the timeline counts everything submitted as done."""
         for q in (self.compute, self.copy, self.aql):
-            self.kfd.destroy_queue(q.queue)
+            self.driver.destroy_queue(q.queue)
             q.create()
         self.timeline.value = self.timeline_value
 
@@ -115,7 +123,7 @@ class Device:
         """(offset, staging buffer) for each chunk of a large copy: host-visible memory the SDMA engine reads or
         writes, made on first use."""
         if self._staging is None:
-            self._staging = self.kfd.alloc(STAGING, "gtt")
+            self._staging = self.driver.alloc(STAGING, "gtt")
         for off in range(0, nbytes, STAGING):
             yield off, self._staging
 
@@ -156,6 +164,10 @@ class Device:
         """What the device's queues did, in submission order, from the GPU's timestamps (after synchronizing)."""
         self.synchronize()
         return list(self._spans)
+
+    def close(self) -> None:
+        """Let the GPU go: AM's lock (another process may drive the board then), KFD's files."""
+        self.driver.close()
 
     def __repr__(self) -> str:
         return f"Device({self.name}:{self.index}, {self.arch})"

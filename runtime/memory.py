@@ -11,7 +11,7 @@ DIRECT_MAX = 1 << 20  # bytes copied by the CPU; larger copies go through SDMA
 class Buffer:
     def __init__(self, dev, size: int, kind: str = "vram"):
         self.dev, self.size = dev, size
-        self.mem = dev.kfd.alloc(max(size, 1), kind)
+        self.mem = dev.driver.alloc(max(size, 1), kind)
         self.va = self.mem.va
 
     def view(self) -> memoryview:
@@ -45,7 +45,7 @@ class Buffer:
         return out.view(dtype)
 
     def free(self) -> None:
-        self.dev.kfd.free(self.mem)
+        self.dev.driver.free(self.mem)
 
     def __repr__(self) -> str:
         return f"Buffer({self.size} bytes at {self.va:#x})"

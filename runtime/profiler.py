@@ -63,7 +63,7 @@ class Profiler:
                  itrace_se_mask: int = 0x1, slots: int = 16):
         self.dev, family = dev, dev.arch[:5]
         self.regs = GC_REGS[family]
-        props = dev.kfd.properties
+        props = dev.driver.properties
         sas = props["simd_arrays_per_engine"]
         self.ses, self.sas, self.wgps = props["array_count"] // sas, sas, props["cu_per_simd_array"] // 2
         events = EVENTS[family]
@@ -82,10 +82,10 @@ class Profiler:
         if buffer_bytes < 4096 or buffer_bytes % 4096:
             raise ProfileError(f"SQTT_BUFFER_SIZE: {buffer_bytes} bytes; a trace buffer is whole 4 KiB pages")
         self.buffer_bytes = buffer_bytes
-        self.trace_buffers = [dev.kfd.alloc(self.buffer_bytes, "gtt") for _ in range(self.ses)] if sqtt else []
+        self.trace_buffers = [dev.driver.alloc(self.buffer_bytes, "gtt") for _ in range(self.ses)] if sqtt else []
         self.samples = [(name, block, n, where) for name, block, n in self.counters for where in self._instances(block)]
         self.slot_bytes = 8 * (self.ses + len(self.samples))  # the trace write pointers, then a qword per sample
-        self.slot_mem = dev.kfd.alloc(max(slots * self.slot_bytes, 4096), "gtt")
+        self.slot_mem = dev.driver.alloc(max(slots * self.slot_bytes, 4096), "gtt")
         self.next_slot = 0
         self.pending: list[_Pending] = []
         self.captures: list[KernelCapture] = []

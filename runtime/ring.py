@@ -17,15 +17,15 @@ class RingQueue:
 
     def __init__(self, dev):
         self.dev = dev
-        self.ring = dev.kfd.alloc(RING_SIZE, "gtt")
-        self.pointers = dev.kfd.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8
+        self.ring = dev.driver.alloc(RING_SIZE, "gtt")
+        self.pointers = dev.driver.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8
         self.ring_words = self.ring.view().cast("I")
         self.pointer_words = self.pointers.view().cast("Q")
         self.create()
 
     def create(self) -> None:
         self.pointer_words[0] = self.pointer_words[1] = self.wptr = 0
-        self.queue = self.dev.kfd.create_queue(self.kind, self.ring, self.pointers.va, self.pointers.va + 8)
+        self.queue = self.dev.driver.create_queue(self.kind, self.ring, self.pointers.va, self.pointers.va + 8)
 
     def submit(self, packets: list[int]) -> None:
         self._wait_for_room(4 * len(packets))
@@ -37,7 +37,7 @@ class RingQueue:
         try:
             self.queue.ring(self.wptr)
         except Error:
-            self.dev.kfd.destroy_queue(self.queue)
+            self.dev.driver.destroy_queue(self.queue)
             self.create()
             raise
 
@@ -47,7 +47,7 @@ class RingQueue:
             raise Error(f"{nbytes} bytes of packets do not fit the {RING_SIZE}-byte {self.kind} ring")
         limit = time.monotonic() + self.dev.timeout
         while (self.wptr - self.pointer_words[0]) * self.unit + nbytes > RING_SIZE:
-            if self.dev.kfd.wait_events([self.dev.event], timeout_ms=10) is None:
+            if self.dev.driver.wait_events([self.dev.event], timeout_ms=10) is None:
                 time.sleep(0.001)
             if time.monotonic() > limit:
                 self.dev.reset_queues()

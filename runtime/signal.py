@@ -19,7 +19,7 @@ class Signal:
 
     def __init__(self, dev, value: int = 0):
         self.dev = dev
-        self.mem = dev.kfd.alloc(4096, "gtt")
+        self.mem = dev.driver.alloc(4096, "gtt")
         self.va = self.mem.va
         self._words = self.mem.view().cast("Q")
         self._words[hsa.amd_signal_t.kind.offset // 8] = AMD_SIGNAL_KIND_USER
@@ -42,7 +42,7 @@ class Signal:
         """Until the signal reaches value; GPUHang past the timeout."""
         limit = time.monotonic() + (self.dev.timeout if timeout is None else timeout)
         while self.value < value:
-            if self.dev.kfd.wait_events([self.dev.event], timeout_ms=10) is None:
+            if self.dev.driver.wait_events([self.dev.event], timeout_ms=10) is None:
                 time.sleep(0.001)
             if self.value < value and time.monotonic() > limit:
                 self.dev.reset_queues()  # what the stuck queues held is lost; the device takes new work

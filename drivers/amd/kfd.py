@@ -8,10 +8,10 @@ mapped there through the render node), so a Buffer's address serves both.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 
 from usergpu.autogen import kfd
 from usergpu.autogen._support import Ioctl
+from usergpu.drivers.amd.handles import Memory, Queue
 from usergpu.drivers.devices import KFD_NODES, _properties, gfx_arch
 from usergpu.drivers.hal import (
     HAL,
@@ -24,7 +24,6 @@ from usergpu.drivers.hal import (
     PROT_NONE,
     PROT_READ,
     PROT_WRITE,
-    view,
 )
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import PAGE, page_align
@@ -52,31 +51,6 @@ def compute_queue_sizes(props: dict[str, int]) -> dict[str, int]:
                                                 * 512)
     return {"ctl_stack_size": props["ctl_stack_size"], "cwsr_size": props["cwsr_size"],
             "debug_memory_size": -(-waves * 32 // 64) * 64, "eop_buffer_size": PAGE}
-
-
-@dataclass
-class Memory:
-    """A memory object mapped for this GPU: va is its address for the CPU and the GPU alike."""
-
-    va: int
-    size: int
-    handle: int
-    kind: str
-
-    def view(self) -> memoryview:
-        return view(self.va, self.size)
-
-
-@dataclass
-class Queue:
-    queue_id: int
-    doorbell: MMIO
-    doorbell_index: int
-    buffers: tuple[Memory, ...] = ()  # what the driver allocated for it (EOP buffer, CWSR area), freed with it
-
-    def ring(self, value: int) -> None:
-        """Ring the doorbell with the new write pointer."""
-        self.doorbell[self.doorbell_index] = value
 
 
 def gpu_nodes(hal: HAL) -> list[tuple[int, dict[str, int]]]:

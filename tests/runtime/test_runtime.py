@@ -127,7 +127,7 @@ def test_a_queue_waits_for_a_signal_another_gpu_writes(monkeypatch):
     monkeypatch.setenv("MOCKGPU_COUNT", "2")
     dev0, dev1 = usergpu.Device("MOCKKFD+AMD:0"), usergpu.Device("MOCKKFD+AMD:1")
     shared = dev0.signal()
-    dev1.kfd.map(shared.mem)
+    dev1.driver.map(shared.mem)
     v1 = dev1.next_timeline_value()
     dev1.compute.submit(Packets().wait(shared, 7).signal(dev1.timeline, v1, dev1.event))
     assert dev1.timeline.value < v1  # stalled: nothing has written the shared signal yet
@@ -177,10 +177,10 @@ def test_an_aql_barrier_holds_a_dependent_kernel_until_its_signal_is_done():
     args = dev.arena(64)
     dev.arena_view(args, 16)[:] = np.array([buf.va, 6], np.uint64).tobytes()
     dev.aql.submit([barrier_and([gate.va]), kernel_dispatch(k.kd_va, args, (1, 1, 1), (32, 1, 1), 0, 0, 0)])
-    dev.kfd.wait_events([dev.event], timeout_ms=0)  # let the GPU run: it stalls at the barrier
+    dev.driver.wait_events([dev.event], timeout_ms=0)  # let the GPU run: it stalls at the barrier
     assert list(np.frombuffer(buf.view()[:128], np.int32)) == [0] * 32
     gate.value = 0
-    dev.kfd.wait_events([dev.event], timeout_ms=0)
+    dev.driver.wait_events([dev.event], timeout_ms=0)
     assert list(np.frombuffer(buf.view()[:128], np.int32)) == [6] * 32
 
 

@@ -1,15 +1,26 @@
-"""AMDevice: a GPU opened by AM, as far as its bring-up goes today — the per-GPU lock, the PCI function (BAR5
-registers, BAR0 VRAM), the virtual-function check, IP discovery (which blocks, which versions, where their
-registers are), whether AM already brought this board up (the marker in GC's SCRATCH_REG7; AM_RESET=1 forces a
-full bring-up), the SMU's mailbox and the PSP's bootloader stages up to a running sOS. The PSP ring, TMR and
-firmware loads, the GMC page tables, IH and the GFX/SDMA queues are the steps still to come."""
+"""AMDevice: a GPU opened and brought up by AM, block by block in amdgpu's order: the per-GPU lock, the PCI
+function (BAR5 registers, BAR0 VRAM, BAR2 doorbells), the virtual-function check, IP discovery (which blocks, which
+versions, where their registers are), the SMU's mailbox, then `boot()`: GMC (page tables, apertures), IH, the PSP
+(bootloader stages, sOS, ring, TMR, firmware loads), GFX (MEC) and SDMA.
+
+A board AM brought up before (the marker in GC's SCRATCH_REG7, the TMR size in SCRATCH_REG5) keeps its firmware:
+the PSP steps are skipped and the rest is set up anew (partial boot). AM_RESET=1 forces the full bring-up.
+
+VRAM: the top RESERVED bytes hold what must stay put between processes (the discovery table, the SMU's metrics
+buffer, the PSP's staging buffer and TMR); the allocator hands out the rest."""
 
 from __future__ import annotations
 
 import os
 
-from usergpu.drivers.amd.am import discovery, firmware, ip, lock
+import numpy as np
+
+from usergpu.drivers.amd.am import discovery, firmware, ih, ip, lock
+from usergpu.drivers.amd.am.allocator import Allocator
+from usergpu.drivers.amd.am.gfx import GFX
+from usergpu.drivers.amd.am.gmc import GMC
 from usergpu.drivers.amd.am.psp import PSP
+from usergpu.drivers.amd.am.sdma import SDMA
 from usergpu.drivers.amd.am.smu import SMU
 from usergpu.drivers.hal import HAL
 from usergpu.drivers.pci import PCIDevice
@@ -18,6 +29,8 @@ from usergpu.errors import Error
 AM_MARKER = 0xA0A0_0001  # what AM leaves in SCRATCH_REG7 once it has brought a board up (its version)
 METRICS_BELOW_TOP = 128 << 10  # the SMU metrics buffer, under the 64 KiB the discovery table takes
 PSP_STAGING_BELOW_TOP = 16 << 20  # the PSP's parts are staged here (1 MiB-aligned, below the buffers above)
+RESERVED = 64 << 20  # the top of VRAM AM keeps for itself (see the module doc)
+FAMILIES = {11: "gfx11", 12: "gfx12"}  # GC major -> the family its page tables and engines follow
 
 
 class VirtualFunction(Error):
@@ -42,9 +55,34 @@ class AMDevice:
             self.partial = marker == AM_MARKER and not reset  # up already: bring-up resumes, not restarts
             self.smu = SMU(self.mmio, self.regs)
             self.smu_version = self.smu.version()
+            if self.gc_version[0] not in FAMILIES:
+                raise ip.UnsupportedGPU(f"GC {'.'.join(map(str, self.gc_version))}: AM drives GC 11 and 12")
         except BaseException:
             hal.close(self.lock)
             raise
+        self.family = FAMILIES[self.gc_version[0]]
+        self.reg = ip.Registers(self.mmio, self.regs)
+
+    def boot(self) -> None:
+        """Bring the GPU up to running queues (or, on a partial boot, set up anew what a process owns)."""
+        memory = np.frombuffer(self.vram.memory, np.uint8)
+        self.allocator = Allocator(0, self.vram_size - RESERVED)
+        self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
+        self.gmc.init()
+        ring = self.allocator.alloc(ih.RING_BYTES)
+        self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring)
+        self.ih.init()
+        if not self.partial:
+            self.load_firmware()
+        self.gfx, self.sdma = GFX(self.reg), SDMA(self.reg, self.family)
+        self.gfx.init()
+        self.sdma.init()
+        self.reg.write("GC", "SCRATCH_REG7", AM_MARKER)
+
+    def load_firmware(self) -> None:
+        """The PSP's bootloader stages and sOS, then its ring, the TMR and every IP's firmware."""
+        if self.regs.ip("MP0").version[0] == 13:
+            self.boot_psp()
 
     def boot_psp(self) -> int:
         """The PSP's bootloader stages and its sOS, from the SOS firmware of this GPU's MP0 version; the sOS

@@ -3,6 +3,8 @@ its segment bases from IP discovery give a register's dword address (amdgpu's SO
 
 from __future__ import annotations
 
+import time
+
 from usergpu.autogen import _ipmaps
 from usergpu.drivers.amd.am.discovery import IPBlock
 from usergpu.errors import Error
@@ -30,3 +32,37 @@ class RegisterMap:
             raise UnsupportedGPU(f"{block} {'.'.join(map(str, ip.version))}: AM has no register map for it (it "
                                  f"knows {', '.join(f'{b} {v}' for b, v in _ipmaps.MAPS)})")
         return address
+
+
+class Timeout(Error):
+    """A register never reached the value a bring-up step waits for: the block, the step, the register, the value
+    awaited and the value it read."""
+
+
+class Registers:
+    """The GPU's registers by (block, name) through BAR5, with the generated field encoders."""
+
+    def __init__(self, mmio, regmap: RegisterMap, timeout: float = 2.0):
+        self.mmio, self.map, self.timeout = mmio, regmap, timeout
+
+    def table(self, block: str, name: str):
+        ip = self.map.ip(block)
+        return _ipmaps.MAPS[(block, ip.version[0])].REGS[name]
+
+    def read(self, block: str, name: str) -> int:
+        return self.mmio.read32(4 * self.map.address(block, name))
+
+    def write(self, block: str, name: str, value: int = 0, **fields: int) -> None:
+        """value, or the fields given (the rest zero)."""
+        self.mmio.write32(4 * self.map.address(block, name), value | (self.table(block, name).encode(**fields)
+                                                                      if fields else 0))
+
+    def wait(self, block: str, name: str, mask: int, value: int, step: str) -> int:
+        """Poll until (register & mask) == value; Timeout naming the step, register and values otherwise."""
+        deadline = time.monotonic() + self.timeout
+        while (got := self.read(block, name)) & mask != value:
+            if time.monotonic() > deadline:
+                raise Timeout(f"{block}: {step}: {name} reads {got:#010x} after {self.timeout} s, waiting for "
+                              f"{value:#x} under mask {mask:#x}")
+            time.sleep(0.0001)
+        return got

@@ -12,6 +12,7 @@ wrap with the ring; the ring slot is the counter modulo the ring size) and write
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 from collections.abc import Callable
@@ -69,6 +70,7 @@ class GPU:
         self.thread_trace = ThreadTrace(self)
         self.ticks = 0
         self.interrupt_handlers: list[Callable[[str, int], None]] = []
+        self.activity = None  # a board's Activity (activity.py): engines record their busy time for its SMU
 
     # ---- registers -------------------------------------------------------------------------------------
     def reg_name(self, address: int) -> str:
@@ -158,12 +160,25 @@ class GPU:
             per_group = -(-int(threads) // lanes)
             profile = DispatchProfile(self.arch[:5], per_group * int(np.prod(grid)), per_group, lanes == 64,
                                       self.thread_trace.traced)
-        executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
-                          observer=profile.observe if profile else None)
+        with self.busy("gfx"):
+            executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
+                              observer=profile.observe if profile else None)
         self.ticks += stats.get("instructions", 0)
         if profile:
             self.perfmon.count(profile)
             self.thread_trace.record(profile, pgm)
+
+    @contextlib.contextmanager
+    def busy(self, engine: str):
+        """Work on an engine (gfx, memory): its time counts as the engine's activity."""
+        if self.activity is None:
+            yield
+            return
+        self.activity.begin(engine)
+        try:
+            yield
+        finally:
+            self.activity.end(engine)
 
     def interrupt(self, source: str, context_id: int) -> None:
         """Raise an interrupt: every subscribed handler (the KFD's event layer) gets (source, context_id)."""

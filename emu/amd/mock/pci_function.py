@@ -10,7 +10,7 @@ import struct
 
 from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock.pcie import UR, CompletionError, Unplugged
-from usergpu.hostmem import MMIO, CallbackMMIO
+from usergpu.hostmem import MAP_SHARED, MMIO, CallbackMMIO, os_mmap
 
 BUS, DEVFN = 1, 0  # where the function sits behind a bridge
 
@@ -34,6 +34,10 @@ class PCIFunction:
     # ---- what a subclass answers ------------------------------------------------------------------------------------
     def bar_memory(self, bar: int) -> int | None:
         """The CPU address of memory that backs a BAR whole (a native mapping maps it), or None: registers."""
+        return None
+
+    def bar_fd(self, bar: int) -> int | None:
+        """The shared memory behind a BAR that is plain memory (parts of it can be mapped), or None."""
         return None
 
     def bar_read(self, bar: int, offset: int) -> int:
@@ -133,13 +137,13 @@ class SysfsFile:
 
         def read(i: int) -> int:
             try:
-                return self.board.mem_read(base + 4 * i)
+                return self.board.mem_read(base + width * i)
             except (Unplugged, CompletionError):
                 return 0xFFFFFFFF  # a read nothing answers: all ones
 
         def write(i: int, value: int) -> None:
             try:
-                self.board.mem_write(base + 4 * i, value)
+                self.board.mem_write(base + width * i, value)
             except (Unplugged, CompletionError):
                 pass  # a posted write to nothing is lost
 
@@ -149,7 +153,13 @@ class SysfsFile:
         raise OSError(errno.ENOTTY, "a sysfs PCI file has no ioctls")
 
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
-        raise OSError(errno.EINVAL, "the mock maps BARs as MMIO views only")
+        """A part of a BAR that is plain memory (VRAM), mapped where asked; registers are MMIO views only."""
+        fd = self.board.bar_fd(self.bar) if self.bar is not None else None
+        if fd is None:
+            raise OSError(errno.EINVAL, "the mock maps register BARs as MMIO views only")
+        if offset + length > self.board.bars[self.bar][1]:
+            raise OSError(errno.EINVAL, f"mmap of {length:#x} bytes at {offset:#x} runs past BAR {self.bar}")
+        return os_mmap(address, length, prot, flags | MAP_SHARED, fd, offset)
 
 
 def install_pci(hal: MockHAL, board: PCIFunction, address: str) -> None:

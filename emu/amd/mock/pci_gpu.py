@@ -19,6 +19,10 @@ import numpy as np
 
 from usergpu.autogen import _ipmaps
 from usergpu.emu.amd.mock import activity, discovery
+from usergpu.emu.amd.mock.cp import CommandProcessor
+from usergpu.emu.amd.mock.gpu import GPU
+from usergpu.emu.amd.mock.ih import IH
+from usergpu.emu.amd.mock.mmu import MMU
 from usergpu.emu.amd.mock.pci_function import PCIFunction
 from usergpu.emu.amd.mock.psp import MockPSP
 from usergpu.emu.amd.mock.smu import MockSMU
@@ -48,6 +52,9 @@ class MockPCIGPU(PCIFunction):
         self.activity = activity.Activity(self._shared(fds["activity"], STATE_FILES["activity"], np.int64))
         self.firmware = self._shared(fds["firmware"], STATE_FILES["firmware"], np.int64)
         self.on_write: dict[int, Callable[[int], None]] = {}  # dword address -> the model a write there runs
+        self.on_read: dict[int, Callable[[], None]] = {}  # dword address -> the model that updates it when read
+        self.gpu = GPU(arch)  # the engines: the same CP, SDMA and emulator as the mock KFD's
+        self.gpu.activity = self.activity
         faults = set(filter(None, os.environ.get("MOCKPCI_FAULT", "").split(",")))
         mailbox = (self.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
         self.smu = MockSMU(self, *mailbox, silent="smu-silent" in faults)
@@ -55,6 +62,9 @@ class MockPCIGPU(PCIFunction):
         if arch == "gfx1100":
             bootloader = (self.address("MP0", f"MP0_SMN_C2PMSG_{n}") for n in (35, 36, 58, 81))
             self.psp = MockPSP(self, *bootloader, never_ready="psp-never-ready" in faults)
+        self.mmu = MMU(self, self.gpu)
+        self.cp = CommandProcessor(self, self.gpu)
+        self.ih = IH(self, self.gpu, self.cp.run)
         if fresh:
             self.power_on()
         if guard is not None:
@@ -82,6 +92,11 @@ class MockPCIGPU(PCIFunction):
         _, _, version, bases = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
         return _ipmaps.address(block, version, bases, name)
 
+    def table(self, block: str, name: str):
+        """A register's generated description (fields) in this GPU's map of the block."""
+        _, _, version, _ = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
+        return _ipmaps.MAPS[(block, version[0])].REGS[name]
+
     def mc_to_vram(self, address: int, size: int = 1) -> int:
         """The VRAM offset of an MC address in the FB aperture (what the PSP and SMU are given); ValueError outside
         it."""
@@ -102,11 +117,17 @@ class MockPCIGPU(PCIFunction):
     def bar_read(self, bar: int, offset: int) -> int:
         if bar == 0:
             return int(self.vram[offset : offset + 4].view(np.uint32)[0])
-        return int(self.regs[offset // 4]) if bar == 5 else 0
+        if bar != 5:
+            return 0
+        if offset // 4 in self.on_read:
+            self.on_read[offset // 4]()
+        return int(self.regs[offset // 4])
 
     def bar_write(self, bar: int, offset: int, value: int) -> None:
         if bar == 0:
             self.vram[offset : offset + 4].view(np.uint32)[0] = value
+        elif bar == 2:
+            self.cp.doorbell(offset // 4)
         elif bar == 5:
             self.regs[offset // 4] = value
             if offset // 4 in self.on_write:

@@ -24,7 +24,8 @@ def _addr(pkt: Any, field: str = "addr") -> int:
 
 def _copy_linear(q: SDMAQueue, pkt: Any) -> bool:
     mem = q.gpu.mem
-    mem.write_bytes(_addr(pkt, "dst_addr"), mem.read_bytes(_addr(pkt, "src_addr"), pkt.count + 1))
+    with q.gpu.busy("memory"):
+        mem.write_bytes(_addr(pkt, "dst_addr"), mem.read_bytes(_addr(pkt, "src_addr"), pkt.count + 1))
     return True
 
 

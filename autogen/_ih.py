@@ -1,0 +1,20 @@
+"""Interrupt handler facts shared by AM and the mock IH (hand-written, like _regs.py): the IV ring entry's layout
+(amdgpu_ih.c's decoder: 8 dwords) and the (client id, source id) pairs of the interrupts the runtime uses
+(soc15_ih_clientid.h, irqsrcs_gfx_11_0_0.h)."""
+
+ENTRY_BYTES = 32
+CLIENT_GRBM_CP, CLIENT_GFX = 0x14, 0x0A  # SOC21_IH_CLIENTID_*
+SOURCES = {"CP_EOP_INTERRUPT": (CLIENT_GRBM_CP, 181), "SDMA_TRAP": (CLIENT_GFX, 49)}
+NAMES = {ids: name for name, ids in SOURCES.items()}
+
+
+def encode(client: int, source: int, data: tuple[int, ...] = (), timestamp: int = 0, ring: int = 0) -> list[int]:
+    """An IV entry's dwords: client, source and ring ids, the 48-bit timestamp, up to four source data words."""
+    words = [client | source << 8 | ring << 16, timestamp & 0xFFFFFFFF, timestamp >> 32 & 0xFFFF, 0]
+    return words + list(data) + [0] * (4 - len(data))
+
+
+def decode(words) -> dict[str, int]:
+    return {"client_id": words[0] & 0xFF, "src_id": words[0] >> 8 & 0xFF, "ring_id": words[0] >> 16 & 0xFF,
+            "vmid": words[0] >> 24 & 0xF, "timestamp": words[1] | (words[2] & 0xFFFF) << 32,
+            "src_data": tuple(words[4:8])}

@@ -1,0 +1,131 @@
+"""AM as the runtime's driver (PCI+AMD, MOCKPCI+AMD): the same calls the KFD driver answers — memory, queues,
+events — on a GPU AM brought up itself.
+
+Memory: VRAM from AM's allocator, mapped into the GPU's page tables at the address the CPU maps it at through BAR0
+(the whole of VRAM is visible with resizable BAR), so one address serves both, as with KFD. "gtt" memory is VRAM
+too: AM has no system-memory (DMA) mappings yet. Queues take a hardware slot (MEC HQD, SDMA ring) and a doorbell
+in BAR2. Events are interrupts: an end-of-pipe or SDMA trap carries the event's id as its context id, which the IH
+ring reports."""
+
+from __future__ import annotations
+
+import time
+
+from usergpu.autogen import _ih
+from usergpu.drivers.amd.am.device import AMDevice
+from usergpu.drivers.amd.am.gfx import EOP_BYTES
+from usergpu.drivers.amd.handles import Memory, Queue
+from usergpu.drivers.hal import (
+    HAL,
+    MAP_ANONYMOUS,
+    MAP_FIXED,
+    MAP_NORESERVE,
+    MAP_PRIVATE,
+    MAP_SHARED,
+    PROT_NONE,
+    PROT_READ,
+    PROT_WRITE,
+)
+from usergpu.drivers.pci import SysfsPCIDevice, pci_devices
+from usergpu.errors import DeviceNotFound, DriverError
+from usergpu.hostmem import page_align
+
+# GC version -> the node properties the runtime reads (shader engines, arrays per engine, CUs per array), as the
+# mock KFD publishes them for the same GPUs
+SHAPES = {(11, 0, 0): {"array_count": 12, "simd_arrays_per_engine": 2, "cu_per_simd_array": 8},
+          (12, 0, 0): {"array_count": 8, "simd_arrays_per_engine": 2, "cu_per_simd_array": 8}}
+GPU_CLASSES = (0x03, 0x12)
+
+
+def amd_gpus(hal: HAL) -> list[SysfsPCIDevice]:
+    """The AMD GPU functions of the machine (display or processing-accelerator class), in address order."""
+    return [d for d in pci_devices(hal, 0x1002) if d.config_read(8) >> 24 in GPU_CLASSES]
+
+
+class AM:
+    def __init__(self, hal: HAL, index: int = 0):
+        gpus = amd_gpus(hal)
+        if index >= len(gpus):
+            raise DeviceNotFound(f"PCI+AMD GPU {index}: the machine has {len(gpus)} AMD GPU functions")
+        self.hal, self.pci = hal, gpus[index]
+        self.dev = AMDevice(self.pci, hal)
+        try:
+            self.dev.boot()
+            major, minor, rev = self.dev.gc_version
+            self.arch = f"gfx{major}{minor:x}{rev:x}"
+            self.properties = {"gfx_target_version": major * 10000 + minor * 100 + rev, "num_xcc": 1,
+                               **SHAPES.get(self.dev.gc_version, SHAPES[(major, 0, 0)])}
+            self._vram_fd = self.pci._open("resource0")
+            self._doorbells = hal.mmio(self.pci._open("resource2"), self.pci.bar(2).size, 0, width=8)
+        except BaseException:
+            self.dev.close()
+            raise
+        self.events: dict[int, bool] = {}  # event id -> signaled
+
+    # ---- memory -----------------------------------------------------------------------------------------------------
+    def alloc(self, size: int, kind: str = "vram", uncached: bool = False) -> Memory:
+        """VRAM mapped for the CPU (through BAR0) and the GPU (page tables) at one address."""
+        if kind not in ("vram", "gtt"):
+            raise DriverError(f"alloc {kind}", 0, "PCI+AMD maps VRAM only (no system-memory DMA yet)")
+        size = page_align(size)
+        address = self.dev.allocator.alloc(size)
+        va = self.hal.mmap(-1, size, 0, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+        self.hal.mmap(self._vram_fd, size, address, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
+        self.dev.gmc.map(va, address, size)
+        self.dev.gmc.flush()
+        return Memory(va, size, address, kind)
+
+    def free(self, mem: Memory) -> None:
+        self.dev.gmc.unmap(mem.va, mem.size)
+        self.dev.gmc.flush()
+        self.hal.munmap(mem.va, mem.size)
+        self.dev.allocator.free(mem.handle)
+
+    # ---- queues -----------------------------------------------------------------------------------------------------
+    def create_queue(self, kind: str, ring: Memory, read_pointer: int, write_pointer: int) -> Queue:
+        """A queue (pm4, aql: a MEC slot with an EOP buffer; sdma: an SDMA engine's ring) on ring."""
+        if kind == "sdma":
+            doorbell = self.dev.sdma.create_queue(ring.va, ring.size, read_pointer, write_pointer)
+            return Queue(doorbell, self._doorbells, doorbell)
+        eop = self.alloc(EOP_BYTES)
+        try:
+            doorbell = self.dev.gfx.create_queue(kind == "aql", ring.va, ring.size, read_pointer, write_pointer,
+                                                 eop.va)
+        except BaseException:
+            self.free(eop)
+            raise
+        return Queue(doorbell, self._doorbells, doorbell, (eop,))
+
+    def destroy_queue(self, queue: Queue) -> None:
+        if queue.buffers:
+            self.dev.gfx.destroy_queue(queue.queue_id)
+        else:
+            self.dev.sdma.destroy_queue(queue.queue_id)
+        for mem in queue.buffers:
+            self.free(mem)
+
+    # ---- events -----------------------------------------------------------------------------------------------------
+    def create_event(self, event_page: Memory | None = None, auto_reset: bool = True) -> int:
+        """An event id: what a RELEASE_MEM's or SDMA TRAP's context id names, reported through the IH ring."""
+        event = max(self.events, default=0) + 1
+        self.events[event] = False
+        return event
+
+    def wait_events(self, event_ids: list[int], timeout_ms: int, wait_for_all: bool = False) -> list | None:
+        """Poll the IH ring until the events are signaled (all, or any); their ids, or None on a timeout."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            for entry in self.dev.ih.poll():
+                if (entry["client_id"], entry["src_id"]) in _ih.NAMES and entry["src_data"][0] in self.events:
+                    self.events[entry["src_data"][0]] = True
+            done = [e for e in event_ids if self.events.get(e)]
+            if len(done) == len(event_ids) if wait_for_all else done:
+                for e in done:
+                    self.events[e] = False
+                return done
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.0005)
+
+    def close(self) -> None:
+        self.dev.close()

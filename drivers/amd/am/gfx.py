@@ -1,0 +1,86 @@
+"""GFX: the compute engine (MEC) and its hardware queue descriptors, as gfx_v11_0.c fills a compute MQD — here
+written straight into the HQD registers of a (pipe, queue) slot of ME 1, selected with GRBM_GFX_CNTL: ring base,
+size, read-pointer report and write-pointer poll addresses, EOP buffer, doorbell, AQL mode, then CP_HQD_ACTIVE.
+The MEC runs only once its firmware is loaded (PSP) and CP_MEC_RS64_CNTL releases its halt."""
+
+from __future__ import annotations
+
+from usergpu.drivers.amd.am.ip import Registers
+from usergpu.errors import Error
+
+MEC_RING0 = 0x003  # AMDGPU_NAVI10_DOORBELL_MEC_RING0: the first compute queue's (64-bit) doorbell
+PIPES, QUEUES = 4, 8  # per MEC (ME 1)
+EOP_BYTES = 4096  # GFX11_MEC_HPD_SIZE is 2 KiB; a page keeps the buffer alone in it
+
+
+class QueueSlots(Error):
+    """Every hardware queue slot of an engine is in use."""
+
+
+class GFX:
+    def __init__(self, regs: Registers):
+        self.regs = regs
+        self.slots: dict[int, tuple[int, int]] = {}  # doorbell (64-bit index) -> (pipe, queue)
+
+    def init(self) -> None:
+        """Release the MEC's halt, route its doorbell range to it (bytes of the doorbell BAR) and dequeue whatever
+        queues a previous owner of the board left active."""
+        self.regs.write("GC", "CP_MEC_DOORBELL_RANGE_LOWER", MEC_RING0 * 8)
+        self.regs.write("GC", "CP_MEC_DOORBELL_RANGE_UPPER", (MEC_RING0 + PIPES * QUEUES) * 8 - 4)
+        self.regs.write("GC", "CP_MEC_RS64_CNTL", MEC_PIPE0_ACTIVE=1, MEC_PIPE1_ACTIVE=1, MEC_PIPE2_ACTIVE=1,
+                        MEC_PIPE3_ACTIVE=1)
+        for pipe in range(PIPES):
+            for queue in range(QUEUES):
+                self._select(pipe, queue, me=1)
+                if self.regs.read("GC", "CP_HQD_ACTIVE") & 1:
+                    self._dequeue(pipe, queue)
+        self._select()
+
+    def _select(self, pipe: int = 0, queue: int = 0, me: int = 0) -> None:
+        self.regs.write("GC", "GRBM_GFX_CNTL", MEID=me, PIPEID=pipe, QUEUEID=queue)
+
+    def create_queue(self, aql: bool, ring: int, ring_bytes: int, rptr: int, wptr: int, eop: int) -> int:
+        """A compute queue on a free slot (GPU addresses: ring, read-pointer report, write-pointer poll, EOP
+        buffer); its doorbell's 64-bit index."""
+        free = [(p, q) for q in range(QUEUES) for p in range(PIPES) if (p, q) not in self.slots.values()]
+        if not free:
+            raise QueueSlots(f"GFX: all {PIPES * QUEUES} compute queue slots of ME 1 are in use")
+        pipe, queue = free[0]
+        doorbell = MEC_RING0 + pipe * QUEUES + queue
+        w = self.regs.write
+        self._select(pipe, queue, me=1)
+        try:
+            w("GC", "CP_HQD_PQ_BASE", ring >> 8 & 0xFFFFFFFF)
+            w("GC", "CP_HQD_PQ_BASE_HI", ring >> 40)
+            w("GC", "CP_HQD_PQ_RPTR_REPORT_ADDR", rptr & 0xFFFFFFFC)
+            w("GC", "CP_HQD_PQ_RPTR_REPORT_ADDR_HI", rptr >> 32)
+            w("GC", "CP_HQD_PQ_WPTR_POLL_ADDR", wptr & 0xFFFFFFF8)
+            w("GC", "CP_HQD_PQ_WPTR_POLL_ADDR_HI", wptr >> 32)
+            w("GC", "CP_HQD_EOP_BASE_ADDR", eop >> 8 & 0xFFFFFFFF)
+            w("GC", "CP_HQD_EOP_BASE_ADDR_HI", eop >> 40)
+            w("GC", "CP_HQD_EOP_CONTROL", EOP_SIZE=(EOP_BYTES // 4).bit_length() - 2)
+            w("GC", "CP_HQD_AQL_CONTROL", CONTROL0=int(aql))
+            w("GC", "CP_HQD_PQ_CONTROL", QUEUE_SIZE=(ring_bytes // 4).bit_length() - 2, RPTR_BLOCK_SIZE=5,
+              UNORD_DISPATCH=1, PRIV_STATE=1, KMD_QUEUE=1)
+            w("GC", "CP_HQD_PQ_DOORBELL_CONTROL", DOORBELL_OFFSET=doorbell * 2, DOORBELL_EN=1)
+            w("GC", "CP_HQD_ACTIVE", 1)
+            self.regs.wait("GC", "CP_HQD_ACTIVE", 1, 1, f"activating compute queue (ME 1, pipe {pipe}, queue "
+                                                       f"{queue}): is the MEC firmware loaded and running?")
+        finally:
+            self._select()
+        self.slots[doorbell] = (pipe, queue)
+        return doorbell
+
+    def destroy_queue(self, doorbell: int) -> None:
+        pipe, queue = self.slots.pop(doorbell)
+        self._select(pipe, queue, me=1)
+        try:
+            self._dequeue(pipe, queue)
+        finally:
+            self._select()
+
+    def _dequeue(self, pipe: int, queue: int) -> None:
+        """Stop the selected slot's queue."""
+        self.regs.write("GC", "CP_HQD_DEQUEUE_REQUEST", 1)
+        self.regs.wait("GC", "CP_HQD_ACTIVE", 1, 0, f"dequeuing compute queue (pipe {pipe}, queue {queue})")
+        self.regs.write("GC", "CP_HQD_DEQUEUE_REQUEST", 0)

@@ -1,0 +1,80 @@
+"""The mock GPU's MMU (GCVM, what the CP, shaders and SDMA see): on a TLB invalidation (VM_INVALIDATE_ENG*_REQ) it
+walks VM context 0's page tables from VM_CONTEXT0_PAGE_TABLE_BASE_ADDR as the driver wrote them in VRAM and remaps
+the engines' memory to what they say: every run of valid PTEs becomes a mapping of those VRAM pages at its virtual
+address. An address no valid PTE maps — an invalid entry, a PTE pointing outside VRAM or at system memory (the mock
+has no DMA) — stays unmapped, so an access there is a VM fault naming the address. Each hub acknowledges its
+invalidations in VM_INVALIDATE_ENG*_ACK; MMHUB's tables are not walked (no mock engine sits behind it)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from usergpu.autogen import _vm
+from usergpu.emu.amd.exec.memory import Memory
+
+ENGINES = 18
+
+
+class MMU:
+    def __init__(self, board, gpu):
+        self.board, self.gpu = board, gpu
+        self.family = board.arch[:5]
+        self.rejected: list[tuple[int, int, str]] = []  # (VA, entry, why) of PTEs the last walk could not map
+        for hub, prefix in (("GC", "GCVM"), ("MMHUB", "MMVM")):
+            for eng in range(ENGINES):
+                req = board.address(hub, f"{prefix}_INVALIDATE_ENG{eng}_REQ")
+                ack = board.address(hub, f"{prefix}_INVALIDATE_ENG{eng}_ACK")
+                board.on_write[req] = lambda value, ack=ack, walk=hub == "GC": self.invalidate(value, ack, walk)
+
+    def invalidate(self, request: int, ack: int, walk: bool) -> None:
+        if walk and request & 1:  # PER_VMID_INVALIDATE_REQ bit 0: VMID 0, the context AM uses
+            self.gpu.mem = self.walk()
+        self.board.regs[ack] = request & 0xFFFF
+
+    def _reg(self, name: str) -> int:
+        return int(self.board.regs[self.board.address("GC", name)])
+
+    def walk(self) -> Memory:
+        """The engines' memory as context 0's tables map it now."""
+        mem = Memory()
+        self.rejected = []
+        cntl = self.board.table("GC", "GCVM_CONTEXT0_CNTL").decode(self._reg("GCVM_CONTEXT0_CNTL"))
+        base = self._reg("GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32") << 32 | self._reg(
+            "GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32")
+        if not cntl["ENABLE_CONTEXT"] or not base & _vm.VALID or cntl["PAGE_TABLE_DEPTH"] != _vm.DEPTH:
+            return mem  # no translation: every access faults
+        runs: list[list[int]] = []  # [va, vram address, size], merged where contiguous in both
+        self._table(base & _vm.ADDRESS, 0, 0, runs)
+        for va, address, size in runs:
+            mem.map_at(va, self.board.vram[address : address + size])
+        return mem
+
+    def _table(self, address: int, level: int, va: int, runs: list[list[int]]) -> None:
+        if address + _vm.ENTRIES * 8 > self.board.vram_size:
+            self.rejected.append((va, address, f"level {level} table outside VRAM"))
+            return
+        entries = self.board.vram[address : address + _vm.ENTRIES * 8].view(np.uint64)
+        shift = _vm.level_shift(level)
+        index = np.flatnonzero(entries & np.uint64(_vm.VALID))
+        pages = np.ones(len(index), bool) if level == _vm.DEPTH else \
+            (entries[index] & np.uint64(_vm.PDE_PTE[self.family])) != 0
+        for i in index[~pages]:
+            self._table(int(entries[i]) & _vm.ADDRESS, level + 1, va + (int(i) << shift), runs)
+        self._pages(va + (index[pages].astype(np.int64) << shift), entries[index[pages]], 1 << shift, runs)
+
+    def _pages(self, vas: np.ndarray, entries: np.ndarray, size: int, runs: list[list[int]]) -> None:
+        """PTEs (each mapping size bytes at its VA) into runs; the ones that cannot be mapped into rejected."""
+        address = (entries & np.uint64(_vm.ADDRESS)).astype(np.int64)
+        bad = ((entries & np.uint64(_vm.SYSTEM)) != 0) | (address + size > self.board.vram_size)
+        for va, e in zip(vas[bad].tolist(), entries[bad].tolist(), strict=True):
+            self.rejected.append((va, e, "system memory" if e & _vm.SYSTEM else "outside VRAM"))
+        vas, address = vas[~bad], address[~bad]
+        if not len(vas):
+            return
+        starts = np.flatnonzero((np.diff(vas) != size) | (np.diff(address) != size)) + 1
+        for lo, hi in zip(np.r_[0, starts].tolist(), np.r_[starts, len(vas)].tolist(), strict=True):
+            va, at, n = int(vas[lo]), int(address[lo]), (hi - lo) * size
+            if runs and runs[-1][0] + runs[-1][2] == va and runs[-1][1] + runs[-1][2] == at:
+                runs[-1][2] += n
+            else:
+                runs.append([va, at, n])

@@ -1,0 +1,37 @@
+"""A machine with mock GPU boards on its PCI bus (MOCKPCI+AMD): a sysfs tree with one native function per board
+(0000:03:00.0 onwards), each board's state in a directory beside it, under MOCKPCI_DIR (default: the temp
+directory's usergpu-mockpci). Every process that asks for the machine with the same directory sees the same
+boards, as processes on one computer see the same GPUs: one drives a board (AM's lock files sit in the machine's
+/tmp), another watches it (am_smi)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from usergpu.drivers.hal import MockHAL
+from usergpu.emu.amd.mock.pci_function import install_pci
+from usergpu.emu.amd.mock.pci_gpu import MockPCIGPU
+
+
+def root() -> Path:
+    return Path(os.environ.get("MOCKPCI_DIR") or Path(tempfile.gettempdir()) / "usergpu-mockpci")
+
+
+def bus(index: int) -> str:
+    return f"0000:{0x03 + index:02x}:00.0"
+
+
+def machine(arch: str, count: int = 1, directory: str | os.PathLike | None = None) -> MockHAL:
+    """The HAL of the machine at directory (MOCKPCI_DIR) with count boards of arch."""
+    d = Path(directory) if directory else root()
+    (d / "tmp").mkdir(parents=True, exist_ok=True)
+    hal = MockHAL(d)
+    hal.boards = []
+    for i in range(count):
+        board = MockPCIGPU(arch, d / "boards" / bus(i))
+        install_pci(hal, board, bus(i))
+        (d / f"sys/bus/pci/devices/{bus(i)}/power_state").write_text("D0\n")
+        hal.boards.append(board)
+    return hal
