@@ -12,7 +12,7 @@ VENDORS = {0x1002: "AMD", 0x10DE: "NV"}
 GPU_CLASSES = (0x03, 0x12)  # display controller, processing accelerator (Instinct)
 
 # Mock interfaces this build offers (DESIGN.md device strings); each arrives with its driver.
-MOCK_INTERFACES: tuple[str, ...] = ("MOCKKFD+AMD",)
+MOCK_INTERFACES: tuple[str, ...] = ("MOCKKFD+AMD", "MOCKPCI+AMD")
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
 from usergpu.drivers.hal import HAL
+
+# this test process's MOCKPCI+AMD machines, apart from those of other workers and of a developer's own processes
+if "MOCKPCI_DIR" not in os.environ:
+    os.environ["MOCKPCI_DIR"] = tempfile.mkdtemp(prefix="usergpu-mockpci-test-")
+    atexit.register(shutil.rmtree, os.environ["MOCKPCI_DIR"], ignore_errors=True)
 
 
 def _make_sysfs(root, functions, kfd_nodes=()):

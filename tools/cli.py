@@ -64,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", default=demo.TRACE, help=f"write a Chrome/Perfetto trace here (default {demo.TRACE})")
     p.set_defaults(run=lambda args, hal: demo.run(args, hal, cmd_devices))
     prof.add_parser(sub)
+    from usergpu.tools import am_smi  # it uses guarded() from here
+
+    am_smi.add_parser(sub)
     return ap
 
 

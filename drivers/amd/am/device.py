@@ -20,6 +20,7 @@ from usergpu.drivers.amd.am.allocator import Allocator
 from usergpu.drivers.amd.am.gfx import GFX
 from usergpu.drivers.amd.am.gmc import GMC
 from usergpu.drivers.amd.am.psp import PSP
+from usergpu.drivers.amd.am.psp_ring import RingMemory
 from usergpu.drivers.amd.am.sdma import SDMA
 from usergpu.drivers.amd.am.smu import SMU
 from usergpu.drivers.hal import HAL
@@ -28,8 +29,11 @@ from usergpu.errors import Error
 
 AM_MARKER = 0xA0A0_0001  # what AM leaves in SCRATCH_REG7 once it has brought a board up (its version)
 METRICS_BELOW_TOP = 128 << 10  # the SMU metrics buffer, under the 64 KiB the discovery table takes
+PSP_RING_BELOW_TOP = 1 << 20  # the PSP's ring, command buffer and fence: a page each from here
 PSP_STAGING_BELOW_TOP = 16 << 20  # the PSP's parts are staged here (1 MiB-aligned, below the buffers above)
-RESERVED = 64 << 20  # the top of VRAM AM keeps for itself (see the module doc)
+RESERVED = 64 << 20  # the top of VRAM AM keeps for itself (see the module doc); the TMR starts at its bottom
+TMR_SIZE = "SCRATCH_REG5"  # where AM keeps the TMR's size, so a partial boot knows the firmware's place
+VRAM_USED = "SCRATCH_REG6"  # where AM keeps the MiB of VRAM its allocator has handed out, for monitors to read
 FAMILIES = {11: "gfx11", 12: "gfx12"}  # GC major -> the family its page tables and engines follow
 
 
@@ -80,21 +84,38 @@ class AMDevice:
         self.reg.write("GC", "SCRATCH_REG7", AM_MARKER)
 
     def load_firmware(self) -> None:
-        """The PSP's bootloader stages and sOS, then its ring, the TMR and every IP's firmware."""
-        if self.regs.ip("MP0").version[0] == 13:
-            self.boot_psp()
+        """The PSP's bootloader stages and sOS, then its ring, the TMR and every IP's firmware (MP0 13.x: the PSP
+        14.x of GC 12 is not driven yet, its engines run on what the board has)."""
+        if self.regs.ip("MP0").version[0] != 13:
+            return
+        psp, sos = self._psp()
+        psp.boot(sos)
+        ring = self.vram_size - PSP_RING_BELOW_TOP
+        tmr = self.vram_size - RESERVED
+        loads = firmware.ucodes(self.gc_version, self.regs.ip("SDMA0").version, self.regs.ip("MP1").version)
+        size = psp.start(sos, loads, RingMemory(self.fb_base, ring, ring + 4096, ring + 8192), tmr,
+                         RESERVED - PSP_STAGING_BELOW_TOP)
+        self.reg.write("GC", TMR_SIZE, size)
+
+    def _psp(self) -> tuple[PSP, firmware.Firmware]:
+        major, minor, rev = self.regs.ip("MP0").version
+        psp = PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP)
+        return psp, firmware.load(f"psp_{major}_{minor}_{rev}_sos")
 
     def boot_psp(self) -> int:
         """The PSP's bootloader stages and its sOS, from the SOS firmware of this GPU's MP0 version; the sOS
         version."""
-        major, minor, rev = self.regs.ip("MP0").version
-        psp = PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP)
-        return psp.boot(firmware.load(f"psp_{major}_{minor}_{rev}_sos"))
+        psp, sos = self._psp()
+        return psp.boot(sos)
 
     def metrics(self) -> dict[str, int | float]:
         """The SMU's metrics, through a buffer just below the discovery table at the top of VRAM."""
         offset = self.vram_size - METRICS_BELOW_TOP
         return self.smu.metrics(self.vram, offset, self.fb_base + offset)
+
+    def account(self) -> None:
+        """Publish how much VRAM the allocator has handed out (for am_smi, in another process)."""
+        self.reg.write("GC", VRAM_USED, self.allocator.used_bytes >> 20)
 
     @property
     def fb_base(self) -> int:

@@ -73,6 +73,7 @@ class AM:
         self.hal.mmap(self._vram_fd, size, address, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
         self.dev.gmc.map(va, address, size)
         self.dev.gmc.flush()
+        self.dev.account()
         return Memory(va, size, address, kind)
 
     def free(self, mem: Memory) -> None:
@@ -80,6 +81,7 @@ class AM:
         self.dev.gmc.flush()
         self.hal.munmap(mem.va, mem.size)
         self.dev.allocator.free(mem.handle)
+        self.dev.account()
 
     # ---- queues -----------------------------------------------------------------------------------------------------
     def create_queue(self, kind: str, ring: Memory, read_pointer: int, write_pointer: int) -> Queue:

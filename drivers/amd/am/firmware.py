@@ -1,16 +1,21 @@
 """The firmware AM loads, as amdgpu finds it: amdgpu/<ip>_<version>_<part>.bin from `make setup`'s copy of Debian's
 firmware-amd-graphics (the cache), else /lib/firmware. Each file is checked against its header before use: the
 common header (sizes, the ucode array inside the file, the IP version the name promises) and, for the PSP's SOS,
-the v2 table of the binaries it bundles — a file that fails says which field, expected against found."""
+the v2 table of the binaries it bundles — a file that fails says which field, expected against found. `cut` gives
+the part of a file amdgpu hands the PSP as one ucode (amdgpu_ucode_init_single_fw with PSP loading), `ucodes` a
+GPU's whole set in amdgpu's load order."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from usergpu.autogen import _psp
 from usergpu.autogen import amdgpu_ucode as uc
+from usergpu.drivers.amd.am.ip import UnsupportedGPU
 from usergpu.errors import Error
 
 
@@ -38,12 +43,15 @@ class Firmware:
         return self.data[h.ucode_array_offset_bytes : h.ucode_array_offset_bytes + h.ucode_size_bytes]
 
 
+def find(name: str) -> Path | None:
+    """Where amdgpu/<name>.bin is, if anywhere."""
+    return next((path for folder in search_path() if (path := folder / f"{name}.bin").exists()), None)
+
+
 def load(name: str) -> Firmware:
     """amdgpu/<name>.bin, found and checked."""
-    for folder in search_path():
-        path = folder / f"{name}.bin"
-        if path.exists():
-            return parse(name, path.read_bytes())
+    if path := find(name):
+        return parse(name, path.read_bytes())
     raise FirmwareError(f"firmware {name}.bin not found in {', '.join(map(str, search_path()))}: run `make setup` "
                         f"(it fetches Debian's firmware-amd-graphics into the cache)")
 
@@ -90,3 +98,101 @@ def sos_binaries(fw: Firmware) -> dict[int, bytes]:
                         f"{d.offset_bytes}+{d.size_bytes}")
         out[d.fw_type] = ucode[d.offset_bytes : d.offset_bytes + d.size_bytes]
     return out
+
+
+_ARRAY = ("header.ucode_array_offset_bytes",)
+_COMMON, _GFX2, _MES, _IMU, _SDMA2 = (uc.struct_common_firmware_header, uc.struct_gfx_firmware_header_v2_0,
+                                      uc.struct_mes_firmware_header_v1_0, uc.struct_imu_firmware_header_v1_0,
+                                      uc.struct_sdma_firmware_header_v2_0)
+_RLC = {minor: getattr(uc, f"struct_rlc_firmware_header_v2_{minor}") for minor in (1, 2, 3)}
+# the header version each header struct needs (major, least minor); the common header fits any
+HEADER_VERSION = {_GFX2: (2, 0), _MES: (1, 0), _IMU: (1, 0), _SDMA2: (2, 0), **{s: (2, m) for m, s in _RLC.items()}}
+# AMDGPU_UCODE_ID_<key> -> (the header struct describing it, its size field, the fields its file offset sums);
+# dotted names reach into the nested common header
+CUTS = {
+    "SMC": (_COMMON, "ucode_size_bytes", ("ucode_array_offset_bytes",)),
+    "RLC_G": (_COMMON, "ucode_size_bytes", ("ucode_array_offset_bytes",)),
+    "SDMA_UCODE_TH0": (_SDMA2, "ctx_ucode_size_bytes", _ARRAY),
+    "SDMA_UCODE_TH1": (_SDMA2, "ctl_ucode_size_bytes", ("ctl_ucode_offset",)),
+    **{f"CP_RS64_{cp}": (_GFX2, "ucode_size_bytes", _ARRAY) for cp in ("PFP", "ME", "MEC")},
+    **{f"CP_RS64_{cp}_P{i}_STACK": (_GFX2, "data_size_bytes", ("data_offset_bytes",))  # each pipe: the same stack
+       for cp, pipes in (("PFP", 2), ("ME", 2), ("MEC", 4)) for i in range(pipes)},
+    **{f"CP_{mes}": (_MES, "mes_ucode_size_bytes", ("mes_ucode_offset_bytes",)) for mes in ("MES", "MES1")},
+    **{f"CP_{mes}_DATA": (_MES, "mes_ucode_data_size_bytes", ("mes_ucode_data_offset_bytes",))
+       for mes in ("MES", "MES1")},
+    "IMU_I": (_IMU, "imu_iram_ucode_size_bytes", _ARRAY),
+    "IMU_D": (_IMU, "imu_dram_ucode_size_bytes", (*_ARRAY, "imu_iram_ucode_size_bytes")),
+    **{f"RLC_RESTORE_LIST_{part}": (_RLC[1], f"save_restore_list_{field}_size_bytes",
+                                    (f"save_restore_list_{field}_offset_bytes",))
+       for part, field in (("CNTL", "cntl"), ("GPM_MEM", "gpm"), ("SRM_MEM", "srm"))},
+    **{f"RLC_{ram}": (_RLC[2], f"rlc_{ram.lower()}_ucode_size_bytes", (f"rlc_{ram.lower()}_ucode_offset_bytes",))
+       for ram in ("IRAM", "DRAM")},
+    **{f"RLC_{p}": (_RLC[3], f"rlc{p.lower()}_ucode_size_bytes", (f"rlc{p.lower()}_ucode_offset_bytes",))
+       for p in ("P", "V")},
+}
+
+
+def cut(fw: Firmware, ucode: str, optional: bool = False) -> bytes:
+    """The part of the file amdgpu hands the PSP as AMDGPU_UCODE_ID_<ucode>, checked to lie inside the file after
+    its header; optional: an empty part is b"" (amdgpu skips it), else an error."""
+    struct, size_field, offset_fields = CUTS[ucode]
+    h = fw.header
+    major, minor = HEADER_VERSION.get(struct, (h.header_version_major, 0))
+    if h.header_version_major != major or h.header_version_minor < minor:
+        raise _fail(fw.name, f"header version (for {ucode})", f"{major}.{minor} or a later {major}.x",
+                    f"{h.header_version_major}.{h.header_version_minor}")
+    if h.header_size_bytes < ctypes.sizeof(struct):
+        raise _fail(fw.name, f"header_size_bytes (a {struct.__name__})", f">= {ctypes.sizeof(struct)}",
+                    h.header_size_bytes)
+    head = struct.from_buffer_copy(fw.data)  # parse() checked the file holds header_size_bytes
+    size = functools.reduce(getattr, size_field.split("."), head)
+    offset = sum(functools.reduce(getattr, f.split("."), head) for f in offset_fields)
+    if size == 0 and optional:
+        return b""
+    if not (size and h.header_size_bytes <= offset and offset + size <= len(fw.data)):
+        raise _fail(fw.name, f"{ucode}: {size_field} at {' + '.join(offset_fields)}",
+                    f"a non-empty part inside {h.header_size_bytes}..{len(fw.data)}", f"{offset}..{offset + size}")
+    return fw.data[offset : offset + size]
+
+
+# GC 11.0.0 with PSP loading: each file and the ucodes amdgpu cuts from it (gfx_v11_0, imu_v11_0, mes_v11_0,
+# amdgpu_sdma, smu_v13_0 init_microcode); {gc}_mes is {gc}_mes_2 where that file exists
+FILES = {"{gc}_pfp": ("CP_RS64_PFP", "CP_RS64_PFP_P0_STACK", "CP_RS64_PFP_P1_STACK"),
+         "{gc}_me": ("CP_RS64_ME", "CP_RS64_ME_P0_STACK", "CP_RS64_ME_P1_STACK"),
+         "{gc}_mec": ("CP_RS64_MEC", *(f"CP_RS64_MEC_P{i}_STACK" for i in range(4))),
+         "{gc}_rlc": ("RLC_G",), "{gc}_mes": ("CP_MES", "CP_MES_DATA"), "{gc}_mes1": ("CP_MES1", "CP_MES1_DATA"),
+         "{gc}_imu": ("IMU_I", "IMU_D"), "{sdma}": ("SDMA_UCODE_TH0", "SDMA_UCODE_TH1"), "{smu}": ("SMC",)}
+# RLC header 2.<minor> -> the parts it adds (amdgpu_gfx_rlc_init_microcode), each loaded only where not empty
+RLC_PARTS = {1: ("RLC_RESTORE_LIST_CNTL", "RLC_RESTORE_LIST_GPM_MEM", "RLC_RESTORE_LIST_SRM_MEM"),
+             2: ("RLC_IRAM", "RLC_DRAM"), 3: ("RLC_P", "RLC_V")}
+
+
+@dataclass(frozen=True)
+class Ucode:
+    name: str  # AMDGPU_UCODE_ID_<name>
+    fw_type: int  # GFX_FW_TYPE_*
+    file: str
+    payload: bytes
+
+
+def ucodes(gc: tuple[int, int, int], sdma: tuple[int, int, int], mp1: tuple[int, int, int]) -> list[Ucode]:
+    """What the PSP loads for this GC (11.0.0, Navi31, so far) in amdgpu's order (AMDGPU_UCODE_ID's), cut from the
+    files of these GC, SDMA0 and MP1 versions; FirmwareError for a missing or corrupt file."""
+    if gc != (11, 0, 0):
+        raise UnsupportedGPU(f"GC {'.'.join(map(str, gc))}: AM knows GC 11.0.0's (Navi31) firmware set so far")
+    prefix = {ip: "_".join(map(str, (ip, *v))) for ip, v in (("gc", gc), ("sdma", sdma), ("smu", mp1))}
+    out = []
+    for pattern, names in FILES.items():
+        name = pattern.format(**prefix)
+        if name.endswith("_mes") and find(f"{name}_2"):
+            name += "_2"
+        fw = load(name)
+        if name.endswith("_rlc"):
+            major, minor = fw.header.header_version_major, fw.header.header_version_minor
+            if major != 2 or minor > max(RLC_PARTS):
+                raise _fail(name, "header version", f"2.0 to 2.{max(RLC_PARTS)}", f"{major}.{minor}")
+            names += tuple(part for m in range(1, minor + 1) for part in RLC_PARTS[m])
+        for ucode in names:
+            if payload := cut(fw, ucode, optional=ucode.startswith("RLC_") and ucode != "RLC_G"):
+                out.append(Ucode(ucode, _psp.FW_TYPE[ucode], name, payload))
+    return sorted(out, key=lambda u: getattr(uc, f"AMDGPU_UCODE_ID_{u.name}"))

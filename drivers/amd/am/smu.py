@@ -12,6 +12,8 @@ from usergpu.errors import Error
 
 RESULTS = {v: k.removeprefix("PPSMC_Result_") for k, v in vars(ppsmc).items() if k.startswith("PPSMC_Result_")}
 MESSAGES = {v: k.removeprefix("PPSMC_MSG_") for k, v in vars(ppsmc).items() if k.startswith("PPSMC_MSG_")}
+THROTTLERS = {v: k.removeprefix("THROTTLER_").removesuffix("_BIT") for k, v in vars(ppsmc).items()
+              if k.startswith("THROTTLER_") and k.endswith("_BIT")}
 TIMEOUT = 2.0
 
 
@@ -65,4 +67,10 @@ class SMU:
                 "hotspot_temperature": m.AvgTemperature[ppsmc.TEMP_HOTSPOT],
                 "memory_temperature": m.AvgTemperature[ppsmc.TEMP_MEM], "power": m.AverageSocketPower,
                 "fan_rpm": m.AvgFanRpm, "gfx_voltage": m.AvgVoltage[ppsmc.SVI_PLANE_GFX],
-                "throttling": max(m.ThrottlingPercentage), "metrics_counter": m.MetricsCounter}
+                "throttling": max(m.ThrottlingPercentage), "metrics_counter": m.MetricsCounter,
+                "throttle_reasons": [name for bit, name in sorted(THROTTLERS.items())
+                                     if m.ThrottlingPercentage[bit]]}
+
+    def power_limit(self) -> int:
+        """The board's power limit (PPT0), watts."""
+        return self.send(ppsmc.PPSMC_MSG_GetPptLimit)

@@ -10,7 +10,7 @@ engine needs its firmware and its halt bit (F32_CNTL / MCU_CNTL) clear."""
 
 from __future__ import annotations
 
-from usergpu.autogen import _ipmaps
+from usergpu.autogen import _ipmaps, psp_gfx_if
 from usergpu.emu.amd.mock.aql import AQLQueue
 from usergpu.emu.amd.mock.gpu import RingQueue
 from usergpu.emu.amd.mock.pm4 import PM4Queue
@@ -21,7 +21,7 @@ HQD = ("CP_HQD_PQ_BASE", "CP_HQD_PQ_BASE_HI", "CP_HQD_PQ_RPTR_REPORT_ADDR", "CP_
        "CP_HQD_PQ_WPTR_POLL_ADDR", "CP_HQD_PQ_WPTR_POLL_ADDR_HI", "CP_HQD_PQ_CONTROL", "CP_HQD_PQ_DOORBELL_CONTROL",
        "CP_HQD_AQL_CONTROL", "CP_HQD_EOP_BASE_ADDR", "CP_HQD_EOP_BASE_ADDR_HI", "CP_HQD_EOP_CONTROL")
 SDMA_ENGINES = 2
-MEC_FIRMWARE, SDMA_FIRMWARE = "RS64_MEC", "SDMA_UCODE_TH0"  # the PSP's GFX_FW_TYPE_* names they need
+MEC_FIRMWARE, SDMA_FIRMWARE = psp_gfx_if.GFX_FW_TYPE_RS64_MEC, psp_gfx_if.GFX_FW_TYPE_SDMA_UCODE_TH0
 
 
 class CommandProcessor:
@@ -57,7 +57,7 @@ class CommandProcessor:
         halted = self._field("CP_MEC_RS64_CNTL", int(self.board.regs[self.addr["CP_MEC_RS64_CNTL"]]), "MEC_HALT")
         return not halted and self._firmware(MEC_FIRMWARE)
 
-    def _firmware(self, fw_type: str) -> bool:
+    def _firmware(self, fw_type: int) -> bool:
         psp = self.board.psp
         return psp is None or psp.has_firmware(fw_type)
 

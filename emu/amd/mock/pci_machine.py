@@ -1,8 +1,8 @@
-"""A machine with mock GPU boards on its PCI bus (MOCKPCI+AMD): a sysfs tree with one native function per board
-(0000:03:00.0 onwards), each board's state in a directory beside it, under MOCKPCI_DIR (default: the temp
-directory's usergpu-mockpci). Every process that asks for the machine with the same directory sees the same
-boards, as processes on one computer see the same GPUs: one drives a board (AM's lock files sit in the machine's
-/tmp), another watches it (am_smi)."""
+"""Machines with mock GPU boards on their PCI bus (MOCKPCI+AMD): a sysfs tree with one native function per board
+(0000:03:00.0 onwards), each board's state in a directory beside it. A machine per arch lives under MOCKPCI_DIR
+(default: the temp directory's usergpu-mockpci), in MOCKPCI_DIR/<arch>. Every process that asks for the machine
+sees the same boards, as processes on one computer see the same GPUs: one drives a board (AM's lock files sit in
+the machine's /tmp), another watches it (am_smi)."""
 
 from __future__ import annotations
 
@@ -23,14 +23,22 @@ def bus(index: int) -> str:
     return f"0000:{0x03 + index:02x}:00.0"
 
 
-def machine(arch: str, count: int = 1, directory: str | os.PathLike | None = None) -> MockHAL:
-    """The HAL of the machine at directory (MOCKPCI_DIR) with count boards of arch."""
-    d = Path(directory) if directory else root()
+def machines() -> list[Path]:
+    """The machines some process made under MOCKPCI_DIR."""
+    return sorted(d for d in root().glob("*/") if (d / "boards").is_dir())
+
+
+def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLike | None = None) -> MockHAL:
+    """The HAL of the machine with count boards of arch (at MOCKPCI_DIR/<arch> unless directory says); arch None:
+    the boards some process made at directory already (what a monitor attaches to)."""
+    d = Path(directory) if directory else root() / str(arch)
     (d / "tmp").mkdir(parents=True, exist_ok=True)
     hal = MockHAL(d)
     hal.boards = []
-    for i in range(count):
-        board = MockPCIGPU(arch, d / "boards" / bus(i))
+    archs = [arch] * count if arch else [(b / "arch").read_text() for b in sorted((d / "boards").glob("*/"))
+                                         if (b / "arch").exists()]
+    for i, kind in enumerate(archs):
+        board = MockPCIGPU(kind, d / "boards" / bus(i))
         install_pci(hal, board, bus(i))
         (d / f"sys/bus/pci/devices/{bus(i)}/power_state").write_text("D0\n")
         hal.boards.append(board)

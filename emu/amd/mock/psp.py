@@ -3,11 +3,14 @@ staged at C2PMSG_36 << 20 in VRAM and answers ready again, or ready with an erro
 order: anything after the sOS, the sOS before the system driver; an unknown command; nothing staged). Loading the
 sOS lights its sign of life (C2PMSG_81) and version (C2PMSG_58). The parts are not authenticated: the real PSP
 checks their signatures, the mock only that something was staged. MOCKPCI_FAULT=psp-never-ready: C2PMSG_35 stays
-0."""
+0. The sOS's ring and commands: psp_ring.py."""
 
 from __future__ import annotations
 
+import os
+
 from usergpu.autogen import _psp
+from usergpu.emu.amd.mock.psp_ring import MockSOS
 
 COMMANDS = {command for _, command in _psp.ORDER}
 ERROR_ORDER, ERROR_COMMAND, ERROR_EMPTY = 0x01, 0x02, 0x03
@@ -21,9 +24,20 @@ class MockPSP:
         self.never_ready = never_ready
         if not never_ready:
             gpu.on_write[c35] = self.command
+        self.sos = MockSOS(gpu, hang="psp-ring-hang" in os.environ.get("MOCKPCI_FAULT", "").split(","))
 
     def power_on(self) -> None:
         self.gpu.regs[self.c35] = 0 if self.never_ready else _psp.MBOX_READY
+        self.sos.power_on()
+
+    @property
+    def loaded_fw(self) -> list[int]:
+        """The GFX_FW_TYPE_* LOAD_IP_FW took, in order."""
+        return self.sos.loaded_fw
+
+    def has_firmware(self, fw_type: int) -> bool:
+        """Whether the sOS holds this GFX_FW_TYPE_* (what the mock CP and SDMA need to run queues)."""
+        return self.sos.has_firmware(fw_type)
 
     def command(self, value: int) -> None:
         regs = self.gpu.regs
@@ -40,4 +54,5 @@ class MockPSP:
             if value == _psp.LOAD_SOSDRV:
                 regs[self.c81] = 1
                 regs[self.c58] = SOS_VERSION[self.gpu.arch]
+                self.sos.start()
         regs[self.c35] = _psp.MBOX_READY | error

@@ -17,6 +17,7 @@ from usergpu.autogen import smu_v13_0_0 as ppsmc
 CLOCKS = {ppsmc.PPCLK_GFXCLK: (100, 2500), ppsmc.PPCLK_UCLK: (96, 1250), ppsmc.PPCLK_FCLK: (400, 1900)}
 TEMPERATURES = {ppsmc.TEMP_EDGE: (35, 70), ppsmc.TEMP_HOTSPOT: (38, 90), ppsmc.TEMP_MEM: (40, 80)}
 IDLE_WATTS, TBP_WATTS = 12, 355
+THROTTLE_ABOVE = 90  # GFX activity (%) beyond which the board runs into its power limit
 # arch -> (SMU firmware version, driver interface version)
 VERSIONS = {"gfx1100": (0x004E4B00, ppsmc.SMU13_0_0_DRIVER_IF_VERSION), "gfx1200": (0x00683B00, 0x2E)}
 
@@ -27,7 +28,7 @@ class MockSMU:
         self.argument, self.response = argument, response
         smu, driver_if = VERSIONS[gpu.arch]
         self.answers = {ppsmc.PPSMC_MSG_GetSmuVersion: smu, ppsmc.PPSMC_MSG_GetDriverIfVersion: driver_if,
-                        ppsmc.PPSMC_MSG_TestMessage: None}
+                        ppsmc.PPSMC_MSG_TestMessage: None, ppsmc.PPSMC_MSG_GetPptLimit: TBP_WATTS}
         self.handlers = {ppsmc.PPSMC_MSG_SetDriverDramAddrHigh: self._address_high,
                          ppsmc.PPSMC_MSG_SetDriverDramAddrLow: self._address_low,
                          ppsmc.PPSMC_MSG_TransferTableSmu2Dram: self._transfer}
@@ -80,6 +81,7 @@ class MockSMU:
         for sensor, (idle, peak) in TEMPERATURES.items():
             m.AvgTemperature[sensor] = int(idle + (peak - idle) * busy)
         m.AverageSocketPower = int(IDLE_WATTS + (TBP_WATTS - IDLE_WATTS) * busy)
+        m.ThrottlingPercentage[ppsmc.THROTTLER_PPT0_BIT] = max(0, gfx - THROTTLE_ABOVE)  # at the power limit
         m.AvgFanRpm = int(600 + 1400 * busy)
         m.AvgVoltage[ppsmc.SVI_PLANE_GFX] = int(700 + 400 * busy)  # mV
         self.gpu.vram[offset : offset + size] = np.frombuffer(bytes(ext), np.uint8)
