@@ -14,8 +14,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test setup apt venv firmware lint autogen-check
 
+DEMO_DEV ?= MOCKKFD+AMD  # make demo DEMO_DEV=MOCKPCI+AMD: the same showcase on AM and the register-level mock GPU
 demo: setup
-	$(BIN)/usergpu demo
+	$(BIN)/usergpu demo --dev $(DEMO_DEV)
 
 test: setup
 	$(BIN)/python -m pytest -n auto

@@ -23,7 +23,7 @@ from usergpu.runtime.signal import Signal
 INTERFACES = ("KFD+AMD", "MOCKKFD+AMD", "PCI+AMD", "MOCKPCI+AMD")
 ARENA = 1 << 20
 STAGING = 16 << 20  # bytes of host-visible memory a large copy goes through, chunk by chunk
-_machines: dict[tuple[str, str, int], MockHAL] = {}  # one mock machine per (interface, arch, GPU count)
+_machines: dict[tuple, MockHAL] = {}  # one mock machine per (interface, arch, GPU count, MOCKPCI_DIR)
 
 
 def mock_hal(arch: str | None = None, count: int | None = None, interface: str = "MOCKKFD+AMD") -> MockHAL:
@@ -31,7 +31,7 @@ def mock_hal(arch: str | None = None, count: int | None = None, interface: str =
     and its GPUs (MOCKKFD+AMD), or GPU boards on the PCI bus (MOCKPCI+AMD), whose state other processes share."""
     arch = arch or os.environ.get("MOCKGPU_ARCH", "gfx1100")
     count = count or int(os.environ.get("MOCKGPU_COUNT", "1"))
-    key = (interface, arch, count)
+    key = (interface, arch, count, os.environ.get("MOCKPCI_DIR"))
     if key not in _machines:
         if interface == "MOCKPCI+AMD":
             from usergpu.emu.amd.mock.pci_machine import machine

@@ -15,7 +15,8 @@ def open_device(name: str | Device | None) -> Device:
     """The process's Device for a device string (opened once per string and mock shape), or the Device given."""
     if isinstance(name, Device):
         return name
-    key = (name or os.environ.get("DEV", ""), os.environ.get("MOCKGPU_ARCH"), os.environ.get("MOCKGPU_COUNT"))
+    key = (name or os.environ.get("DEV", ""), os.environ.get("MOCKGPU_ARCH"), os.environ.get("MOCKGPU_COUNT"),
+           os.environ.get("MOCKPCI_DIR"))
     if key not in _devices:
         _devices[key] = Device(name)
     return _devices[key]

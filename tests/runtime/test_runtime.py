@@ -18,13 +18,32 @@ _spec.loader.exec_module(corpus)
 CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch in c.archs for wave in c.waves]
 
 
+INTERFACES = ("MOCKKFD+AMD", "MOCKPCI+AMD")  # the kernel driver's mock and AM's (a register-level mock GPU)
+
+
+@pytest.fixture(params=INTERFACES)
+def open_device(request):
+    """Devices on the interface of the test's parameter, closed after it (AM holds its board until then)."""
+    import usergpu
+
+    opened = []
+
+    def open_(index: int = 0, **kw):
+        opened.append(usergpu.Device(f"{request.param}:{index}", **kw))
+        return opened[-1]
+    yield open_
+    for dev in opened:
+        dev.close()
+
+
+@pytest.mark.parametrize("interface", INTERFACES)
 @pytest.mark.parametrize(("case", "arch", "wave"),
                          [pytest.param(c, a, w, id=f"{c.name}-{a}-w{w}") for c, a, w in CONFIGS])
-def test_corpus_through_the_runtime(case, arch, wave, monkeypatch):
+def test_corpus_through_the_runtime(case, arch, wave, interface, monkeypatch):
     monkeypatch.setenv("MOCKGPU_ARCH", arch)
     args = case.args(np.random.default_rng(0))
     want = case.reference(copy.deepcopy(args))
-    got = launch(corpus.code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args, "MOCKKFD+AMD")
+    got = launch(corpus.code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args, interface)
     corpus.check(got, want, case)
 
 
@@ -34,11 +53,11 @@ __kernel void fill(__global int *a, int v) { a[__builtin_amdgcn_workitem_id_x()]
 """
 
 
-def test_a_faulting_kernel_names_address_and_pc_and_the_device_keeps_working():
+def test_a_faulting_kernel_names_address_and_pc_and_the_device_keeps_working(open_device):
     import usergpu
     from usergpu.errors import GPUFault
 
-    dev = usergpu.Device("MOCKKFD+AMD")
+    dev = open_device()
     prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
     buf = dev.alloc(4096)
     with pytest.raises(GPUFault) as e:
@@ -52,10 +71,10 @@ def test_a_faulting_kernel_names_address_and_pc_and_the_device_keeps_working():
     assert seconds > 0 and list(buf.copyout(np.int32, 64)) == [5] * 64
 
 
-def test_device_api_buffers_programs_and_timestamps():
+def test_device_api_buffers_programs_and_timestamps(open_device):
     import usergpu
 
-    dev = usergpu.Device("MOCKKFD+AMD")
+    dev = open_device()
     prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
     buf = dev.alloc(256)
     buf.copyin(np.arange(64, dtype=np.int32))
@@ -65,12 +84,11 @@ def test_device_api_buffers_programs_and_timestamps():
     assert list(buf.copyout(np.int32)) == [9] * 32 + list(range(32, 64))
 
 
-def test_64_mib_copies_through_sdma_both_ways():
+def test_64_mib_copies_through_sdma_both_ways(open_device):
     import hashlib
 
-    import usergpu
 
-    dev = usergpu.Device("MOCKKFD+AMD")
+    dev = open_device()
     data = np.random.default_rng(1).integers(0, 256, 64 << 20, dtype=np.uint8)
     buf = dev.alloc(data.nbytes)
     buf.copyin(data)
@@ -83,12 +101,12 @@ def test_64_mib_copies_through_sdma_both_ways():
 SPIN = "__kernel void spin(__global volatile int *a) { while (a[0] == 0) {} }"
 
 
-def test_a_kernel_that_never_ends_is_a_hang_and_the_device_keeps_working(monkeypatch):
+def test_a_kernel_that_never_ends_is_a_hang_and_the_device_keeps_working(open_device, monkeypatch):
     import usergpu
     from usergpu.errors import GPUHang
 
     monkeypatch.setenv("MOCKGPU_BUDGET", "20000")
-    dev = usergpu.Device("MOCKKFD+AMD")
+    dev = open_device()
     prog = dev.load(usergpu.compile_opencl(SPIN + ERRORS, dev.arch))
     buf = dev.alloc(4096)
     with pytest.raises(GPUHang, match="spin|20000"):
@@ -97,14 +115,14 @@ def test_a_kernel_that_never_ends_is_a_hang_and_the_device_keeps_working(monkeyp
     assert list(buf.copyout(np.int32, 32)) == [3] * 32
 
 
-def test_a_wait_that_is_never_satisfied_is_a_device_hang_within_the_timeout():
+def test_a_wait_that_is_never_satisfied_is_a_device_hang_within_the_timeout(open_device):
     import time
 
     import usergpu
     from usergpu.errors import GPUHang
     from usergpu.runtime.pm4 import Packets
 
-    dev = usergpu.Device("MOCKKFD+AMD", timeout=0.3)
+    dev = open_device(timeout=0.3)
     never = dev.signal()
     value = dev.next_timeline_value()
     dev.compute.submit(Packets().wait(never, 1).signal(dev.timeline, value, dev.event))
@@ -147,11 +165,9 @@ AQL_CASES = [c for c in corpus.cases.CASES if c.name.split(".")[0] in ("math", "
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in AQL_CASES])
-def test_kernels_on_an_aql_queue(case):
+def test_kernels_on_an_aql_queue(case, open_device):
     """The CP's AQL path: it sets each dispatch up from the kernel descriptor (user SGPRs, COMPUTE_* registers)."""
-    import usergpu
-
-    dev = usergpu.Device("MOCKKFD+AMD", queue="aql")
+    dev = open_device(queue="aql")
     args = case.args(np.random.default_rng(0))
     want = case.reference(copy.deepcopy(args))
     prog = dev.load(corpus.code_object(case.file, dev.arch, case.waves[0]))
@@ -164,11 +180,11 @@ def test_kernels_on_an_aql_queue(case):
     corpus.check([bufs[id(a)].copyout(a.dtype, a.size).reshape(a.shape) for a in arrays], want, case)
 
 
-def test_an_aql_barrier_holds_a_dependent_kernel_until_its_signal_is_done():
+def test_an_aql_barrier_holds_a_dependent_kernel_until_its_signal_is_done(open_device):
     import usergpu
     from usergpu.runtime.aql import barrier_and, kernel_dispatch
 
-    dev = usergpu.Device("MOCKKFD+AMD", queue="aql")
+    dev = open_device(queue="aql")
     prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
     buf = dev.alloc(4096)
     gate = dev.signal()
@@ -184,10 +200,10 @@ def test_an_aql_barrier_holds_a_dependent_kernel_until_its_signal_is_done():
     assert list(np.frombuffer(buf.view()[:128], np.int32)) == [6] * 32
 
 
-def test_hundreds_of_launches_wrap_the_rings_and_timestamps_only_grow():
+def test_hundreds_of_launches_wrap_the_rings_and_timestamps_only_grow(open_device):
     import usergpu
 
-    dev = usergpu.Device("MOCKKFD+AMD")
+    dev = open_device()
     prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
     buf = dev.alloc(4096)
     for i in range(300):  # ~100 dwords each: the 64 KiB PM4 ring wraps about twice
@@ -208,12 +224,12 @@ def test_an_invalid_code_object_is_refused_clearly():
         dev.load(b"\x7fELF" + bytes(60))
 
 
-def test_a_full_ring_waits_for_room_and_a_stuck_engine_is_a_hang():
+def test_a_full_ring_waits_for_room_and_a_stuck_engine_is_a_hang(open_device):
     import usergpu
     from usergpu.errors import GPUHang
     from usergpu.runtime.pm4 import Packets
 
-    dev = usergpu.Device("MOCKKFD+AMD", timeout=0.3)
+    dev = open_device(timeout=0.3)
     never, stamps = dev.signal(), dev.signal()
     dev.compute.submit(Packets().wait(never, 1))  # the engine stops here: nothing after it is read
     chunk = Packets()

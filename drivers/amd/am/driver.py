@@ -9,6 +9,7 @@ ring reports."""
 
 from __future__ import annotations
 
+import ctypes
 import time
 
 from usergpu.autogen import _ih
@@ -64,13 +65,14 @@ class AM:
 
     # ---- memory -----------------------------------------------------------------------------------------------------
     def alloc(self, size: int, kind: str = "vram", uncached: bool = False) -> Memory:
-        """VRAM mapped for the CPU (through BAR0) and the GPU (page tables) at one address."""
+        """VRAM mapped for the CPU (through BAR0) and the GPU (page tables) at one address, cleared."""
         if kind not in ("vram", "gtt"):
             raise DriverError(f"alloc {kind}", 0, "PCI+AMD maps VRAM only (no system-memory DMA yet)")
         size = page_align(size)
         address = self.dev.allocator.alloc(size)
         va = self.hal.mmap(-1, size, 0, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
         self.hal.mmap(self._vram_fd, size, address, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
+        ctypes.memset(va, 0, size)  # cleared, as amdgpu clears VRAM it hands out: no earlier owner's data shows
         self.dev.gmc.map(va, address, size)
         self.dev.gmc.flush()
         self.dev.account()
