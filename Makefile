@@ -14,7 +14,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test setup apt venv firmware lint autogen-check
 
-DEMO_DEV ?= MOCKKFD+AMD  # make demo DEMO_DEV=MOCKPCI+AMD: the same showcase on AM and the register-level mock GPU
+# make demo DEMO_DEV=MOCKPCI+AMD: the same showcase on AM and the register-level mock GPU
+DEMO_DEV ?= MOCKKFD+AMD
 demo: setup
 	$(BIN)/usergpu demo --dev $(DEMO_DEV)
 
