@@ -11,6 +11,7 @@ buffer, the PSP's staging buffer and TMR); the allocator hands out the rest."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -48,7 +49,8 @@ class AMDevice:
         self.lock = lock.acquire(hal, pci.name)
         try:
             self.mmio, self.vram = pci.map_bar(5), pci.map_bar(0)
-            self.blocks = discovery.read(self.mmio, self.vram)
+            with self.step("discovery", "IP discovery table at the top of VRAM"):
+                self.blocks = discovery.read(self.mmio, self.vram)
             self.regs = ip.RegisterMap(self.blocks)
             iov = self.mmio.read32(4 * self.regs.address("NBIF", "RCC_DEV0_EPF0_RCC_IOV_FUNC_IDENTIFIER"))
             if iov & 1:
@@ -58,7 +60,8 @@ class AMDevice:
             marker = self.mmio.read32(4 * self.regs.address("GC", "SCRATCH_REG7"))
             self.partial = marker == AM_MARKER and not reset  # up already: bring-up resumes, not restarts
             self.smu = SMU(self.mmio, self.regs)
-            self.smu_version = self.smu.version()
+            with self.step("SMU", "firmware version"):
+                self.smu_version = self.smu.version()
             if self.gc_version[0] not in FAMILIES:
                 raise ip.UnsupportedGPU(f"GC {'.'.join(map(str, self.gc_version))}: AM drives GC 11 and 12")
         except BaseException:
@@ -67,20 +70,33 @@ class AMDevice:
         self.family = FAMILIES[self.gc_version[0]]
         self.reg = ip.Registers(self.mmio, self.regs)
 
+    @contextlib.contextmanager
+    def step(self, block: str, what: str):
+        """A bring-up step: an error in it says which GPU, block and step (its type and details unchanged)."""
+        try:
+            yield
+        except Error as e:
+            e.args = (f"{self.pci.name}: {block}: {what}: {e}",)
+            raise
+
     def boot(self) -> None:
         """Bring the GPU up to running queues (or, on a partial boot, set up anew what a process owns)."""
         memory = np.frombuffer(self.vram.memory, np.uint8)
         self.allocator = Allocator(0, self.vram_size - RESERVED)
-        self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
-        self.gmc.init()
-        ring = self.allocator.alloc(ih.RING_BYTES)
-        self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring)
-        self.ih.init()
+        with self.step("GMC", "page tables and apertures"):
+            self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
+            self.gmc.init()
+        with self.step("IH", "interrupt ring"):
+            ring = self.allocator.alloc(ih.RING_BYTES)
+            self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring)
+            self.ih.init()
         if not self.partial:
             self.load_firmware()
         self.gfx, self.sdma = GFX(self.reg), SDMA(self.reg, self.family)
-        self.gfx.init()
-        self.sdma.init()
+        with self.step("GFX", "MEC start"):
+            self.gfx.init()
+        with self.step("SDMA", "engine start"):
+            self.sdma.init()
         self.reg.write("GC", "SCRATCH_REG7", AM_MARKER)
 
     def load_firmware(self) -> None:
@@ -88,13 +104,15 @@ class AMDevice:
         14.x of GC 12 is not driven yet, its engines run on what the board has)."""
         if self.regs.ip("MP0").version[0] != 13:
             return
-        psp, sos = self._psp()
-        psp.boot(sos)
-        ring = self.vram_size - PSP_RING_BELOW_TOP
-        tmr = self.vram_size - RESERVED
-        loads = firmware.ucodes(self.gc_version, self.regs.ip("SDMA0").version, self.regs.ip("MP1").version)
-        size = psp.start(sos, loads, RingMemory(self.fb_base, ring, ring + 4096, ring + 8192), tmr,
-                         RESERVED - PSP_STAGING_BELOW_TOP)
+        with self.step("PSP", "bootloader and sOS"):
+            psp, sos = self._psp()
+            psp.boot(sos)
+        with self.step("PSP", "ring, TMR and firmware loads"):
+            ring = self.vram_size - PSP_RING_BELOW_TOP
+            tmr = self.vram_size - RESERVED
+            loads = firmware.ucodes(self.gc_version, self.regs.ip("SDMA0").version, self.regs.ip("MP1").version)
+            size = psp.start(sos, loads, RingMemory(self.fb_base, ring, ring + 4096, ring + 8192), tmr,
+                             RESERVED - PSP_STAGING_BELOW_TOP)
         self.reg.write("GC", TMR_SIZE, size)
 
     def _psp(self) -> tuple[PSP, firmware.Firmware]:

@@ -34,6 +34,9 @@ class RegisterMap:
         return address
 
 
+TIMEOUT = 2.0  # seconds a bring-up step waits for a register
+
+
 class Timeout(Error):
     """A register never reached the value a bring-up step waits for: the block, the step, the register, the value
     awaited and the value it read."""
@@ -42,8 +45,8 @@ class Timeout(Error):
 class Registers:
     """The GPU's registers by (block, name) through BAR5, with the generated field encoders."""
 
-    def __init__(self, mmio, regmap: RegisterMap, timeout: float = 2.0):
-        self.mmio, self.map, self.timeout = mmio, regmap, timeout
+    def __init__(self, mmio, regmap: RegisterMap):
+        self.mmio, self.map = mmio, regmap
 
     def table(self, block: str, name: str):
         ip = self.map.ip(block)
@@ -59,10 +62,10 @@ class Registers:
 
     def wait(self, block: str, name: str, mask: int, value: int, step: str) -> int:
         """Poll until (register & mask) == value; Timeout naming the step, register and values otherwise."""
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + TIMEOUT
         while (got := self.read(block, name)) & mask != value:
             if time.monotonic() > deadline:
-                raise Timeout(f"{block}: {step}: {name} reads {got:#010x} after {self.timeout} s, waiting for "
+                raise Timeout(f"{block}: {step}: {name} reads {got:#010x} after {TIMEOUT} s, waiting for "
                               f"{value:#x} under mask {mask:#x}")
             time.sleep(0.0001)
         return got

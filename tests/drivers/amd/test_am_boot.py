@@ -1,0 +1,145 @@
+"""AM's whole bring-up on the mock PCI GPU (gfx1100, gfx1200): from cold, as a partial boot that keeps the loaded
+firmware, with AM_RESET; and the failures a person must be told about, each naming the GPU, the block and the
+step."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from usergpu.drivers.amd.am import discovery as disc
+from usergpu.drivers.amd.am import ip, psp_ring, smu
+from usergpu.drivers.amd.am.device import AM_MARKER, TMR_SIZE, AMDevice
+from usergpu.drivers.amd.am.driver import AM
+from usergpu.drivers.amd.am.firmware import FirmwareError, search_path
+from usergpu.drivers.amd.am.lock import DeviceBusy
+from usergpu.drivers.amd.am.psp import PSPError
+from usergpu.emu.amd.mock import discovery
+from usergpu.emu.amd.mock import psp_ring as psp_ring_mock
+from usergpu.emu.amd.mock.pci_machine import machine
+
+BUS = "0000:03:00.0"
+
+
+def reg(board, name: str) -> int:
+    return int(board.regs[board.address("GC", name)])
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_cold_then_partial_boot_then_reset(arch, tmp_path, monkeypatch):
+    monkeypatch.delenv("AM_RESET", raising=False)
+    hal = machine(arch, directory=tmp_path)
+    board = hal.boards[0]
+    am = AM(hal)
+    assert not am.dev.partial and am.arch == arch and reg(board, "SCRATCH_REG7") == AM_MARKER
+    loads = len(board.psp.loaded_fw) if board.psp else 0
+    if arch == "gfx1100":  # the PSP took every Navi31 ucode and the TMR; AM kept its size for a partial boot
+        assert loads == 27 and reg(board, TMR_SIZE) == int(board.firmware[psp_ring_mock.TMR_SIZE]) > 0
+    am.close()
+    again = AM(hal)  # the board is up: its firmware stays, the rest is set up anew and works
+    assert again.dev.partial and (len(board.psp.loaded_fw) if board.psp else 0) == loads
+    check_copy_through_sdma(again)
+    again.close()
+    monkeypatch.setenv("AM_RESET", "1")
+    reset = AM(hal)
+    assert not reset.dev.partial
+    if board.psp:
+        assert len(board.psp.loaded_fw) == 2 * loads  # loaded again
+    check_copy_through_sdma(reset)
+    reset.close()
+
+
+def check_copy_through_sdma(am: AM) -> None:
+    """A copy on the SDMA ring, its trap seen on the IH ring: the engines, the page tables and interrupts work."""
+    from usergpu.runtime.ring import RING_SIZE
+    from usergpu.runtime.sdma import SDMAPackets
+
+    src, dst, ring, pointers = am.alloc(8192), am.alloc(8192), am.alloc(RING_SIZE), am.alloc(4096)
+    np.frombuffer(src.view(), np.uint8)[:] = np.arange(8192) % 251
+    queue = am.create_queue("sdma", ring, pointers.va, pointers.va + 8)
+    event = am.create_event()
+    packets = SDMAPackets().copy(dst.va, src.va, 8192).trap(event)
+    ring.view().cast("I")[: len(packets)] = np.array(packets, np.uint32)
+    pointers.view().cast("Q")[1] = 4 * len(packets)
+    queue.ring(4 * len(packets))
+    assert am.wait_events([event], timeout_ms=1000) == [event]
+    assert bytes(dst.view()) == bytes(src.view())
+    am.destroy_queue(queue)
+
+
+def test_a_board_another_process_drives_is_refused_politely(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from usergpu.emu.amd.mock.pci_machine import machine; "
+         "from usergpu.drivers.amd.am.driver import AM; "
+         f"am = AM(machine('gfx1200', directory={str(tmp_path)!r})); print('up', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "up"
+        with pytest.raises(DeviceBusy, match=rf"the GPU at {BUS} is driven by process {holder.pid} \(-c\); stop "
+                                             "that process first"):
+            AM(machine("gfx1200", directory=tmp_path))
+    finally:
+        holder.communicate("")
+    AM(machine("gfx1200", directory=tmp_path)).close()  # its lock went with it
+
+
+def test_psp_never_ready(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOCKPCI_FAULT", "psp-never-ready")
+    monkeypatch.setattr("usergpu.drivers.amd.am.psp.TIMEOUT", 0.05)
+    with pytest.raises(PSPError, match=rf"^{BUS}: PSP: bootloader and sOS: PSP bootloader, before loading \w+ .*"
+                                       r"MP0_SMN_C2PMSG_35 reads 0x00000000 .*waiting for 0x80000000"):
+        AM(machine("gfx1100", directory=tmp_path))
+
+
+def test_psp_ring_never_answers(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOCKPCI_FAULT", "psp-ring-hang")
+    monkeypatch.setattr(psp_ring, "TIMEOUT", 0.05)
+    with pytest.raises(PSPError, match=rf"^{BUS}: PSP: ring, TMR and firmware loads: .*fence"):
+        AM(machine("gfx1100", directory=tmp_path))
+
+
+def test_smu_not_answering(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOCKPCI_FAULT", "smu-silent")
+    monkeypatch.setattr(smu, "TIMEOUT", 0.05)
+    with pytest.raises(smu.SMUError, match=rf"^{BUS}: SMU: firmware version: SMU: GetSmuVersion: "
+                                           "MP1_SMN_C2PMSG_90 stayed 0"):
+        AM(machine("gfx1200", directory=tmp_path))
+
+
+def test_missing_discovery_table(tmp_path):
+    hal = machine("gfx1200", directory=tmp_path)
+    top = hal.boards[0].vram_size - discovery.DISCOVERY_TMR_OFFSET
+    hal.boards[0].vram[top : top + 4096] = 0  # as on a board whose VBIOS never placed it
+    with pytest.raises(disc.DiscoveryError, match=rf"^{BUS}: discovery: IP discovery table at the top of VRAM: "
+                                                  ".*signature"):
+        AM(hal)
+
+
+def test_corrupt_firmware_file(tmp_path, monkeypatch):
+    import shutil
+
+    folder = tmp_path / "cache/usergpu/firmware/lib/firmware/amdgpu"
+    shutil.copytree(search_path()[0], folder)
+    data = bytearray((folder / "gc_11_0_0_pfp.bin").read_bytes())
+    data[0:4] = (len(data) + 4096).to_bytes(4, "little")  # size_bytes: more than the file holds
+    (folder / "gc_11_0_0_pfp.bin").write_bytes(bytes(data))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(FirmwareError, match=rf"^{BUS}: PSP: ring, TMR and firmware loads: .*gc_11_0_0_pfp.bin.*"
+                                            "size_bytes"):
+        AM(machine("gfx1100", directory=tmp_path / "board"))
+
+
+def test_queues_need_the_mec_firmware(tmp_path, monkeypatch):
+    """Without the PSP's firmware loads the MEC does not run: activating a queue names the register and the step."""
+    monkeypatch.setattr(AMDevice, "load_firmware", AMDevice.boot_psp)
+    monkeypatch.setattr(ip, "TIMEOUT", 0.05)
+    am = AM(machine("gfx1100", directory=tmp_path))
+    ring, pointers = am.alloc(4096), am.alloc(4096)
+    with pytest.raises(ip.Timeout, match=r"GC: activating compute queue \(ME 1, pipe 0, queue 0\): is the MEC firmware "
+                                         "loaded and running\\?: CP_HQD_ACTIVE reads 0x00000000 after 0.05 s, waiting "
+                                         "for 0x1"):
+        am.create_queue("pm4", ring, pointers.va, pointers.va + 8)
+    am.close()
