@@ -68,7 +68,7 @@ class Device:
             raise DeviceNotFound(f"queue {queue!r}: kernels run on a pm4 or an aql queue")
         self.name, self.index = parse(device)
         self.hal = mock_hal(interface=self.name) if self.name.startswith("MOCK") else HAL()
-        self.driver = AM(self.hal, self.index) if self.name.endswith("PCI+AMD") else KFD(self.hal, self.index)
+        self.driver = AM.open(self.hal, self.index) if self.name.endswith("PCI+AMD") else KFD(self.hal, self.index)
         self.arch, self.timeout, self.clock_hz = self.driver.arch, timeout, TIMESTAMP_HZ
         self.event_page = self.driver.alloc(8 * 4096, "gtt")
         self.event = self.driver.create_event(self.event_page)
@@ -166,7 +166,10 @@ class Device:
         return list(self._spans)
 
     def close(self) -> None:
-        """Let the GPU go: AM's lock (another process may drive the board then), KFD's files."""
+        """Let the GPU go: the device's queues, then AM's lock (another process may drive the board then) or KFD's
+        files."""
+        for q in (self.compute, self.copy, self.aql):
+            self.driver.destroy_queue(q.queue)
         self.driver.close()
 
     def __repr__(self) -> str:

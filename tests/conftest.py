@@ -11,10 +11,13 @@ import pytest
 
 from usergpu.drivers.hal import HAL
 
-# this test process's MOCKPCI+AMD machines, apart from those of other workers and of a developer's own processes
-if "MOCKPCI_DIR" not in os.environ:
-    os.environ["MOCKPCI_DIR"] = tempfile.mkdtemp(prefix="usergpu-mockpci-test-")
-    atexit.register(shutil.rmtree, os.environ["MOCKPCI_DIR"], ignore_errors=True)
+# each test process's MOCKPCI+AMD machines, apart from those of the other workers (AM allows one process per board)
+# and of a developer's own processes; the first process (xdist's controller) makes the folder and removes it
+if "USERGPU_TEST_MOCKPCI" not in os.environ:
+    os.environ["USERGPU_TEST_MOCKPCI"] = tempfile.mkdtemp(prefix="usergpu-mockpci-test-")
+    atexit.register(shutil.rmtree, os.environ["USERGPU_TEST_MOCKPCI"], ignore_errors=True)
+os.environ["MOCKPCI_DIR"] = os.path.join(os.environ["USERGPU_TEST_MOCKPCI"], os.environ.get("PYTEST_XDIST_WORKER",
+                                                                                             "main"))
 
 
 def _make_sysfs(root, functions, kfd_nodes=()):

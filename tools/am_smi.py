@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     while True:
         shown = boards(args, machines)
-        if not shown and not args.json:
+        if not shown:
             raise DeviceNotFound("no GPU is driven by AM (no lock held in /tmp); --dev BUS shows one anyway")
         states = [smi.status(hal, bus) for hal, bus in shown]
         if args.json:
@@ -107,7 +107,10 @@ def add_parser(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    ap = parser()
+    args = ap.parse_args(argv)
+    if args.kill and not args.pids:
+        ap.error("--kill needs --pids")
     return guarded(args, lambda: run(args))
 
 

@@ -7,15 +7,18 @@ import dataclasses
 import json
 
 import numpy as np
+import pytest
 
 from usergpu.drivers.hal import HAL
 from usergpu.emu.amd import isa
 from usergpu.tools import cli, showcase
 
 
-def test_demo_runs_checks_and_traces_the_showcase(tmp_path, capsys):
+@pytest.mark.parametrize("device", ["MOCKKFD+AMD", "MOCKPCI+AMD"])
+def test_demo_runs_checks_and_traces_the_showcase(device, tmp_path, capsys):
+    """make demo (and make demo DEMO_DEV=MOCKPCI+AMD, on AM and the register-level mock GPU)."""
     path = tmp_path / "t.json"
-    assert cli.main(["demo", "--trace", str(path)], HAL(tmp_path)) == 0
+    assert cli.main(["demo", "--dev", device, "--trace", str(path)], HAL(tmp_path)) == 0
     out = capsys.readouterr().out
     kernels = {c.kernel for c in showcase.CASES}
     rows = {r[0]: r for r in map(str.split, out.splitlines()) if len(r) == 6 and r[0] in kernels}  # the table
@@ -34,7 +37,7 @@ def test_demo_runs_checks_and_traces_the_showcase(tmp_path, capsys):
     assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(complete, complete[1:], strict=False))  # one queue
     assert len({(e["pid"], e["tid"]) for e in complete}) == 1
     names = {e["name"]: e["args"]["name"] for e in events if e["ph"] == "M"}
-    assert names["process_name"].startswith("MOCKKFD+AMD:0") and "compute" in names["thread_name"]
+    assert names["process_name"].startswith(f"{device}:0") and "compute" in names["thread_name"]
 
 
 SMALL = dataclasses.replace(showcase.CASES[0], grid=(1, 1, 1), block=(64, 1, 1),

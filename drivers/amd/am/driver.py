@@ -44,6 +44,20 @@ def amd_gpus(hal: HAL) -> list[SysfsPCIDevice]:
 
 
 class AM:
+    """One GPU driven by this process. `AM.open` shares it between the process's Devices: AM's lock is the
+    process's, and two drivers of one board in a process would fight over its queues and page tables."""
+
+    _open: dict[tuple[int, str], list] = {}  # (id of the HAL, bus) -> [driver, users]
+
+    @classmethod
+    def open(cls, hal: HAL, index: int = 0) -> AM:
+        gpus = amd_gpus(hal)
+        key = (id(hal), gpus[index].name if index < len(gpus) else str(index))
+        if key not in cls._open:
+            cls._open[key] = [cls(hal, index), 0]
+        cls._open[key][1] += 1
+        return cls._open[key][0]
+
     def __init__(self, hal: HAL, index: int = 0):
         gpus = amd_gpus(hal)
         if index >= len(gpus):
@@ -132,4 +146,11 @@ class AM:
             time.sleep(0.0005)
 
     def close(self) -> None:
+        """Let the GPU go (once the process's last user of a shared driver closes it)."""
+        key = (id(self.hal), self.pci.name)
+        if self._open.get(key, [None])[0] is self:
+            self._open[key][1] -= 1
+            if self._open[key][1]:
+                return
+            del self._open[key]
         self.dev.close()

@@ -13,9 +13,14 @@ import numpy as np
 from usergpu.autogen import _vm
 from usergpu.drivers.amd.am.allocator import Allocator
 from usergpu.drivers.amd.am.ip import Registers
+from usergpu.errors import Error
 
 HUBS = {"GC": "GC", "MMHUB": "MM"}  # block -> register prefix (GCVM_*, MMVM_*; GCMC_*, MMMC_*)
 RWX = _vm.VALID | _vm.READABLE | _vm.WRITEABLE | _vm.EXECUTABLE
+
+
+class MappingError(Error, ValueError):
+    """A GPU mapping that is not whole pages."""
 
 
 class GMC:
@@ -64,12 +69,17 @@ class GMC:
 
     def map(self, va: int, address: int, size: int, flags: int = RWX) -> None:
         """Map size bytes of VRAM at address to va (all page-aligned); flush() makes it visible."""
-        self._write(va, size, lambda pages: (address + (pages << _vm.PAGE_SHIFT)) | flags | _vm.IS_PTE[self.family])
+        self._write(va, size, lambda pages: (address + (pages << _vm.PAGE_SHIFT)) | flags | _vm.IS_PTE[self.family],
+                    address)
 
     def unmap(self, va: int, size: int) -> None:
         self._write(va, size, lambda pages: np.zeros(len(pages), np.uint64))
 
-    def _write(self, va: int, size: int, entries) -> None:
+    def _write(self, va: int, size: int, entries, address: int = 0) -> None:
+        page = 1 << _vm.PAGE_SHIFT
+        if va % page or size % page or address % page or size <= 0:
+            raise MappingError(f"GMC: a mapping of {size:#x} bytes at VA {va:#x} (VRAM {address:#x}) is not whole "
+                               f"{page:#x}-byte pages")
         block = _vm.ENTRIES << _vm.PAGE_SHIFT  # what one PTB maps
         done = 0
         while done < size:

@@ -30,9 +30,11 @@ class IH:
     def poll(self) -> list[dict[str, int]]:
         """The entries written since the last poll, decoded (amdgpu_ih.c's fields)."""
         wptr = self.regs.read("OSSSYS", "IH_RB_WPTR")
-        if wptr & 1:  # RB_OVERFLOW: the IH dropped entries; what is in the ring is still good
-            self.regs.write("OSSSYS", "IH_RB_CNTL", self.regs.read("OSSSYS", "IH_RB_CNTL") |
-                            self.regs.table("OSSSYS", "IH_RB_CNTL").encode(WPTR_OVERFLOW_CLEAR=1))
+        if wptr & 1:  # RB_OVERFLOW: the IH dropped entries; what is in the ring is still good. Clear the flag.
+            cntl = self.regs.read("OSSSYS", "IH_RB_CNTL")
+            self.regs.write("OSSSYS", "IH_RB_CNTL", cntl | self.regs.table("OSSSYS", "IH_RB_CNTL").encode(
+                WPTR_OVERFLOW_CLEAR=1))
+            self.regs.write("OSSSYS", "IH_RB_CNTL", cntl)
         wptr &= RING_BYTES - 4
         out = []
         while self.rptr != wptr:

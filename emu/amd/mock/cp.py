@@ -1,6 +1,6 @@
 """The mock board's command processors as registers program them: MEC hardware queue descriptors (the CP_HQD_*
 registers of the ME/pipe/queue GRBM_GFX_CNTL selects; CP_HQD_ACTIVE 1 starts the queue, CP_HQD_DEQUEUE_REQUEST
-stops it) and the SDMA engines' rings (SDMA<n>_QUEUE0_RB_*; RB_CNTL.RB_ENABLE starts one). The queues are the same
+stops it) and the SDMA engines' rings (SDMA<n>_QUEUE<q>_RB_*; RB_CNTL.RB_ENABLE starts one). The queues are the same
 PM4, AQL and SDMA engines the mock KFD runs. A doorbell write (BAR2, 64-bit doorbells at the dword index a queue's
 doorbell register names) runs every queue until none can make progress.
 
@@ -20,7 +20,7 @@ from usergpu.emu.amd.mock.sdma import SDMAQueue
 HQD = ("CP_HQD_PQ_BASE", "CP_HQD_PQ_BASE_HI", "CP_HQD_PQ_RPTR_REPORT_ADDR", "CP_HQD_PQ_RPTR_REPORT_ADDR_HI",
        "CP_HQD_PQ_WPTR_POLL_ADDR", "CP_HQD_PQ_WPTR_POLL_ADDR_HI", "CP_HQD_PQ_CONTROL", "CP_HQD_PQ_DOORBELL_CONTROL",
        "CP_HQD_AQL_CONTROL", "CP_HQD_EOP_BASE_ADDR", "CP_HQD_EOP_BASE_ADDR_HI", "CP_HQD_EOP_CONTROL")
-SDMA_ENGINES = 2
+SDMA_ENGINES, SDMA_QUEUES = 2, 8
 MEC_FIRMWARE, SDMA_FIRMWARE = psp_gfx_if.GFX_FW_TYPE_RS64_MEC, psp_gfx_if.GFX_FW_TYPE_SDMA_UCODE_TH0
 
 
@@ -39,8 +39,11 @@ class CommandProcessor:
         board.on_read[self.addr["CP_HQD_ACTIVE"]] = self._active
         self.sdma_halt = f"{_ipmaps.SDMA_MICROCONTROLLER[board.arch[:5]]}_CNTL"
         for n in range(SDMA_ENGINES):
-            board.on_write[board.address("GC", f"SDMA{n}_QUEUE0_RB_CNTL")] = lambda v, n=n: self._sdma(n, v)
-            board.on_write[board.address("GC", f"SDMA{n}_{self.sdma_halt}")] = lambda v, n=n: self._sdma(n, None)
+            for q in range(SDMA_QUEUES):
+                board.on_write[board.address("GC", f"SDMA{n}_QUEUE{q}_RB_CNTL")] = \
+                    lambda v, n=n, q=q: self._sdma(n, q, v)
+            board.on_write[board.address("GC", f"SDMA{n}_{self.sdma_halt}")] = \
+                lambda v, n=n: [self._sdma(n, q, None) for q in range(SDMA_QUEUES)]
 
     # ---- MEC ------------------------------------------------------------------------------------------------------
     def selected(self) -> tuple[int, int, int]:
@@ -85,15 +88,15 @@ class CommandProcessor:
             self._stop(self.selected())
 
     # ---- SDMA -----------------------------------------------------------------------------------------------------
-    def _sdma(self, n: int, cntl: int | None) -> None:
-        """An engine's ring (re)programmed or its halt bit written: the ring runs while enabled and unhalted."""
-        q = f"SDMA{n}_QUEUE0_"
+    def _sdma(self, n: int, queue: int, cntl: int | None) -> None:
+        """A ring (re)programmed or its engine's halt bit written: the ring runs while enabled and unhalted."""
+        q = f"SDMA{n}_QUEUE{queue}_"
 
         def reg(name: str) -> int:
             return int(self.board.regs[self.board.address("GC", q + name)])
         cntl = reg("RB_CNTL") if cntl is None else cntl
         halted = int(self.board.regs[self.board.address("GC", f"SDMA{n}_{self.sdma_halt}")]) & 1
-        self._stop(("SDMA", n))
+        self._stop(("SDMA", n, queue))
         if not cntl & 1 or halted or not self._firmware(SDMA_FIRMWARE):
             return
         size = 4 << self._field(q + "RB_CNTL", cntl, "RB_SIZE")
@@ -101,7 +104,7 @@ class CommandProcessor:
         rptr = reg("RB_RPTR_ADDR_HI") << 32 | reg("RB_RPTR_ADDR_LO")
         wptr = reg("RB_WPTR_POLL_ADDR_HI") << 32 | reg("RB_WPTR_POLL_ADDR_LO")
         doorbell = self._field(q + "DOORBELL_OFFSET", reg("DOORBELL_OFFSET"), "OFFSET")
-        self._start(("SDMA", n), doorbell, SDMAQueue(self.gpu, ring, size, rptr, wptr, f"sdma{n} ring"))
+        self._start(("SDMA", n, queue), doorbell, SDMAQueue(self.gpu, ring, size, rptr, wptr, f"sdma{n} queue{queue}"))
 
     # ---- queues and doorbells -------------------------------------------------------------------------------------
     def _start(self, slot, doorbell: int, queue: RingQueue) -> None:

@@ -24,7 +24,7 @@ class IH:
 
     def _cntl(self, value: int) -> None:
         if self.cntl.decode(value)["WPTR_OVERFLOW_CLEAR"]:
-            self.board.regs[self.reg["IH_RB_WPTR"]] &= ~1
+            self.board.regs[self.reg["IH_RB_WPTR"]] &= 0xFFFFFFFE
 
     def interrupt(self, source: str, context_id: int) -> None:
         regs = self.board.regs

@@ -27,9 +27,12 @@ class MMU:
                 board.on_write[req] = lambda value, ack=ack, walk=hub == "GC": self.invalidate(value, ack, walk)
 
     def invalidate(self, request: int, ack: int, walk: bool) -> None:
-        if walk and request & 1:  # PER_VMID_INVALIDATE_REQ bit 0: VMID 0, the context AM uses
+        """A request clears its VMIDs' ACK bits; each is set again once those VMIDs' translations are gone."""
+        vmids = request & 0xFFFF
+        self.board.regs[ack] &= 0xFFFFFFFF & ~vmids
+        if walk and vmids & 1:  # VMID 0: the context AM uses
             self.gpu.mem = self.walk()
-        self.board.regs[ack] = request & 0xFFFF
+        self.board.regs[ack] |= vmids
 
     def _reg(self, name: str) -> int:
         return int(self.board.regs[self.board.address("GC", name)])

@@ -40,6 +40,8 @@ def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLik
     for i, kind in enumerate(archs):
         board = MockPCIGPU(kind, d / "boards" / bus(i))
         install_pci(hal, board, bus(i))
-        (d / f"sys/bus/pci/devices/{bus(i)}/power_state").write_text("D0\n")
+        state = d / f"sys/bus/pci/devices/{bus(i)}/power_state"
+        if not state.exists():  # powered on with the board; a monitor attaching leaves it as it is
+            state.write_text("D0\n")
         hal.boards.append(board)
     return hal
