@@ -1,8 +1,9 @@
-"""Runtime overheads on the mock GPU (MOCKKFD+AMD: the real KFD driver over the mock KFD), each against a baseline run
-in the same process: an empty kernel's launch (submit -> completion signal waited) against the bare emulator's launch
-of the same kernel, and copyin / copyout of 64 MiB against numpy copying the same bytes (ratio: runtime / baseline).
+"""Runtime overheads on the mock GPUs (MOCKKFD+AMD: the KFD driver over the mock KFD; MOCKPCI+AMD: AM over the
+register-level mock GPU), each against a baseline run in the same process: an empty kernel's launch (submit ->
+completion signal waited) against the bare emulator's launch of the same kernel, and copyin / copyout of 64 MiB
+against numpy copying the same bytes (ratio: runtime / baseline).
 
-    .venv/bin/python bench/runtime_bench.py [launches]
+    .venv/bin/python bench/runtime_bench.py [launches] [DEVICE ...]
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ COPY = 64 << 20  # bytes
 COPIES = 5  # repetitions of each copy
 
 
-def main(launches: int = 200) -> None:
-    dev = usergpu.Device("MOCKKFD+AMD")
+def main(launches: int = 200, device: str = "MOCKKFD+AMD") -> None:
+    dev = usergpu.Device(device)
     co = usergpu.compile_opencl(EMPTY, dev.arch)
     kernel = dev.load(co).kernels["empty"]
     grid, block = (1, 1, 1), (64, 1, 1)
@@ -43,6 +44,7 @@ def main(launches: int = 200) -> None:
     copyout = median_seconds(lambda: buf.copyout(np.uint8, COPY), COPIES)
     assert np.array_equal(buf.copyout(np.uint8, COPY), src)
     buf.free()
+    dev.close()
     mbs = {name: COPY / 1e6 / s for name, s in (("memcpy", memcpy), ("copyin", copyin), ("copyout", copyout))}
     print(f"{COPY >> 20} MiB, median of {COPIES}: numpy memcpy {mbs['memcpy']:,.0f} MB/s; "
           f"copyin {mbs['copyin']:,.0f} MB/s (ratio {copyin / memcpy:.1f}x the time); "
@@ -50,4 +52,5 @@ def main(launches: int = 200) -> None:
 
 
 if __name__ == "__main__":
-    main(*map(int, sys.argv[1:]))
+    for name in sys.argv[2:] or ("MOCKKFD+AMD", "MOCKPCI+AMD"):
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 200, name)

@@ -38,6 +38,10 @@ VRAM_USED = "SCRATCH_REG6"  # where AM keeps the MiB of VRAM its allocator has h
 FAMILIES = {11: "gfx11", 12: "gfx12"}  # GC major -> the family its page tables and engines follow
 
 
+class SmallBAR(Error):
+    """BAR0 does not cover all of VRAM (no Resizable BAR)."""
+
+
 class VirtualFunction(Error):
     """AM drives physical functions; an SR-IOV virtual function belongs to its host's driver."""
 
@@ -48,7 +52,12 @@ class AMDevice:
         self.pci, self.hal = pci, hal
         self.lock = lock.acquire(hal, pci.name)
         try:
-            self.mmio, self.vram = pci.map_bar(5), pci.map_bar(0)
+            self.mmio = pci.map_bar(5)
+            if pci.bar(0).size < self.vram_size:
+                raise SmallBAR(f"{pci.name}: BAR0 shows {pci.bar(0).size >> 20} MiB of the {self.vram_size >> 20} MiB "
+                               "of VRAM; AM needs all of it visible: enable Resizable BAR (and Above 4G Decoding) "
+                               f"in the firmware setup, or resize it (sysfs resource0_resize of {pci.name})")
+            self.vram = pci.map_bar(0)
             with self.step("discovery", "IP discovery table at the top of VRAM"):
                 self.blocks = discovery.read(self.mmio, self.vram)
             self.regs = ip.RegisterMap(self.blocks)

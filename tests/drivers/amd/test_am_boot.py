@@ -143,3 +143,18 @@ def test_queues_need_the_mec_firmware(tmp_path, monkeypatch):
                                          "for 0x1"):
         am.create_queue("pm4", ring, pointers.va, pointers.va + 8)
     am.close()
+
+
+def test_a_bar_smaller_than_vram_is_explained(tmp_path):
+    from usergpu.drivers.amd.am.device import SmallBAR
+    from usergpu.drivers.hal import MockHAL
+    from usergpu.emu.amd.mock.pci_function import install_pci
+    from usergpu.emu.amd.mock.pci_gpu import MockPCIGPU
+
+    board = MockPCIGPU("gfx1200")
+    board.bars[0] = (board.bars[0][0], 256 << 20, True, True)  # a 256 MiB window, as without Resizable BAR
+    hal = MockHAL(tmp_path)
+    (tmp_path / "tmp").mkdir()
+    install_pci(hal, board, BUS)
+    with pytest.raises(SmallBAR, match=rf"{BUS}: BAR0 shows 256 MiB of the 8192 MiB of VRAM; .*Resizable BAR"):
+        AM(hal)
