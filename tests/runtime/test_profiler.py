@@ -67,12 +67,13 @@ def reference(co: bytes, kernel: str, grid, block, args) -> tuple[dict, list[int
     counts["SQ_WAVES"] = len(waves)
     return counts, wave0, len(waves)
 
+@pytest.mark.parametrize("interface", ["MOCKKFD+AMD", "MOCKPCI+AMD"])
 @pytest.mark.parametrize("kernel", CASES)
-def test_counters_and_trace_match_the_emulator(arch, kernel, tmp_path):
+def test_counters_and_trace_match_the_emulator(arch, kernel, interface, tmp_path):
     co = usergpu.compile_opencl(SOURCE, arch, ["-I", str(KERNELS)])
     grid, block, make = CASES[kernel]
     expected, wave0, waves = reference(co, kernel, grid, block, make())
-    dev = Device("MOCKKFD+AMD")
+    dev = Device(interface)
     names = [n for n in ("SQ_WAVES", "SQ_INSTS", "SQ_INSTS_VALU", "SQ_INSTS_SALU", "SQ_INSTS_SMEM", "SQ_INSTS_LDS",
                          "SQ_INSTS_VMEM_RD", "SQ_INSTS_VMEM_WR") if arch == "gfx1100" or n != "SQ_INSTS"]
     prof = dev.profile(sqtt=True, counters=names)
@@ -89,6 +90,9 @@ def test_counters_and_trace_match_the_emulator(arch, kernel, tmp_path):
     assert {p.kind for p in decode(blob, arch)} >= {"LAYOUT_HEADER", "WAVESTART", "WAVEEND"}
     out = prof.write(tmp_path / "cap")
     assert (out / "capture.json").exists() and (out / "pmc.json").exists()
+    dev.close()
+
+
 def test_bad_counters_are_refused(monkeypatch):
     monkeypatch.setenv("MOCKGPU_ARCH", "gfx1100")
     dev = Device("MOCKKFD+AMD")
