@@ -99,7 +99,7 @@ class AMDevice:
             ring = self.allocator.alloc(ih.RING_BYTES)
             self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring)
             self.ih.init()
-        if not self.partial:
+        if not self.partial or not self.firmware_alive():
             self.load_firmware()
         self.gfx, self.sdma = GFX(self.reg), SDMA(self.reg, self.family)
         with self.step("GFX", "MEC start"):
@@ -123,6 +123,13 @@ class AMDevice:
             size = psp.start(sos, loads, RingMemory(self.fb_base, ring, ring + 4096, ring + 8192), tmr,
                              RESERVED - PSP_STAGING_BELOW_TOP)
         self.reg.write("GC", TMR_SIZE, size)
+
+    def firmware_alive(self) -> bool:
+        """Whether the firmware a partial boot keeps is still running (the PSP's sOS: a reset since the last
+        bring-up kills it, whatever SCRATCH_REG7 says)."""
+        if self.regs.ip("MP0").version[0] != 13:
+            return True
+        return PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP).sos_alive()
 
     def _psp(self) -> tuple[PSP, firmware.Firmware]:
         major, minor, rev = self.regs.ip("MP0").version

@@ -27,6 +27,9 @@ class MockPSP:
         self.sos = MockSOS(gpu, hang="psp-ring-hang" in os.environ.get("MOCKPCI_FAULT", "").split(","))
 
     def power_on(self) -> None:
+        """Reset: the bootloader waits for its first part, no sOS runs."""
+        self.loaded.clear()
+        self.gpu.regs[self.c81] = self.gpu.regs[self.c58] = 0
         self.gpu.regs[self.c35] = 0 if self.never_ready else _psp.MBOX_READY
         self.sos.power_on()
 

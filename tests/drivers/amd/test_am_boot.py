@@ -158,3 +158,19 @@ def test_a_bar_smaller_than_vram_is_explained(tmp_path):
     install_pci(hal, board, BUS)
     with pytest.raises(SmallBAR, match=rf"{BUS}: BAR0 shows 256 MiB of the 8192 MiB of VRAM; .*Resizable BAR"):
         AM(hal)
+
+
+def test_a_board_reset_since_am_brought_it_up_boots_fully(tmp_path, monkeypatch):
+    """SCRATCH_REG7 says AM was here, but the sOS is not alive (the board was reset): the firmware goes in again."""
+    monkeypatch.delenv("AM_RESET", raising=False)
+    hal = machine("gfx1100", directory=tmp_path)
+    board = hal.boards[0]
+    AM(hal).close()
+    loads = len(board.psp.loaded_fw)
+    board.power_on()  # power cycled: registers back to their reset state, but SCRATCH_REG7 kept by the test
+    board.regs[board.address("GC", "SCRATCH_REG7")] = AM_MARKER
+    board.regs[board.address("MP0", "MP0_SMN_C2PMSG_81")] = 0
+    am = AM(hal)
+    assert am.dev.partial and len(board.psp.loaded_fw) == 2 * loads
+    check_copy_through_sdma(am)
+    am.close()
