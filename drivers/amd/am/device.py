@@ -60,6 +60,7 @@ class AMDevice:
             self.vram = pci.map_bar(0)
             with self.step("discovery", "IP discovery table at the top of VRAM"):
                 self.blocks = discovery.read(self.mmio, self.vram)
+                self.gc_info = discovery.read_gc_info(self.mmio, self.vram)
             self.regs = ip.RegisterMap(self.blocks)
             iov = self.mmio.read32(4 * self.regs.address("NBIF", "RCC_DEV0_EPF0_RCC_IOV_FUNC_IDENTIFIER"))
             if iov & 1:

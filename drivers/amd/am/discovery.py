@@ -32,14 +32,34 @@ class IPBlock:
     bases: tuple[int, ...]  # register segment bases, dwords
 
 
-def read(mmio: Registers, vram: Registers) -> dict[str, list[IPBlock]]:
-    """The GPU's IP blocks from its discovery table (BAR5 registers, BAR0 VRAM)."""
+def _binary(mmio: Registers, vram: Registers) -> tuple[bytes, int]:
+    """The discovery binary and its VRAM address."""
     mib = mmio.read32(RCC_CONFIG_MEMSIZE * 4)
     if mib in (0, 0xFFFFFFFF):
         raise DiscoveryError(f"NBIO RCC_CONFIG_MEMSIZE (dword {RCC_CONFIG_MEMSIZE:#x}) reads {mib:#x}: the GPU does "
                              "not say its VRAM size, so the discovery table cannot be found (not posted, or gone)")
     at = (mib << 20) - dt.DISCOVERY_TMR_OFFSET
-    return parse(vram.read(at, dt.DISCOVERY_TMR_SIZE), at)
+    return vram.read(at, dt.DISCOVERY_TMR_SIZE), at
+
+
+def read(mmio: Registers, vram: Registers) -> dict[str, list[IPBlock]]:
+    """The GPU's IP blocks from its discovery table (BAR5 registers, BAR0 VRAM)."""
+    return parse(*_binary(mmio, vram))
+
+
+def read_gc_info(mmio: Registers, vram: Registers) -> dict[str, int]:
+    """The GC table (gc_info v1.x, as amdgpu_discovery_get_gfx_info reads it): gc_num_se, gc_num_sa_per_se,
+    gc_num_wgp0_per_sa, ... without their gc_num_/gc_ prefix."""
+    blob, where = _binary(mmio, vram)
+    info = dt.struct_binary_header.from_buffer_copy(blob).table_list[dt.GC]
+    head = _struct(dt.struct_gpu_info_header, blob, info.offset, "GC table header")
+    if not info.offset or head.table_id != dt.GC_TABLE_ID or head.version_major != 1:
+        raise DiscoveryError(f"discovery GC table at byte {info.offset}: id {head.table_id:#x} version "
+                             f"{head.version_major}.{head.version_minor}, expected {dt.GC_TABLE_ID:#x} version 1.x")
+    _checksum(blob, info.offset, info.size, info.checksum, "GC table", where)
+    gc = _struct(dt.struct_gc_info_v1_0, blob, info.offset, "GC table")
+    return {name.removeprefix("gc_").removeprefix("num_"): getattr(gc, name) for name, _ in gc._fields_
+            if name != "header"}
 
 
 def _struct(cls, blob: bytes, offset: int, what: str):

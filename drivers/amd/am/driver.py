@@ -31,11 +31,18 @@ from usergpu.drivers.pci import SysfsPCIDevice, pci_devices
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import page_align
 
-# GC version -> the node properties the runtime reads (shader engines, arrays per engine, CUs per array), as the
-# mock KFD publishes them for the same GPUs
-SHAPES = {(11, 0, 0): {"array_count": 12, "simd_arrays_per_engine": 2, "cu_per_simd_array": 8},
-          (12, 0, 0): {"array_count": 8, "simd_arrays_per_engine": 2, "cu_per_simd_array": 8}}
 GPU_CLASSES = (0x03, 0x12)
+
+
+def node_properties(gc_version: tuple[int, int, int], gc: dict[str, int]) -> dict[str, int]:
+    """The node properties the runtime reads (as amdkfd's topology names them) from the discovery's GC table."""
+    major, minor, rev = gc_version
+    cus_per_sa, arrays = 2 * (gc["wgp0_per_sa"] + gc["wgp1_per_sa"]), gc["se"] * gc["sa_per_se"]
+    return {"gfx_target_version": major * 10000 + minor * 100 + rev, "num_xcc": 1,
+            "array_count": arrays, "simd_arrays_per_engine": gc["sa_per_se"],
+            "cu_per_simd_array": cus_per_sa, "simd_per_cu": 2, "simd_count": 2 * cus_per_sa * arrays,
+            "max_waves_per_simd": gc["max_waves_per_simd"], "wave_front_size": gc["wave_size"],
+            "lds_size_in_kb": gc["lds_size"], "max_slots_scratch_cu": gc["max_scratch_slots_per_cu"]}
 
 
 def amd_gpus(hal: HAL) -> list[SysfsPCIDevice]:
@@ -68,8 +75,7 @@ class AM:
             self.dev.boot()
             major, minor, rev = self.dev.gc_version
             self.arch = f"gfx{major}{minor:x}{rev:x}"
-            self.properties = {"gfx_target_version": major * 10000 + minor * 100 + rev, "num_xcc": 1,
-                               **SHAPES.get(self.dev.gc_version, SHAPES[(major, 0, 0)])}
+            self.properties = node_properties(self.dev.gc_version, self.dev.gc_info)
             self._vram_fd = self.pci._open("resource0")
             self._doorbells = hal.mmio(self.pci._open("resource2"), self.pci.bar(2).size, 0, width=8)
         except BaseException:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 
 from usergpu.autogen import amd_discovery as hw  # only the hardware ids (soc15_hw_ip.h)
+from usergpu.emu.amd.mock.profiler import TOPOLOGY
 from usergpu.emu.amd.soc import GC_BASES
 
 BINARY_SIGNATURE, DISCOVERY_TABLE_SIGNATURE = 0x28211407, 0x53445049
@@ -39,10 +40,26 @@ TABLE_INFO = struct.Struct("<HHHH")  # offset, checksum, size, padding
 IP_DISCOVERY_HEADER = struct.Struct("<IHHIH" + "HH" * 16 + "H")  # ..., num_dies, die_info[16], padding
 DIE_HEADER = struct.Struct("<HH")
 IP_V3 = struct.Struct("<HBBBBBB")  # hw_id, instance, num_base_address, major, minor, revision, sub_rev|variant
+GC_INFO_V1_0 = struct.Struct("<IHHI" + "I" * 19)  # gpu_info_header, then gc_num_se ... gc_num_gl2a
+GC_TABLE_ID = 0x4347  # "GC"
+# arch -> the GC's shape as gc_info gives it: the mock GPU's own (emu/amd/mock/profiler.py TOPOLOGY: shader engines,
+# shader arrays per engine, WGPs per array), with RDNA's per-SIMD limits
+WAVES_PER_SIMD, SCRATCH_SLOTS_PER_CU, LDS_KB = 16, 32, 64
 
 
 def byte_sum(data: bytes) -> int:
     return sum(data) & 0xFFFF
+
+
+def gc_info(arch: str) -> bytes:
+    """The GC table (gc_info v1.0): the shape amdgpu reads its shader engines, arrays and CUs from."""
+    ses, sas, wgps = TOPOLOGY[arch[:5]]
+    fields = {"se": ses, "wgp0_per_sa": wgps, "wgp1_per_sa": 0, "rb_per_se": 4, "gl2c": 16, "gprs": 1536,
+              "max_gs_thds": 32, "gs_table_depth": 32, "gsprim_buff_depth": 1792, "parameter_cache_depth": 1024,
+              "double_offchip_lds_buffer": 1, "wave_size": 32, "max_waves_per_simd": WAVES_PER_SIMD,
+              "max_scratch_slots_per_cu": SCRATCH_SLOTS_PER_CU, "lds_size": LDS_KB, "sc_per_se": 1, "sa_per_se": sas,
+              "packer_per_sc": 4, "gl2a": 4}
+    return GC_INFO_V1_0.pack(GC_TABLE_ID, 1, 0, GC_INFO_V1_0.size, *fields.values())
 
 
 def table(arch: str) -> bytes:
@@ -55,8 +72,10 @@ def table(arch: str) -> bytes:
     dies = [0, die_offset] + [0, 0] * 15
     body = IP_DISCOVERY_HEADER.pack(DISCOVERY_TABLE_SIGNATURE, 3, body_size, 0, 1, *dies, 0)
     body += DIE_HEADER.pack(0, len(IPS[arch])) + ips
-    tables = [TABLE_INFO.pack(first, byte_sum(body), len(body), 0)] + [TABLE_INFO.pack(0, 0, 0, 0)] * 5
-    rest = b"".join(tables) + body
+    gc = gc_info(arch)
+    tables = [TABLE_INFO.pack(first, byte_sum(body), len(body), 0),
+              TABLE_INFO.pack(first + len(body), byte_sum(gc), len(gc), 0)] + [TABLE_INFO.pack(0, 0, 0, 0)] * 4
+    rest = b"".join(tables) + body + gc
     size = HEADER.size + len(rest)
     # the binary checksum covers everything after its own field (the size field onwards)
     after = struct.pack("<H", size) + rest

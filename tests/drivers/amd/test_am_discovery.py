@@ -44,3 +44,26 @@ def test_damage_is_refused_with_what_and_where(gpu):
     mock.regs[RCC_CONFIG_MEMSIZE] = 0
     with pytest.raises(discovery.DiscoveryError, match="RCC_CONFIG_MEMSIZE .* reads 0x0"):
         discovery.read(dev.map_bar(5), dev.map_bar(0))
+
+
+def test_the_gc_shape_matches_the_mock_kfds_node(gpu):
+    """The GC table gives the same shader engines, arrays and CUs as the mock KFD publishes for this GPU, so the
+    runtime (the profiler's trace units) sees one GPU whichever driver runs it."""
+    from usergpu.drivers.amd.am.driver import node_properties
+    from usergpu.emu.amd.mock.kfd import Node
+
+    mock, dev = gpu
+    gc = discovery.read_gc_info(dev.map_bar(5), dev.map_bar(0))
+    version = discovery.read(dev.map_bar(5), dev.map_bar(0))["GC"][0].version
+    am, kfd = node_properties(version, gc), Node(0, mock.arch).props
+    assert am == {k: kfd[k] for k in am}
+
+
+def test_a_damaged_gc_table_is_refused(gpu):
+    mock, dev = gpu
+    top = mock.vram_size - table.DISCOVERY_TMR_OFFSET
+    offset = table.HEADER.size + table.TABLE_INFO.size  # the GC table's entry in the table list
+    gc_at = int.from_bytes(bytes(mock.vram[top + offset : top + offset + 2]), "little")
+    mock.vram[top + gc_at + 12] ^= 0x01  # gc_num_se
+    with pytest.raises(discovery.DiscoveryError, match=r"GC table checksum \(VRAM 0x[0-9a-f]+, \d+ bytes\)"):
+        discovery.read_gc_info(dev.map_bar(5), dev.map_bar(0))
