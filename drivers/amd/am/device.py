@@ -1,7 +1,7 @@
 """AMDevice: a GPU opened and brought up by AM, block by block in amdgpu's order: the per-GPU lock, the PCI
 function (BAR5 registers, BAR0 VRAM, BAR2 doorbells), the virtual-function check, IP discovery (which blocks, which
-versions, where their registers are), the SMU's mailbox, then `boot()`: GMC (page tables, apertures), IH, the PSP
-(bootloader stages, sOS, ring, TMR, firmware loads), GFX (MEC) and SDMA.
+versions, where their registers are), the SMU's mailbox, then `boot()`: NBIO (the HDP flush's remap), GMC (page
+tables, apertures), IH, the PSP (bootloader stages, sOS, ring, TMR, firmware loads), GFX (MEC) and SDMA.
 
 A board AM brought up before (the marker in GC's SCRATCH_REG7, the TMR size in SCRATCH_REG5) keeps its firmware:
 the PSP steps are skipped and the rest is set up anew (partial boot). AM_RESET=1 forces the full bring-up.
@@ -20,6 +20,7 @@ from usergpu.drivers.amd.am import discovery, firmware, ih, ip, lock
 from usergpu.drivers.amd.am.allocator import Allocator
 from usergpu.drivers.amd.am.gfx import GFX
 from usergpu.drivers.amd.am.gmc import GMC
+from usergpu.drivers.amd.am.nbio import NBIO
 from usergpu.drivers.amd.am.psp import PSP
 from usergpu.drivers.amd.am.psp_ring import RingMemory
 from usergpu.drivers.amd.am.sdma import SDMA
@@ -93,6 +94,9 @@ class AMDevice:
         """Bring the GPU up to running queues (or, on a partial boot, set up anew what a process owns)."""
         memory = np.frombuffer(self.vram.memory, np.uint8)
         self.allocator = Allocator(0, self.vram_size - RESERVED)
+        with self.step("NBIO", "HDP flush remap"):
+            self.nbio = NBIO(self.reg)
+            self.nbio.init()
         with self.step("GMC", "page tables and apertures"):
             self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
             self.gmc.init()

@@ -15,6 +15,7 @@ import time
 from usergpu.autogen import _ih
 from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.gfx import EOP_BYTES
+from usergpu.drivers.amd.am.nbio import FlushedDoorbells
 from usergpu.drivers.amd.handles import Memory, Queue
 from usergpu.drivers.hal import (
     HAL,
@@ -77,7 +78,8 @@ class AM:
             self.arch = f"gfx{major}{minor:x}{rev:x}"
             self.properties = node_properties(self.dev.gc_version, self.dev.gc_info)
             self._vram_fd = self.pci._open("resource0")
-            self._doorbells = hal.mmio(self.pci._open("resource2"), self.pci.bar(2).size, 0, width=8)
+            self._doorbells = FlushedDoorbells(hal.mmio(self.pci._open("resource2"), self.pci.bar(2).size, 0, width=8),
+                                               self.dev.nbio)
         except BaseException:
             self.dev.close()
             raise

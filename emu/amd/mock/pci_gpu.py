@@ -21,6 +21,7 @@ from usergpu.autogen import _ipmaps
 from usergpu.emu.amd.mock import activity, discovery
 from usergpu.emu.amd.mock.cp import CommandProcessor
 from usergpu.emu.amd.mock.gpu import GPU
+from usergpu.emu.amd.mock.hdp import HDP
 from usergpu.emu.amd.mock.ih import IH
 from usergpu.emu.amd.mock.mmu import MMU
 from usergpu.emu.amd.mock.pci_function import PCIFunction
@@ -65,6 +66,7 @@ class MockPCIGPU(PCIFunction):
         self.mmu = MMU(self, self.gpu)
         self.cp = CommandProcessor(self, self.gpu)
         self.ih = IH(self, self.gpu, self.cp.run)
+        self.hdp = HDP(self)
         if fresh:
             self.power_on()
         if guard is not None:
@@ -127,6 +129,7 @@ class MockPCIGPU(PCIFunction):
         if bar == 0:
             self.vram[offset : offset + 4].view(np.uint32)[0] = value
         elif bar == 2:
+            self.hdp.doorbell()
             self.cp.doorbell(offset // 4)
         elif bar == 5:
             self.regs[offset // 4] = value

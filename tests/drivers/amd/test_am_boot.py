@@ -68,6 +68,8 @@ def check_copy_through_sdma(am: AM) -> None:
     assert am.wait_events([event], timeout_ms=1000) == [event]
     assert bytes(dst.view()) == bytes(src.view())
     am.destroy_queue(queue)
+    board = am.hal.boards[0]  # the HDP was flushed before each doorbell, through NBIO's remap of its flush register
+    assert board.hdp.flushes >= 1 and board.hdp.unflushed == 0
 
 
 def test_a_board_another_process_drives_is_refused_politely(tmp_path):
