@@ -4,7 +4,9 @@
 
 ENTRY_BYTES = 32
 CLIENT_GRBM_CP, CLIENT_GFX = 0x14, 0x0A  # SOC21_IH_CLIENTID_*
-SOURCES = {"CP_EOP_INTERRUPT": (CLIENT_GRBM_CP, 181), "SDMA_TRAP": (CLIENT_GFX, 49)}
+# the GC hub's (UTCL2's) VM faults come from client GFX, source UTCL2_1_0__SRCID__FAULT
+SOURCES = {"CP_EOP_INTERRUPT": (CLIENT_GRBM_CP, 181), "SDMA_TRAP": (CLIENT_GFX, 49), "UTCL2_FAULT": (CLIENT_GFX, 0)}
+FAULT_WRITE, FAULT_RETRY = 0x20, 0x80  # src_data[1] bits of a VM fault (gmc_v11_0_process_interrupt)
 NAMES = {ids: name for name, ids in SOURCES.items()}
 
 
@@ -18,3 +20,13 @@ def decode(words) -> dict[str, int]:
     return {"client_id": words[0] & 0xFF, "src_id": words[0] >> 8 & 0xFF, "ring_id": words[0] >> 16 & 0xFF,
             "vmid": words[0] >> 24 & 0xF, "timestamp": words[1] | (words[2] & 0xFFFF) << 32,
             "src_data": tuple(words[4:8])}
+
+
+def fault_data(address: int, write: bool) -> tuple[int, int]:
+    """A VM fault's source data: the page number (bits 43:12, then 47:44 with the write bit)."""
+    return address >> 12 & 0xFFFFFFFF, address >> 44 & 0xF | (FAULT_WRITE if write else 0)
+
+
+def fault_address(data: tuple[int, ...]) -> tuple[int, bool]:
+    """(page address, write) of a VM fault's source data."""
+    return data[0] << 12 | (data[1] & 0xF) << 44, bool(data[1] & FAULT_WRITE)

@@ -15,3 +15,6 @@ ENTRIES = 1 << BLOCK_BITS
 def level_shift(level: int) -> int:
     """The address bit an entry of a table at that level (0: the root) starts at."""
     return PAGE_SHIFT + BLOCK_BITS * (DEPTH - level)
+
+# the GC hub's fault status register (gfx12 split it into two dwords; the fields are in the low one)
+FAULT_STATUS = {"gfx11": "GCVM_L2_PROTECTION_FAULT_STATUS", "gfx12": "GCVM_L2_PROTECTION_FAULT_STATUS_LO32"}

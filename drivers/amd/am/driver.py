@@ -5,7 +5,7 @@ Memory: VRAM from AM's allocator, mapped into the GPU's page tables at the addre
 (the whole of VRAM is visible with resizable BAR), so one address serves both, as with KFD. "gtt" memory is VRAM
 too: AM has no system-memory (DMA) mappings yet. Queues take a hardware slot (MEC HQD, SDMA ring) and a doorbell
 in BAR2. Events are interrupts: an end-of-pipe or SDMA trap carries the event's id as its context id, which the IH
-ring reports."""
+ring reports, as do the GC hub's VM faults (raised as VMFault from the wait that finds them)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,8 @@ class AM:
         return Queue(doorbell, self._doorbells, doorbell, (eop,))
 
     def destroy_queue(self, queue: Queue) -> None:
+        """Stop a queue; faults reported before (the queue's own, as a queue is made anew after one) are dropped."""
+        self._interrupts()
         if queue.buffers:
             self.dev.gfx.destroy_queue(queue.queue_id)
         else:
@@ -141,9 +143,9 @@ class AM:
         """Poll the IH ring until the events are signaled (all, or any); their ids, or None on a timeout."""
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            for entry in self.dev.ih.poll():
-                if (entry["client_id"], entry["src_id"]) in _ih.NAMES and entry["src_data"][0] in self.events:
-                    self.events[entry["src_data"][0]] = True
+            fault = self._interrupts()
+            if fault is not None:
+                raise fault
             done = [e for e in event_ids if self.events.get(e)]
             if len(done) == len(event_ids) if wait_for_all else done:
                 for e in done:
@@ -152,6 +154,17 @@ class AM:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.0005)
+
+    def _interrupts(self):
+        """Take the IH ring's new entries: events signaled, and the first VM fault's error (None if none)."""
+        fault = None
+        for entry in self.dev.ih.poll():
+            source = _ih.NAMES.get((entry["client_id"], entry["src_id"]))
+            if source == "UTCL2_FAULT":
+                fault = fault or self.dev.gmc.fault(*_ih.fault_address(entry["src_data"]))
+            elif source is not None and entry["src_data"][0] in self.events:
+                self.events[entry["src_data"][0]] = True
+        return fault
 
     def close(self) -> None:
         """Let the GPU go (once the process's last user of a shared driver closes it)."""

@@ -13,7 +13,7 @@ import numpy as np
 from usergpu.autogen import _vm
 from usergpu.drivers.amd.am.allocator import Allocator
 from usergpu.drivers.amd.am.ip import Registers
-from usergpu.errors import Error
+from usergpu.errors import Error, GPUFault
 
 HUBS = {"GC": "GC", "MMHUB": "MM"}  # block -> register prefix (GCVM_*, MMVM_*; GCMC_*, MMMC_*)
 RWX = _vm.VALID | _vm.READABLE | _vm.WRITEABLE | _vm.EXECUTABLE
@@ -21,6 +21,18 @@ RWX = _vm.VALID | _vm.READABLE | _vm.WRITEABLE | _vm.EXECUTABLE
 
 class MappingError(Error, ValueError):
     """A GPU mapping that is not whole pages."""
+
+
+class VMFault(GPUFault):
+    """A VM fault the GC hub reported through the IH: the page, the access and the hub's fault status (which
+    kernel, wave and PC the hardware does not say)."""
+
+    def __init__(self, address: int, access: str, status: dict[str, int]):
+        super().__init__(address, access, "?", -1, 0, "VM fault")
+        self.status = status
+        fields = ", ".join(f"{k} {v:#x}" for k, v in status.items() if v)
+        self.args = (f"GPU VM fault: {access} of page {address:#x} reported by the GC hub (UTCL2); fault status: "
+                     f"{fields or 'none latched'}",)
 
 
 class GMC:
@@ -89,6 +101,14 @@ class GMC:
             pages = np.arange(n, dtype=np.uint64) + np.uint64(done >> _vm.PAGE_SHIFT)
             self._entries(self._leaf(at))[first : first + n] = entries(pages)
             done += n << _vm.PAGE_SHIFT
+
+    def fault(self, address: int, write: bool) -> VMFault:
+        """A UTCL2 fault interrupt's error, with the hub's latched status, which is then cleared for the next."""
+        name = _vm.FAULT_STATUS[self.family]
+        status = self.regs.table("GC", name).decode(self.regs.read("GC", name))
+        self.regs.write("GC", "GCVM_L2_PROTECTION_FAULT_CNTL",
+                        self.regs.read("GC", "GCVM_L2_PROTECTION_FAULT_CNTL") | 1)  # CLEAR_PROTECTION_FAULT_STATUS_ADDR
+        return VMFault(address, "write" if write else "read", status)
 
     def flush(self) -> None:
         """Invalidate VMID 0's translations on both hubs (engine 17) and wait for each ACK."""

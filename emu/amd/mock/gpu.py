@@ -25,7 +25,7 @@ from usergpu.emu.amd.mock.perfmon import Perfmon
 from usergpu.emu.amd.mock.profiler import TOPOLOGY, DispatchProfile
 from usergpu.emu.amd.mock.thread_trace import ThreadTrace
 from usergpu.emu.amd.soc import GC_BASES, GC_REGS
-from usergpu.errors import Error
+from usergpu.errors import Error, GPUFault
 
 PACKET_TICKS = 1  # clock ticks per executed packet
 INSTANCED = ("SQ_PERFCOUNTER", "SQG_PERFCOUNTER", "SQ_THREAD_TRACE_")  # each SE (SA, WGP) has its own copy
@@ -71,6 +71,7 @@ class GPU:
         self.ticks = 0
         self.interrupt_handlers: list[Callable[[str, int], None]] = []
         self.activity = None  # a board's Activity (activity.py): engines record their busy time for its SMU
+        self.fault_handlers: list[Callable[[int, str], None]] = []  # (address, access) of each VM fault
 
     # ---- registers -------------------------------------------------------------------------------------
     def reg_name(self, address: int) -> str:
@@ -161,8 +162,13 @@ class GPU:
             profile = DispatchProfile(self.arch[:5], per_group * int(np.prod(grid)), per_group, lanes == 64,
                                       self.thread_trace.traced)
         with self.busy("gfx"):
-            executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
-                              observer=profile.observe if profile else None)
+            try:
+                executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
+                                  observer=profile.observe if profile else None)
+            except GPUFault as e:
+                if e.access in ("read", "write"):  # a memory access (not an instruction the wave could not run)
+                    self.fault(e.address, e.access)
+                raise
         self.ticks += stats.get("instructions", 0)
         if profile:
             self.perfmon.count(profile)
@@ -179,6 +185,11 @@ class GPU:
             yield
         finally:
             self.activity.end(engine)
+
+    def fault(self, address: int, access: str) -> None:
+        """A VM fault: the hub's handlers (a board's fault status and interrupt) hear of it."""
+        for handler in self.fault_handlers:
+            handler(address, access)
 
     def interrupt(self, source: str, context_id: int) -> None:
         """Raise an interrupt: every subscribed handler (the KFD's event layer) gets (source, context_id)."""
@@ -226,6 +237,7 @@ class RingQueue:
                 rptr = nxt
                 self.gpu.store(self.rptr_address, 8, rptr)
         except MemoryFault as e:
+            self.gpu.fault(e.address, e.access)
             self.error = self.fail(f"GPU memory fault: {e}")
         except Error as e:
             self.error = e

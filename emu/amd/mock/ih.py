@@ -27,6 +27,10 @@ class IH:
             self.board.regs[self.reg["IH_RB_WPTR"]] &= 0xFFFFFFFE
 
     def interrupt(self, source: str, context_id: int) -> None:
+        self.post(source, (context_id,))
+
+    def post(self, source: str, data: tuple[int, ...]) -> None:
+        """An IV entry from source (_ih.SOURCES) with its source data."""
         regs = self.board.regs
         cntl = self.cntl.decode(int(regs[self.reg["IH_RB_CNTL"]]))
         if not cntl["RB_ENABLE"] or not cntl["ENABLE_INTR"]:
@@ -38,7 +42,7 @@ class IH:
             return
         base = (int(regs[self.reg["IH_RB_BASE_HI"]]) << 32 | int(regs[self.reg["IH_RB_BASE"]])) << 8
         client, src = _ih.SOURCES[source]
-        words = np.array(_ih.encode(client, src, (context_id,), self.board.gpu.timestamp()), np.uint32)
+        words = np.array(_ih.encode(client, src, data, self.board.gpu.timestamp()), np.uint32)
         at = self.board.mc_to_vram(base + wptr, _ih.ENTRY_BYTES)
         self.board.vram[at : at + _ih.ENTRY_BYTES] = words.view(np.uint8)
         regs[self.reg["IH_RB_WPTR"]] = (wptr + _ih.ENTRY_BYTES) % size | int(regs[self.reg["IH_RB_WPTR"]]) & 1

@@ -2,14 +2,16 @@
 walks VM context 0's page tables from VM_CONTEXT0_PAGE_TABLE_BASE_ADDR as the driver wrote them in VRAM and remaps
 the engines' memory to what they say: every run of valid PTEs becomes a mapping of those VRAM pages at its virtual
 address. An address no valid PTE maps — an invalid entry, a PTE pointing outside VRAM or at system memory (the mock
-has no DMA) — stays unmapped, so an access there is a VM fault naming the address. Each hub acknowledges its
-invalidations in VM_INVALIDATE_ENG*_ACK; MMHUB's tables are not walked (no mock engine sits behind it)."""
+has no DMA) — stays unmapped, so an access there is a VM fault naming the address: the engine stops, the hub latches
+the fault (GCVM_L2_PROTECTION_FAULT_STATUS and _ADDR, cleared through _CNTL) and raises the UTCL2 fault interrupt.
+Each hub acknowledges its invalidations in VM_INVALIDATE_ENG*_ACK; MMHUB's tables are not walked (no mock engine
+sits behind it)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from usergpu.autogen import _vm
+from usergpu.autogen import _ih, _vm
 from usergpu.emu.amd.exec.memory import Memory
 
 ENGINES = 18
@@ -20,6 +22,9 @@ class MMU:
         self.board, self.gpu = board, gpu
         self.family = board.arch[:5]
         self.rejected: list[tuple[int, int, str]] = []  # (VA, entry, why) of PTEs the last walk could not map
+        self.status = _vm.FAULT_STATUS[self.family]
+        gpu.fault_handlers.append(self.fault)
+        board.on_write[board.address("GC", "GCVM_L2_PROTECTION_FAULT_CNTL")] = self._fault_cntl
         for hub, prefix in (("GC", "GCVM"), ("MMHUB", "MMVM")):
             for eng in range(ENGINES):
                 req = board.address(hub, f"{prefix}_INVALIDATE_ENG{eng}_REQ")
@@ -33,6 +38,24 @@ class MMU:
         if walk and vmids & 1:  # VMID 0: the context AM uses
             self.gpu.mem = self.walk()
         self.board.regs[ack] |= vmids
+
+    def fault(self, address: int, access: str) -> None:
+        """A translation failed: the first fault's status and page are latched (later ones only set MORE_FAULTS
+        until the driver clears them) and the UTCL2 fault interrupt goes to the IH."""
+        regs, at = self.board.regs, self.board.address
+        status = self.board.table("GC", self.status)
+        if int(regs[at("GC", self.status)]):
+            regs[at("GC", self.status)] |= status.encode(MORE_FAULTS=1)
+        else:
+            regs[at("GC", self.status)] = status.encode(RW=access == "write", MAPPING_ERROR=1)
+            regs[at("GC", "GCVM_L2_PROTECTION_FAULT_ADDR_LO32")] = address >> 12 & 0xFFFFFFFF
+            regs[at("GC", "GCVM_L2_PROTECTION_FAULT_ADDR_HI32")] = address >> 44 & 0xF
+        self.board.ih.post("UTCL2_FAULT", _ih.fault_data(address, access == "write"))
+
+    def _fault_cntl(self, value: int) -> None:
+        if value & 1:  # CLEAR_PROTECTION_FAULT_STATUS_ADDR
+            for name in (self.status, "GCVM_L2_PROTECTION_FAULT_ADDR_LO32", "GCVM_L2_PROTECTION_FAULT_ADDR_HI32"):
+                self.board.regs[self.board.address("GC", name)] = 0
 
     def _reg(self, name: str) -> int:
         return int(self.board.regs[self.board.address("GC", name)])

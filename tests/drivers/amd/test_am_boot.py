@@ -176,3 +176,32 @@ def test_a_board_reset_since_am_brought_it_up_boots_fully(tmp_path, monkeypatch)
     assert am.dev.partial and len(board.psp.loaded_fw) == 2 * loads
     check_copy_through_sdma(am)
     am.close()
+
+
+def test_a_vm_fault_comes_through_the_ih_ring(tmp_path):
+    """An SDMA copy from an unmapped page: the GC hub latches the fault and raises the UTCL2 interrupt, and AM's wait
+    reports it with the page and the access (the mock also stops the queue at the doorbell, as MOCKKFD does)."""
+    from usergpu.drivers.amd.am.gmc import VMFault
+    from usergpu.emu.amd.mock.gpu import QueueError
+    from usergpu.runtime.ring import RING_SIZE
+    from usergpu.runtime.sdma import SDMAPackets
+
+    hal = machine("gfx1200", directory=tmp_path)
+    board, am = hal.boards[0], AM(hal)
+    dst, ring, pointers = am.alloc(4096), am.alloc(RING_SIZE), am.alloc(4096)
+    gone = am.alloc(8192)
+    am.dev.gmc.unmap(gone.va + 4096, 4096)
+    am.dev.gmc.flush()
+    queue = am.create_queue("sdma", ring, pointers.va, pointers.va + 8)
+    packets = SDMAPackets().copy(dst.va, gone.va + 4096 + 64, 256)
+    ring.view().cast("I")[: len(packets)] = np.array(packets, np.uint32)
+    pointers.view().cast("Q")[1] = 4 * len(packets)
+    with pytest.raises(QueueError, match="GPU memory fault"):
+        queue.ring(4 * len(packets))
+    with pytest.raises(VMFault, match=rf"read of page {gone.va + 4096:#x} reported by the GC hub .*MAPPING_ERROR 0x1") \
+            as e:
+        am.wait_events([am.create_event()], timeout_ms=10)
+    assert e.value.address == gone.va + 4096 and e.value.access == "read"
+    assert reg(board, "GCVM_L2_PROTECTION_FAULT_STATUS_LO32") == 0  # cleared for the next fault
+    assert am.wait_events([am.create_event()], timeout_ms=10) is None  # reported once
+    am.close()
