@@ -133,9 +133,10 @@ class SysfsPCIDevice(PCIDevice):
         self.path = f"{PCI_DEVICES}/{address}"
         if not hal.exists(self.path):
             raise DeviceNotFound(f"PCI function {address}: no {self.path}")
-        self._config = self._open("config")
+        self._config = self.open_file("config")
 
-    def _open(self, name: str) -> int:
+    def open_file(self, name: str) -> int:
+        """A file of the function's sysfs folder, opened (config, resource<N>): DriverError with the fix for EACCES."""
         path = f"{self.path}/{name}"
         try:
             return self.hal.open(path)
@@ -166,7 +167,7 @@ class SysfsPCIDevice(PCIDevice):
         bar = self.bar(n)
         if not bar.size or bar.io:
             raise DeviceNotFound(f"{self.name}: BAR {n} is {'an I/O BAR' if bar.io else 'not implemented'}")
-        fd = self._open(f"resource{n}")
+        fd = self.open_file(f"resource{n}")
         try:
             return MappedRegisters(self.hal.mmio(fd, bar.size, 0), memory=bar.prefetchable)
         except OSError as e:

@@ -17,6 +17,7 @@ from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.gfx import EOP_BYTES
 from usergpu.drivers.amd.am.nbio import FlushedDoorbells
 from usergpu.drivers.amd.handles import Memory, Queue
+from usergpu.drivers.devices import GPU_CLASSES
 from usergpu.drivers.hal import (
     HAL,
     MAP_ANONYMOUS,
@@ -31,8 +32,6 @@ from usergpu.drivers.hal import (
 from usergpu.drivers.pci import SysfsPCIDevice, pci_devices
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import page_align
-
-GPU_CLASSES = (0x03, 0x12)
 
 
 def node_properties(gc_version: tuple[int, int, int], gc: dict[str, int]) -> dict[str, int]:
@@ -77,9 +76,9 @@ class AM:
             major, minor, rev = self.dev.gc_version
             self.arch = f"gfx{major}{minor:x}{rev:x}"
             self.properties = node_properties(self.dev.gc_version, self.dev.gc_info)
-            self._vram_fd = self.pci._open("resource0")
-            self._doorbells = FlushedDoorbells(hal.mmio(self.pci._open("resource2"), self.pci.bar(2).size, 0, width=8),
-                                               self.dev.nbio)
+            self._vram_fd = self.pci.open_file("resource0")
+            doorbells = hal.mmio(self.pci.open_file("resource2"), self.pci.bar(2).size, 0, width=8)
+            self._doorbells = FlushedDoorbells(doorbells, self.dev.nbio)
         except BaseException:
             self.dev.close()
             raise
