@@ -32,8 +32,9 @@ class CommandProcessor:
         self.queues: dict[object, tuple[int, RingQueue]] = {}  # slot -> (doorbell dword index, queue)
         self.addr = {n: board.address("GC", n) for n in HQD + ("GRBM_GFX_CNTL", "CP_HQD_ACTIVE",
                                                                "CP_HQD_DEQUEUE_REQUEST", "CP_MEC_RS64_CNTL")}
-        for name in HQD:
+        for name in HQD:  # each slot has its own: reads and writes reach the one GRBM_GFX_CNTL selects
             board.on_write[self.addr[name]] = lambda v, name=name: self.hqd().__setitem__(name, v)
+            board.on_read[self.addr[name]] = lambda name=name: self._show(name)
         board.on_write[self.addr["CP_HQD_ACTIVE"]] = self._activate
         board.on_write[self.addr["CP_HQD_DEQUEUE_REQUEST"]] = self._dequeue
         board.on_read[self.addr["CP_HQD_ACTIVE"]] = self._active
@@ -42,8 +43,7 @@ class CommandProcessor:
             for q in range(SDMA_QUEUES):
                 board.on_write[board.address("GC", f"SDMA{n}_QUEUE{q}_RB_CNTL")] = \
                     lambda v, n=n, q=q: self._sdma(n, q, v)
-            board.on_write[board.address("GC", f"SDMA{n}_{self.sdma_halt}")] = \
-                lambda v, n=n: [self._sdma(n, q, None) for q in range(SDMA_QUEUES)]
+            board.on_write[board.address("GC", f"SDMA{n}_{self.sdma_halt}")] = lambda v, n=n: self._sdma_engine(n)
 
     # ---- MEC ------------------------------------------------------------------------------------------------------
     def selected(self) -> tuple[int, int, int]:
@@ -52,6 +52,9 @@ class CommandProcessor:
 
     def hqd(self) -> dict[str, int]:
         return self.hqds.setdefault(self.selected(), {})
+
+    def _show(self, name: str) -> None:
+        self.board.regs[self.addr[name]] = self.hqd().get(name, 0)
 
     def _field(self, name: str, value: int, field: str) -> int:
         return self.board.table("GC", name).decode(value)[field]
@@ -88,6 +91,11 @@ class CommandProcessor:
             self._stop(self.selected())
 
     # ---- SDMA -----------------------------------------------------------------------------------------------------
+    def _sdma_engine(self, n: int) -> None:
+        """An engine's halt bit written: each of its rings runs or stops with it."""
+        for queue in range(SDMA_QUEUES):
+            self._sdma(n, queue, None)
+
     def _sdma(self, n: int, queue: int, cntl: int | None) -> None:
         """A ring (re)programmed or its engine's halt bit written: the ring runs while enabled and unhalted."""
         q = f"SDMA{n}_QUEUE{queue}_"
