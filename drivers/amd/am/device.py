@@ -91,27 +91,30 @@ class AMDevice:
             raise
 
     def boot(self) -> None:
-        """Bring the GPU up to running queues (or, on a partial boot, set up anew what a process owns)."""
+        """Bring the GPU up to running queues (or, on a partial boot, set up anew what a process owns): each IP
+        block's init in amdgpu's order; the PSP's firmware loads between IH and GFX, unless a partial boot keeps
+        them."""
         memory = np.frombuffer(self.vram.memory, np.uint8)
         self.allocator = Allocator(0, self.vram_size - RESERVED)
-        with self.step("NBIO", "HDP flush remap"):
-            self.nbio = NBIO(self.reg)
-            self.nbio.init()
-        with self.step("GMC", "page tables and apertures"):
-            self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
-            self.gmc.init()
-        with self.step("IH", "interrupt ring"):
-            ring = self.allocator.alloc(ih.RING_BYTES)
-            self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring)
-            self.ih.init()
+        ring = self.allocator.alloc(ih.RING_BYTES)
+        self.nbio = NBIO(self.reg)
+        self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
+        self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring)
+        self.gfx, self.sdma = GFX(self.reg), SDMA(self.reg, self.family)
+        self.blocks_up: list[ip.BlockDriver] = []
+        self._init("NBIO", "HDP flush remap", self.nbio)
+        self._init("GMC", "page tables and apertures", self.gmc)
+        self._init("IH", "interrupt ring", self.ih)
         if not self.partial or not self.firmware_alive():
             self.load_firmware()
-        self.gfx, self.sdma = GFX(self.reg), SDMA(self.reg, self.family)
-        with self.step("GFX", "MEC start"):
-            self.gfx.init()
-        with self.step("SDMA", "engine start"):
-            self.sdma.init()
+        self._init("GFX", "MEC start", self.gfx)
+        self._init("SDMA", "engine start", self.sdma)
         self.reg.write("GC", "SCRATCH_REG7", AM_MARKER)
+
+    def _init(self, name: str, what: str, block: ip.BlockDriver) -> None:
+        with self.step(name, what):
+            block.init()
+        self.blocks_up.append(block)
 
     def load_firmware(self) -> None:
         """The PSP's bootloader stages and sOS, then its ring, the TMR and every IP's firmware (MP0 13.x: the PSP
@@ -170,4 +173,10 @@ class AMDevice:
         return self.regs.ip("GC").version
 
     def close(self) -> None:
-        self.hal.close(self.lock)
+        """Take the blocks this process brought up down again, last first (the firmware stays for a partial boot
+        of the next driver), then let the GPU go."""
+        try:
+            for block in reversed(getattr(self, "blocks_up", [])):
+                block.fini()
+        finally:
+            self.hal.close(self.lock)

@@ -36,6 +36,11 @@ class GFX:
                     self._dequeue(pipe, queue)
         self._select()
 
+    def fini(self) -> None:
+        """Dequeue the queues this driver made."""
+        for doorbell in list(self.slots):
+            self.destroy_queue(doorbell)
+
     def _select(self, pipe: int = 0, queue: int = 0, me: int = 0) -> None:
         self.regs.write("GC", "GRBM_GFX_CNTL", MEID=me, PIPEID=pipe, QUEUEID=queue)
 

@@ -67,6 +67,12 @@ class GMC:
                             PAGE_TABLE_BLOCK_SIZE=_vm.BLOCK_BITS - 9)
         self.flush()
 
+    def fini(self) -> None:
+        """Context 0 off on both hubs (its tables go with this driver), translations dropped."""
+        for block, p in HUBS.items():
+            self.regs.write(block, f"{p}VM_CONTEXT0_CNTL", 0)
+        self.flush()
+
     def _leaf(self, va: int) -> int:
         """The PTB that maps va, with the directories above it made as needed."""
         table = self.root

@@ -27,6 +27,9 @@ class IH:
         self.regs.write("OSSSYS", "IH_RB_CNTL", RB_ENABLE=1, ENABLE_INTR=1, WPTR_OVERFLOW_ENABLE=1,
                         RB_SIZE=(RING_BYTES // 4).bit_length() - 1)
 
+    def fini(self) -> None:
+        self.regs.write("OSSSYS", "IH_RB_CNTL", 0)
+
     def poll(self) -> list[dict[str, int]]:
         """The entries written since the last poll, decoded (amdgpu_ih.c's fields)."""
         wptr = self.regs.read("OSSSYS", "IH_RB_WPTR")

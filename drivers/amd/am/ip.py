@@ -4,10 +4,20 @@ its segment bases from IP discovery give a register's dword address (amdgpu's SO
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 from usergpu.autogen import _ipmaps
 from usergpu.drivers.amd.am.discovery import IPBlock
 from usergpu.errors import Error
+
+
+class BlockDriver(Protocol):
+    """What each of AM's IP block drivers does, as amdgpu's ip_block funcs: `init` brings its hardware up
+    (hw_init), `fini` takes it down again (hw_fini) when the driver lets the GPU go."""
+
+    def init(self) -> None: ...
+
+    def fini(self) -> None: ...
 
 
 class UnsupportedGPU(Error):

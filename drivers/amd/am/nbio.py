@@ -21,6 +21,9 @@ class NBIO:
         self.regs.write("NBIF", "BIF_BX0_REMAP_HDP_REG_FLUSH_CNTL",
                         MMIO_REG_HOLE + kfd.KFD_MMIO_REMAP_HDP_REG_FLUSH_CNTL)
 
+    def fini(self) -> None:
+        """Nothing to undo: the remap stays valid for the next driver."""
+
     def flush_hdp(self) -> None:
         """Write the remapped HDP_MEM_FLUSH_CNTL, then read a plain register to post the write (as amdgpu does:
         reading the remapped one back misbehaves on some platforms)."""

@@ -25,6 +25,11 @@ class SDMA:
                 self.regs.write("GC", f"SDMA{n}_QUEUE{q}_RB_CNTL", 0)
             self.regs.write("GC", f"SDMA{n}_{self.mcu}_CNTL", 0)
 
+    def fini(self) -> None:
+        """Stop the rings this driver made."""
+        for doorbell in list(self.used):
+            self.destroy_queue(doorbell)
+
     def create_queue(self, ring: int, ring_bytes: int, rptr: int, wptr: int) -> int:
         """A ring on a free queue, the engines taken in turn (GPU addresses); its doorbell's 64-bit index."""
         free = [(n, q) for q in range(QUEUES) for n in range(len(ENGINES)) if (n, q) not in self.used.values()]

@@ -205,3 +205,17 @@ def test_a_vm_fault_comes_through_the_ih_ring(tmp_path):
     assert reg(board, "GCVM_L2_PROTECTION_FAULT_STATUS_LO32") == 0  # cleared for the next fault
     assert am.wait_events([am.create_event()], timeout_ms=10) is None  # reported once
     am.close()
+
+
+def test_letting_the_board_go_takes_the_blocks_down(tmp_path):
+    """close() runs each block's fini, last first: queues dequeued, IH ring off, VM context 0 off (nothing mapped)."""
+    hal = machine("gfx1200", directory=tmp_path)
+    board, am = hal.boards[0], AM(hal)
+    ring, pointers = am.alloc(4096), am.alloc(4096)
+    am.create_queue("pm4", ring, pointers.va, pointers.va + 8)
+    am.create_queue("sdma", ring, pointers.va + 16, pointers.va + 24)
+    assert len(board.cp.queues) == 2 and len(board.gpu.mem._bases) > 0
+    am.close()
+    assert not board.cp.queues and not board.gpu.mem._bases
+    assert int(board.regs[board.address("OSSSYS", "IH_RB_CNTL")]) == 0
+    assert reg(board, "GCVM_CONTEXT0_CNTL") == 0

@@ -167,11 +167,13 @@ def test_table_changes_take_effect_at_the_invalidation_the_driver_waits_for(am, 
     gmc.flush()
     assert [int(b.regs[ack]) for ack in acks] == [1, 1]  # VMID 0's bit, no other VMID's
     assert b.gpu.mem.read_bytes(UNUSED_VA, 4) == b"ours"  # an alias of the buffer's VRAM page
-    b.on_write.pop(b.address("GC", "GCVM_INVALIDATE_ENG17_REQ"))  # a hub that never answers
+    request = b.address("GC", "GCVM_INVALIDATE_ENG17_REQ")
+    hub = b.on_write.pop(request)  # a hub that never answers
     b.regs[acks[0]] = 0
     monkeypatch.setattr(ip, "TIMEOUT", 0.05)
     with pytest.raises(ip.Timeout, match="TLB invalidation of VMID 0.*GCVM_INVALIDATE_ENG17_ACK"):
         gmc.flush()
+    b.on_write[request] = hub  # answering again, so the driver can let the board go
 
 
 @pytest.mark.parametrize("cleared", ["ENABLE_CONTEXT", "all"])
