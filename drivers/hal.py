@@ -96,9 +96,10 @@ class HAL:
     def pwrite(self, fd: int, data: bytes, offset: int) -> int:
         return os.pwrite(fd, data, offset)
 
-    def ioctl(self, fd: int, request: int, arg: ctypes.Structure) -> None:
-        """The ioctl, reading and writing arg in place; OSError with the driver's errno on failure."""
-        fcntl.ioctl(fd, request, arg)
+    def ioctl(self, fd: int, request: int, arg: ctypes.Structure | ctypes.Array | ctypes.c_int | int) -> int:
+        """The ioctl, reading and writing arg in place (an int goes by value); its return value (a new descriptor,
+        a version); OSError with the driver's errno on failure."""
+        return fcntl.ioctl(fd, request, arg)
 
     def mmap(self, fd: int, length: int, offset: int = 0, prot: int = PROT_READ | PROT_WRITE,
              flags: int = MAP_SHARED, address: int = 0) -> int:
@@ -120,7 +121,7 @@ class HAL:
 class Device(Protocol):
     """What a mock device file answers: the calls a driver makes on an open file descriptor."""
 
-    def ioctl(self, request: int, arg: ctypes.Structure) -> None: ...
+    def ioctl(self, request: int, arg) -> int | None: ...
 
     def pread(self, length: int, offset: int) -> bytes: ...
 
@@ -162,9 +163,21 @@ class MockHAL(HAL):
     def open(self, path: str, flags: int = os.O_RDWR | os.O_CLOEXEC) -> int:
         if path not in self._devices:
             return super().open(path, flags)
+        return self.attach(self._devices[path]())
+
+    def attach(self, device: Device) -> int:
+        """A descriptor for a device object a mock hands out itself (as the kernel's anonymous-inode files: a VFIO
+        device from its group)."""
         fd, self._next_fd = self._next_fd, self._next_fd + 1
-        self._open[fd] = self._devices[path]()
+        self._open[fd] = device
         return fd
+
+    def device(self, fd: int) -> Device:
+        """The object a mock descriptor stands for (a container handed to a VFIO group); EBADF if none."""
+        dev = self._device(fd)
+        if dev is None:
+            raise OSError(errno_.EBADF, f"fd {fd} is not a mock device's")
+        return dev
 
     def _device(self, fd: int) -> Device | None:
         if fd < self.FIRST_FD:
@@ -181,11 +194,11 @@ class MockHAL(HAL):
             if close:
                 close()
 
-    def ioctl(self, fd: int, request: int, arg: ctypes.Structure) -> None:
+    def ioctl(self, fd: int, request: int, arg: ctypes.Structure | ctypes.Array | ctypes.c_int | int) -> int:
         dev = self._device(fd)
         if dev is None:
             return super().ioctl(fd, request, arg)
-        return dev.ioctl(request, arg)
+        return dev.ioctl(request, arg) or 0
 
     def pread(self, fd: int, length: int, offset: int) -> bytes:
         dev = self._device(fd)

@@ -71,9 +71,11 @@ class MappedRegisters(Registers):
 
 
 class PCIDevice:
-    """One PCI function. Subclasses carry config accesses and map BARs."""
+    """One PCI function. Subclasses carry config accesses and map BARs; those that reach an IOMMU (VFIO) also map
+    system memory for the function's DMA (can_dma)."""
 
     name = ""
+    can_dma = False
 
     def config_read(self, offset: int, size: int = 4) -> int:
         raise NotImplementedError
@@ -86,6 +88,16 @@ class PCIDevice:
 
     def map_bar(self, n: int) -> Registers:
         raise NotImplementedError
+
+    def bar_file(self, n: int) -> tuple[int, int]:
+        """(descriptor, offset) through which any part of BAR n can be mapped (mmap at offset + the part's)."""
+        raise NotImplementedError
+
+    def dma_map(self, vaddr: int, iova: int, size: int) -> None:
+        raise DriverError("DMA map", 0, f"{self.name}: no IOMMU to map system memory through (open it with VFIO)")
+
+    def dma_unmap(self, iova: int, size: int) -> None:
+        raise DriverError("DMA unmap", 0, f"{self.name}: no IOMMU to map system memory through (open it with VFIO)")
 
     @property
     def vendor_id(self) -> int:
@@ -162,6 +174,9 @@ class SysfsPCIDevice(PCIDevice):
         start, end, flags = (int(x, 16) for x in lines[n].split()[:3])
         return BAR(n, start, end - start + 1 if end else 0, bool(flags & IORESOURCE_MEM_64),
                    bool(flags & IORESOURCE_PREFETCH), bool(flags & IORESOURCE_IO))
+
+    def bar_file(self, n: int) -> tuple[int, int]:
+        return self.open_file(f"resource{n}"), 0
 
     def map_bar(self, n: int) -> Registers:
         bar = self.bar(n)

@@ -16,7 +16,7 @@ def open_device(name: str | Device | None) -> Device:
     if isinstance(name, Device):
         return name
     key = (name or os.environ.get("DEV", ""), os.environ.get("MOCKGPU_ARCH"), os.environ.get("MOCKGPU_COUNT"),
-           os.environ.get("MOCKPCI_DIR"))
+           os.environ.get("MOCKPCI_DIR"), os.environ.get("MOCKPCI_VFIO"))
     if key not in _devices:
         _devices[key] = Device(name)
     return _devices[key]

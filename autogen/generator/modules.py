@@ -24,6 +24,16 @@ def _kfd() -> str:
     )
 
 
+def _vfio() -> str:
+    h = _header("/usr/include/linux/vfio.h", "linux-libc-dev")
+    return cstructs.render(
+        "VFIO (/dev/vfio): container, group and device ioctls (request numbers: _IO, the struct's argsz says its "
+        "size), region info, DMA mappings; structs, enums and constants.",
+        [h],
+        [f"linux-libc-dev: {h}"],
+    )
+
+
 def _amdgpu_drm() -> str:
     hs = [_header(f"/usr/include/libdrm/{n}", "libdrm-dev") for n in ("amdgpu_drm.h", "drm.h", "drm_mode.h")]
     return cstructs.render(
@@ -69,6 +79,7 @@ def _amdhsa() -> str:
 
 MODULES: list[Module] = [
     Module("kfd", "linux-libc-dev", _kfd),
+    Module("vfio", "linux-libc-dev", _vfio),
     Module("amdgpu_drm", "libdrm-dev", _amdgpu_drm),
     Module("amdhsa", "llvm-22-dev libhsa-runtime-dev", _amdhsa),
     *amdkernel.MODULES,

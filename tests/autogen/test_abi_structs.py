@@ -21,6 +21,8 @@ def _abi(name: str) -> tuple[str, list[str], list[str], str]:
     """(language, includes, flags, preamble) to compile a probe against what module `name` was made from."""
     if name == "kfd":
         return "c", ["linux/kfd_ioctl.h"], toolchain.c_flags(), ""
+    if name == "vfio":
+        return "c", ["linux/vfio.h"], toolchain.c_flags(), ""
     if name == "amdgpu_drm":
         return "c", ["libdrm/amdgpu_drm.h"], toolchain.c_flags(), ""
     if name in KERNEL:  # the generator's translation unit: its kernel prelude, then the amd headers
@@ -30,7 +32,7 @@ def _abi(name: str) -> tuple[str, list[str], list[str], str]:
 
 
 KERNEL = {i.name: i for i in amdkernel.INTERFACES}  # amdgpu's in-kernel headers (linux-source-6.12)
-MODULES = ["kfd", "amdgpu_drm", "amdhsa", *KERNEL]
+MODULES = ["kfd", "vfio", "amdgpu_drm", "amdhsa", *KERNEL]
 
 
 def records(mod, named: bool = True) -> list[type]:
@@ -174,6 +176,15 @@ def test_kfd_requests_the_driver_knows():
     assert kfd.AMDKFD_IOC_GET_VERSION.request == 0x80084B01
     assert kfd.AMDKFD_IOC_CREATE_QUEUE.struct is kfd.struct_kfd_ioctl_create_queue_args
     assert kfd.AMDKFD_IOC_CREATE_QUEUE.type == ord("K")
+
+
+def test_vfio_requests_the_driver_uses():
+    from usergpu.autogen import vfio
+
+    # _IO(';', 100 + n): no size, no direction; the struct's argsz says its size
+    assert (vfio.VFIO_GET_API_VERSION, vfio.VFIO_GROUP_GET_DEVICE_FD, vfio.VFIO_IOMMU_MAP_DMA) == (0x3B64, 0x3B6A,
+                                                                                                    0x3B71)
+    assert ctypes.sizeof(vfio.struct_vfio_region_info) == 32 and vfio.struct_vfio_region_info.offset.offset == 24
 
 
 def test_kernel_descriptor_is_64_bytes_and_bitfields_match_the_enumerators():

@@ -18,32 +18,43 @@ _spec.loader.exec_module(corpus)
 CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch in c.archs for wave in c.waves]
 
 
-INTERFACES = ("MOCKKFD+AMD", "MOCKPCI+AMD")  # the kernel driver's mock and AM's (a register-level mock GPU)
+# the kernel driver's mock; AM's register-level mock GPU through sysfs, and through VFIO (whose IOMMU maps the
+# runtime's "gtt" memory from this process's pages)
+INTERFACES = ("MOCKKFD+AMD", "MOCKPCI+AMD", "MOCKPCI+AMD/VFIO")
+
+
+def interface(name: str, monkeypatch) -> str:
+    """The device string of an INTERFACES entry, with the environment it needs."""
+    device, _, via = name.partition("/")
+    monkeypatch.setenv("MOCKPCI_VFIO", "1" if via == "VFIO" else "0")
+    return device
 
 
 @pytest.fixture(params=INTERFACES)
-def open_device(request):
+def open_device(request, monkeypatch):
     """Devices on the interface of the test's parameter, closed after it (AM holds its board until then)."""
     import usergpu
 
     opened = []
+    device = interface(request.param, monkeypatch)
 
     def open_(index: int = 0, **kw):
-        opened.append(usergpu.Device(f"{request.param}:{index}", **kw))
+        opened.append(usergpu.Device(f"{device}:{index}", **kw))
         return opened[-1]
     yield open_
     for dev in opened:
         dev.close()
 
 
-@pytest.mark.parametrize("interface", INTERFACES)
+@pytest.mark.parametrize("via", INTERFACES)
 @pytest.mark.parametrize(("case", "arch", "wave"),
                          [pytest.param(c, a, w, id=f"{c.name}-{a}-w{w}") for c, a, w in CONFIGS])
-def test_corpus_through_the_runtime(case, arch, wave, interface, monkeypatch):
+def test_corpus_through_the_runtime(case, arch, wave, via, monkeypatch):
     monkeypatch.setenv("MOCKGPU_ARCH", arch)
+    device = interface(via, monkeypatch)
     args = case.args(np.random.default_rng(0))
     want = case.reference(copy.deepcopy(args))
-    got = launch(corpus.code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args, interface)
+    got = launch(corpus.code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args, device)
     corpus.check(got, want, case)
 
 

@@ -2,19 +2,21 @@
 events — on a GPU AM brought up itself.
 
 Memory: VRAM from AM's allocator, mapped into the GPU's page tables at the address the CPU maps it at through BAR0
-(the whole of VRAM is visible with resizable BAR), so one address serves both, as with KFD. "gtt" memory is VRAM
-too: AM has no system-memory (DMA) mappings yet. Queues take a hardware slot (MEC HQD, SDMA ring) and a doorbell
-in BAR2. Events are interrupts: an end-of-pipe or SDMA trap carries the event's id as its context id, which the IH
-ring reports, as do the GC hub's VM faults (raised as VMFault from the wait that finds them)."""
+(the whole of VRAM is visible with resizable BAR), so one address serves both, as with KFD. With the function bound
+to vfio-pci, "gtt" memory is this process's own, mapped for the GPU through the IOMMU; through sysfs it is VRAM.
+Queues take a hardware slot (MEC HQD, SDMA ring) and a doorbell in BAR2. Events are interrupts: an end-of-pipe or
+SDMA trap carries the event's id as its context id, which the IH ring reports, as do the GC hub's VM faults (raised
+as VMFault from the wait that finds them)."""
 
 from __future__ import annotations
 
 import ctypes
 import time
 
-from usergpu.autogen import _ih
+from usergpu.autogen import _ih, _vm
 from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.gfx import EOP_BYTES
+from usergpu.drivers.amd.am.gmc import RWX
 from usergpu.drivers.amd.am.nbio import FlushedDoorbells
 from usergpu.drivers.amd.handles import Memory, Queue
 from usergpu.drivers.devices import GPU_CLASSES
@@ -30,6 +32,7 @@ from usergpu.drivers.hal import (
     PROT_WRITE,
 )
 from usergpu.drivers.pci import SysfsPCIDevice, pci_devices
+from usergpu.drivers.vfio import VFIOPCIDevice, bound_to_vfio
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import page_align
 
@@ -70,29 +73,42 @@ class AM:
         if index >= len(gpus):
             raise DeviceNotFound(f"PCI+AMD GPU {index}: the machine has {len(gpus)} AMD GPU functions")
         self.hal, self.pci = hal, gpus[index]
+        if bound_to_vfio(hal, self.pci.name):  # VFIO: the IOMMU maps system memory too
+            self.pci = VFIOPCIDevice(hal, self.pci.name)
         self.dev = AMDevice(self.pci, hal)
         try:
             self.dev.boot()
             major, minor, rev = self.dev.gc_version
             self.arch = f"gfx{major}{minor:x}{rev:x}"
             self.properties = node_properties(self.dev.gc_version, self.dev.gc_info)
-            self._vram_fd = self.pci.open_file("resource0")
-            doorbells = hal.mmio(self.pci.open_file("resource2"), self.pci.bar(2).size, 0, width=8)
+            self._vram = self.pci.bar_file(0)
+            fd, offset = self.pci.bar_file(2)
+            doorbells = hal.mmio(fd, self.pci.bar(2).size, offset, width=8)
             self._doorbells = FlushedDoorbells(doorbells, self.dev.nbio)
         except BaseException:
             self.dev.close()
             raise
         self.events: dict[int, bool] = {}  # event id -> signaled
+        self.system: set[int] = set()  # the addresses of system memory mapped for the GPU
 
     # ---- memory -----------------------------------------------------------------------------------------------------
     def alloc(self, size: int, kind: str = "vram", uncached: bool = False) -> Memory:
-        """VRAM mapped for the CPU (through BAR0) and the GPU (page tables) at one address, cleared."""
+        """Memory mapped for the CPU and the GPU (page tables) at one address, cleared: VRAM through BAR0, or for
+        "gtt" with VFIO this process's pages, which the IOMMU maps at the same address (without VFIO, "gtt" is
+        VRAM too)."""
         if kind not in ("vram", "gtt"):
-            raise DriverError(f"alloc {kind}", 0, "PCI+AMD maps VRAM only (no system-memory DMA yet)")
+            raise DriverError(f"alloc {kind}", 0, "PCI+AMD maps VRAM and, with VFIO, system memory")
         size = page_align(size)
+        if kind == "gtt" and self.pci.can_dma:
+            va = self.hal.mmap(-1, size, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS)
+            self.pci.dma_map(va, va, size)
+            self.dev.gmc.map(va, va, size, RWX | _vm.SYSTEM | _vm.SNOOPED)
+            self.dev.gmc.flush()
+            self.system.add(va)
+            return Memory(va, size, va, kind)
         address = self.dev.allocator.alloc(size)
         va = self.hal.mmap(-1, size, 0, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
-        self.hal.mmap(self._vram_fd, size, address, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
+        self.hal.mmap(self._vram[0], size, self._vram[1] + address, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
         ctypes.memset(va, 0, size)  # cleared, as amdgpu clears VRAM it hands out: no earlier owner's data shows
         self.dev.gmc.map(va, address, size)
         self.dev.gmc.flush()
@@ -102,9 +118,13 @@ class AM:
     def free(self, mem: Memory) -> None:
         self.dev.gmc.unmap(mem.va, mem.size)
         self.dev.gmc.flush()
+        if mem.va in self.system:
+            self.system.discard(mem.va)
+            self.pci.dma_unmap(mem.va, mem.size)
+        else:
+            self.dev.allocator.free(mem.handle)
+            self.dev.account()
         self.hal.munmap(mem.va, mem.size)
-        self.dev.allocator.free(mem.handle)
-        self.dev.account()
 
     # ---- queues -----------------------------------------------------------------------------------------------------
     def create_queue(self, kind: str, ring: Memory, read_pointer: int, write_pointer: int) -> Queue:

@@ -1,11 +1,12 @@
 """The mock GPU's MMU (GCVM, what the CP, shaders and SDMA see): on a TLB invalidation (VM_INVALIDATE_ENG*_REQ) it
 walks VM context 0's page tables from VM_CONTEXT0_PAGE_TABLE_BASE_ADDR as the driver wrote them in VRAM and remaps
 the engines' memory to what they say: every run of valid PTEs becomes a mapping of those VRAM pages at its virtual
-address. An address no valid PTE maps — an invalid entry, a PTE pointing outside VRAM or at system memory (the mock
-has no DMA) — stays unmapped, so an access there is a VM fault naming the address: the engine stops, the hub latches
-the fault (GCVM_L2_PROTECTION_FAULT_STATUS and _ADDR, cleared through _CNTL) and raises the UTCL2 fault interrupt.
-Each hub acknowledges its invalidations in VM_INVALIDATE_ENG*_ACK; MMHUB's tables are not walked (no mock engine
-sits behind it)."""
+address, and a system-memory PTE (SYSTEM set, an IO virtual address) one of the host memory the IOMMU maps there
+(vfio.py). An address no valid PTE maps — an invalid entry, a PTE pointing outside VRAM or at system memory the
+IOMMU does not map — stays unmapped, so an access there is a VM fault naming the address: the engine stops, the
+hub latches the fault (GCVM_L2_PROTECTION_FAULT_STATUS and _ADDR, cleared through _CNTL) and raises the UTCL2 fault
+interrupt. Each hub acknowledges its invalidations in VM_INVALIDATE_ENG*_ACK; MMHUB's tables are not walked (no
+mock engine sits behind it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from usergpu.autogen import _ih, _vm
 from usergpu.emu.amd.exec.memory import Memory
+from usergpu.hostmem import view
 
 ENGINES = 18
 
@@ -22,6 +24,7 @@ class MMU:
         self.board, self.gpu = board, gpu
         self.family = board.arch[:5]
         self.rejected: list[tuple[int, int, str]] = []  # (VA, entry, why) of PTEs the last walk could not map
+        self.system: list[list[int]] = []  # [va, host address, size] of system memory, merged like VRAM's runs
         self.status = _vm.FAULT_STATUS[self.family]
         gpu.fault_handlers.append(self.fault)
         board.on_write[board.address("GC", "GCVM_L2_PROTECTION_FAULT_CNTL")] = self._fault_cntl
@@ -70,9 +73,12 @@ class MMU:
         if not cntl["ENABLE_CONTEXT"] or not base & _vm.VALID or cntl["PAGE_TABLE_DEPTH"] != _vm.DEPTH:
             return mem  # no translation: every access faults
         runs: list[list[int]] = []  # [va, vram address, size], merged where contiguous in both
+        self.system = []
         self._table(base & _vm.ADDRESS, 0, 0, runs)
         for va, address, size in runs:
             mem.map_at(va, self.board.vram[address : address + size])
+        for va, host, size in self.system:
+            mem.map_at(va, np.frombuffer(view(host, size), np.uint8))
         return mem
 
     def _table(self, address: int, level: int, va: int, runs: list[list[int]]) -> None:
@@ -89,18 +95,30 @@ class MMU:
         self._pages(va + (index[pages].astype(np.int64) << shift), entries[index[pages]], 1 << shift, runs)
 
     def _pages(self, vas: np.ndarray, entries: np.ndarray, size: int, runs: list[list[int]]) -> None:
-        """PTEs (each mapping size bytes at its VA) into runs; the ones that cannot be mapped into rejected."""
+        """PTEs (each mapping size bytes at its VA) into runs of VRAM; system-memory pages through the IOMMU; the
+        ones that cannot be mapped into rejected."""
         address = (entries & np.uint64(_vm.ADDRESS)).astype(np.int64)
-        bad = ((entries & np.uint64(_vm.SYSTEM)) != 0) | (address + size > self.board.vram_size)
+        system = (entries & np.uint64(_vm.SYSTEM)) != 0
+        for va, e, at in zip(vas[system].tolist(), entries[system].tolist(), address[system].tolist(), strict=True):
+            host = self.board.iommu.translate(at, size)
+            if host is None:
+                self.rejected.append((va, e, "system memory the IOMMU does not map"))
+            else:
+                _extend(self.system, va, host, size)
+        bad = ~system & (address + size > self.board.vram_size)
         for va, e in zip(vas[bad].tolist(), entries[bad].tolist(), strict=True):
-            self.rejected.append((va, e, "system memory" if e & _vm.SYSTEM else "outside VRAM"))
-        vas, address = vas[~bad], address[~bad]
+            self.rejected.append((va, e, "outside VRAM"))
+        vas, address = vas[~system & ~bad], address[~system & ~bad]
         if not len(vas):
             return
         starts = np.flatnonzero((np.diff(vas) != size) | (np.diff(address) != size)) + 1
         for lo, hi in zip(np.r_[0, starts].tolist(), np.r_[starts, len(vas)].tolist(), strict=True):
-            va, at, n = int(vas[lo]), int(address[lo]), (hi - lo) * size
-            if runs and runs[-1][0] + runs[-1][2] == va and runs[-1][1] + runs[-1][2] == at:
-                runs[-1][2] += n
-            else:
-                runs.append([va, at, n])
+            _extend(runs, int(vas[lo]), int(address[lo]), (hi - lo) * size)
+
+
+def _extend(runs: list[list[int]], va: int, address: int, size: int) -> None:
+    """Add [va, address, size] to runs, merged into the last run where both go on from it."""
+    if runs and runs[-1][0] + runs[-1][2] == va and runs[-1][1] + runs[-1][2] == address:
+        runs[-1][2] += size
+    else:
+        runs.append([va, address, size])

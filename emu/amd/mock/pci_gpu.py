@@ -27,6 +27,7 @@ from usergpu.emu.amd.mock.mmu import MMU
 from usergpu.emu.amd.mock.pci_function import PCIFunction
 from usergpu.emu.amd.mock.psp import MockPSP
 from usergpu.emu.amd.mock.smu import MockSMU
+from usergpu.emu.amd.mock.vfio import IOMMU
 from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
 
 RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in MiB
@@ -56,6 +57,7 @@ class MockPCIGPU(PCIFunction):
         self.on_read: dict[int, Callable[[], None]] = {}  # dword address -> the model that updates it when read
         self.gpu = GPU(arch)  # the engines: the same CP, SDMA and emulator as the mock KFD's
         self.gpu.activity = self.activity
+        self.iommu = IOMMU()  # what VFIO maps of this process's memory for the board's DMA (vfio.py)
         faults = set(filter(None, os.environ.get("MOCKPCI_FAULT", "").split(",")))
         mailbox = (self.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
         self.smu = MockSMU(self, *mailbox, silent="smu-silent" in faults)

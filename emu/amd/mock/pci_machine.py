@@ -13,6 +13,9 @@ from pathlib import Path
 from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock.pci_function import install_pci
 from usergpu.emu.amd.mock.pci_gpu import MockPCIGPU
+from usergpu.emu.amd.mock.vfio import install_vfio
+
+IOMMU_GROUP = 12  # the first board's IOMMU group
 
 
 def root() -> Path:
@@ -28,10 +31,18 @@ def machines() -> list[Path]:
     return sorted(d for d in root().glob("*/") if (d / "boards").is_dir())
 
 
-def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLike | None = None) -> MockHAL:
-    """The HAL of the machine with count boards of arch (at MOCKPCI_DIR/<arch> unless directory says); arch None:
-    the boards some process made at directory already (what a monitor attaches to)."""
-    d = Path(directory) if directory else root() / str(arch)
+def vfio_wanted() -> bool:
+    return os.environ.get("MOCKPCI_VFIO") == "1"
+
+
+def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLike | None = None,
+            vfio: bool | None = None) -> MockHAL:
+    """The HAL of the machine with count boards of arch (at MOCKPCI_DIR/<arch>, or <arch>-vfio, unless directory
+    says); arch None: the boards some process made at directory already (what a monitor attaches to). vfio
+    (MOCKPCI_VFIO=1): the boards are bound to vfio-pci, each in its own IOMMU group, and AM opens them through
+    VFIO."""
+    vfio = vfio_wanted() if vfio is None else vfio
+    d = Path(directory) if directory else root() / (f"{arch}-vfio" if vfio else str(arch))
     (d / "tmp").mkdir(parents=True, exist_ok=True)
     hal = MockHAL(d)
     hal.boards = []
@@ -40,6 +51,8 @@ def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLik
     for i, kind in enumerate(archs):
         board = MockPCIGPU(kind, d / "boards" / bus(i))
         install_pci(hal, board, bus(i))
+        if vfio or (d / f"sys/bus/pci/devices/{bus(i)}/iommu_group").is_symlink():
+            install_vfio(hal, board, bus(i), IOMMU_GROUP + i)
         state = d / f"sys/bus/pci/devices/{bus(i)}/power_state"
         if not state.exists():  # powered on with the board; a monitor attaching leaves it as it is
             state.write_text("D0\n")

@@ -103,7 +103,7 @@ def test_a_freed_allocation_faults_and_its_vram_is_handed_out_again(am):
 
 
 def test_ptes_the_mmu_cannot_map_fault_with_their_address(am):
-    """PTEs past the end of VRAM or at system memory (the mock has no DMA) and a directory entry naming a table
+    """PTEs past the end of VRAM or at system memory no IOMMU mapping holds and a directory entry naming a table
     outside VRAM are not mapped: the MMU lists them, a read there faults with the address, and the valid mappings
     around them still work. VRAM's last page is the boundary: it maps."""
     b, gmc, size = board(am), am.dev.gmc, am.dev.vram_size
@@ -117,7 +117,7 @@ def test_ptes_the_mmu_cannot_map_fault_with_their_address(am):
     root[1] = size | VALID
     gmc.flush()
     why = {va: (entry & ADDRESS, text) for va, entry, text in b.mmu.rejected}
-    assert why == {past: (size, "outside VRAM"), system: (mem.handle, "system memory"),
+    assert why == {past: (size, "outside VRAM"), system: (mem.handle, "system memory the IOMMU does not map"),
                    1 << 39: (size, "level 1 table outside VRAM")}
     for va in (past, system, 1 << 39):
         assert fault_address(b, va) == va

@@ -89,7 +89,7 @@ def test_what_cannot_be_mapped_is_listed_and_faults(board):
     entry(b, PDB0, 9, size | VALID)
     invalidate(b)
     assert {va: why for va, _, why in b.mmu.rejected} == {
-        VA: "system memory", VA + 0x1000: "outside VRAM", VA + (1 << 21): "outside VRAM",
+        VA: "system memory the IOMMU does not map", VA + 0x1000: "outside VRAM", VA + (1 << 21): "outside VRAM",
         VA + (2 << 21): "level 3 table outside VRAM"}
     assert all(faults(b, va) for va, _, _ in b.mmu.rejected)
     assert b.gpu.mem.read_bytes(VA + 0x2000, 4096) == b.vram[size - 4096 :].tobytes()
