@@ -86,31 +86,3 @@ def test_raw_ioctls_get_vfios_errno(tmp_path):
     with pytest.raises(OSError) as e:
         hal.ioctl(group, vfio.VFIO_GROUP_SET_CONTAINER, ctypes.c_int(container))  # in a container already
     assert e.value.errno == errno.EINVAL
-
-
-def test_am_puts_the_runtimes_gtt_memory_in_system_memory_through_the_iommu(tmp_path):
-    """Through VFIO, "gtt" buffers are this process's pages at the same address for CPU and GPU: an SDMA copy
-    writes them, the CPU reads the result straight from its own memory."""
-    from usergpu.drivers.amd.am.driver import AM
-    from usergpu.runtime.ring import RING_SIZE
-    from usergpu.runtime.sdma import SDMAPackets
-
-    hal = machine("gfx1200", directory=tmp_path, vfio=True)
-    board, am = hal.boards[0], AM(hal)
-    assert isinstance(am.pci, VFIOPCIDevice)
-    src, dst = am.alloc(8192), am.alloc(8192, "gtt")
-    ring, pointers = am.alloc(RING_SIZE, "gtt"), am.alloc(4096, "gtt")
-    assert board.iommu.translate(dst.va, 8192) == dst.va and board.iommu.translate(src.va, 4096) is None
-    np.frombuffer(src.view(), np.uint8)[:] = np.arange(8192) % 253
-    queue = am.create_queue("sdma", ring, pointers.va, pointers.va + 8)
-    event = am.create_event()
-    packets = SDMAPackets().copy(dst.va, src.va, 8192).trap(event)
-    ring.view().cast("I")[: len(packets)] = np.array(packets, np.uint32)
-    pointers.view().cast("Q")[1] = 4 * len(packets)
-    queue.ring(4 * len(packets))
-    assert am.wait_events([event], timeout_ms=1000) == [event]
-    assert bytes(dst.view()) == bytes(src.view())
-    am.destroy_queue(queue)
-    am.free(dst)
-    assert board.iommu.translate(dst.va, 4096) is None  # unmapped from the IOMMU with it
-    am.close()

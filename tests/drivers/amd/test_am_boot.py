@@ -52,12 +52,13 @@ def test_cold_then_partial_boot_then_reset(arch, tmp_path, monkeypatch):
     reset.close()
 
 
-def check_copy_through_sdma(am: AM) -> None:
-    """A copy on the SDMA ring, its trap seen on the IH ring: the engines, the page tables and interrupts work."""
+def check_copy_through_sdma(am: AM, kind: str = "vram"):
+    """A copy on the SDMA ring into memory of a kind (its ring and pointers that kind too), its trap seen on the IH
+    ring: the engines, the page tables and interrupts work. The copy's destination."""
     from usergpu.runtime.ring import RING_SIZE
     from usergpu.runtime.sdma import SDMAPackets
 
-    src, dst, ring, pointers = am.alloc(8192), am.alloc(8192), am.alloc(RING_SIZE), am.alloc(4096)
+    src, dst, ring, pointers = am.alloc(8192), am.alloc(8192, kind), am.alloc(RING_SIZE, kind), am.alloc(4096, kind)
     np.frombuffer(src.view(), np.uint8)[:] = np.arange(8192) % 251
     queue = am.create_queue("sdma", ring, pointers.va, pointers.va + 8)
     event = am.create_event()
@@ -70,6 +71,7 @@ def check_copy_through_sdma(am: AM) -> None:
     am.destroy_queue(queue)
     board = am.hal.boards[0]  # the HDP was flushed before each doorbell, through NBIO's remap of its flush register
     assert board.hdp.flushes >= 1 and board.hdp.unflushed == 0
+    return dst
 
 
 def test_a_board_another_process_drives_is_refused_politely(tmp_path):
@@ -219,3 +221,18 @@ def test_letting_the_board_go_takes_the_blocks_down(tmp_path):
     assert not board.cp.queues and not board.gpu.mem._bases
     assert int(board.regs[board.address("OSSSYS", "IH_RB_CNTL")]) == 0
     assert reg(board, "GCVM_CONTEXT0_CNTL") == 0
+
+
+def test_through_vfio_the_runtimes_gtt_memory_is_system_memory(tmp_path):
+    """Bound to vfio-pci, AM opens the function through VFIO and its "gtt" buffers are this process's pages, which
+    the IOMMU maps at the same address for the GPU: SDMA writes them, the CPU reads its own memory."""
+    from usergpu.drivers.vfio import VFIOPCIDevice
+
+    hal = machine("gfx1200", directory=tmp_path, vfio=True)
+    board, am = hal.boards[0], AM(hal)
+    assert isinstance(am.pci, VFIOPCIDevice)
+    dst = check_copy_through_sdma(am, "gtt")
+    assert board.iommu.translate(dst.va, dst.size) == dst.va
+    am.free(dst)
+    assert board.iommu.translate(dst.va, 4096) is None  # unmapped from the IOMMU with it
+    am.close()
