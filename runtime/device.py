@@ -31,7 +31,11 @@ def mock_hal(arch: str | None = None, count: int | None = None, interface: str =
     and its GPUs (MOCKKFD+AMD), or GPU boards on the PCI bus (MOCKPCI+AMD), whose state other processes share."""
     arch = arch or os.environ.get("MOCKGPU_ARCH", "gfx1100")
     count = count or int(os.environ.get("MOCKGPU_COUNT", "1"))
-    key = (interface, arch, count, os.environ.get("MOCKPCI_DIR"), os.environ.get("MOCKPCI_VFIO"))
+    key: tuple = (interface, arch, count)
+    if interface == "MOCKPCI+AMD":  # one HAL per machine folder: two would make two drivers of one board
+        from usergpu.emu.amd.mock.pci_machine import folder
+
+        key = (interface, arch, count, folder(arch))
     if key not in _machines:
         if interface == "MOCKPCI+AMD":
             from usergpu.emu.amd.mock.pci_machine import machine

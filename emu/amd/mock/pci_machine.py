@@ -35,6 +35,12 @@ def vfio_wanted() -> bool:
     return os.environ.get("MOCKPCI_VFIO") == "1"
 
 
+def folder(arch: str, vfio: bool | None = None) -> Path:
+    """Where the machine with boards of arch lives (bound to vfio-pci: MOCKPCI_VFIO=1, unless vfio says)."""
+    vfio = vfio_wanted() if vfio is None else vfio
+    return root() / (f"{arch}-vfio" if vfio else arch)
+
+
 def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLike | None = None,
             vfio: bool | None = None) -> MockHAL:
     """The HAL of the machine with count boards of arch (at MOCKPCI_DIR/<arch>, or <arch>-vfio, unless directory
@@ -42,7 +48,7 @@ def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLik
     (MOCKPCI_VFIO=1): the boards are bound to vfio-pci, each in its own IOMMU group, and AM opens them through
     VFIO."""
     vfio = vfio_wanted() if vfio is None else vfio
-    d = Path(directory) if directory else root() / (f"{arch}-vfio" if vfio else str(arch))
+    d = Path(directory) if directory else folder(arch, vfio)
     (d / "tmp").mkdir(parents=True, exist_ok=True)
     hal = MockHAL(d)
     hal.boards = []
