@@ -31,13 +31,17 @@ MAPS: dict[tuple[str, int], ModuleType] = {
     ("OSSSYS", 7): regs_osssys_7_0_0, ("HDP", 6): regs_hdp_6_0_0, ("HDP", 7): regs_hdp_7_0_0}
 
 
+def table(block: str, version: tuple[int, ...], name: str):
+    """A register's generated description (offset, segment, fields) in the map of that block version; None if no
+    map serves it."""
+    regs = MAPS.get((block, version[0]))
+    return None if regs is None else regs.REGS[name]
+
+
 def address(block: str, version: tuple[int, ...], bases: tuple[int, ...], name: str) -> int | None:
     """A register's dword address from its block's segment bases; None if no map serves that block version."""
-    table = MAPS.get((block, version[0]))
-    if table is None:
-        return None
-    reg = table.REGS[name]
-    return bases[reg.base_idx] + reg.offset
+    reg = table(block, version, name)
+    return None if reg is None else bases[reg.base_idx] + reg.offset
 
 # what the SDMA engine's microcontroller is called in its registers (SDMA<n>_F32_CNTL, ..._F32_WPTR_POLL_ENABLE)
 SDMA_MICROCONTROLLER = {"gfx11": "F32", "gfx12": "MCU"}

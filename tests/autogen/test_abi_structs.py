@@ -9,6 +9,7 @@ import importlib
 from enum import IntEnum
 
 import pytest
+from generated import module
 
 from usergpu.autogen._support import Ioctl
 from usergpu.autogen.generator import amdkernel, kdesc, modules, toolchain
@@ -81,15 +82,6 @@ def constants(mod) -> dict[str, int]:
         elif isinstance(v, int) and not isinstance(v, IntEnum | bool):
             out[k] = v
     return out
-
-
-def module(name: str):
-    if name in KERNEL:
-        try:
-            toolchain.linux_amd()
-        except ToolchainError as e:  # only when linux-source-6.12 is not installed
-            pytest.skip(str(e))
-    return importlib.import_module(f"usergpu.autogen.{name}")
 
 
 def bits_set(cls: type, designator: str, bits: int) -> str:

@@ -6,25 +6,17 @@ Every layout and constant is also checked against gcc in test_abi_structs."""
 from __future__ import annotations
 
 import ctypes
-import importlib
 import struct
 
 import pytest
+from generated import module
 
 from usergpu.autogen.generator import amdkernel, cstructs, toolchain
 from usergpu.errors import ToolchainError
 
 
-def load(name: str):
-    try:
-        toolchain.linux_amd()
-    except ToolchainError as e:  # only when linux-source-6.12 is not installed
-        pytest.skip(str(e))
-    return importlib.import_module(f"usergpu.autogen.{name}")
-
-
 def test_discovery_table_layout_and_ids():
-    d = load("amd_discovery")
+    d = module("amd_discovery")
     assert d.BINARY_SIGNATURE == 0x28211407 and d.DISCOVERY_TABLE_SIGNATURE == 0x53445049
     assert d.HARVEST_TABLE_SIGNATURE == 0x56524148 and d.GC_TABLE_ID == 0x4347
     assert (d.IP_DISCOVERY, d.GC, d.HARVEST_INFO, d.VCN_INFO, d.MALL_INFO, d.NPS_INFO) == (0, 1, 2, 3, 4, 5)
@@ -41,7 +33,7 @@ def test_discovery_table_layout_and_ids():
 
 
 def test_discovery_blob_reads_through_the_structs():
-    d = load("amd_discovery")
+    d = module("amd_discovery")
     tables = b"".join(struct.pack("<4H", off, 0, size, 0) for off, size in ((0x40, 0x58), (0x200, 0x88), (0, 0)) * 2)
     blob = struct.pack("<I4H", d.BINARY_SIGNATURE, 2, 0, 0x1234, 0x3000) + tables
     hdr = d.struct_binary_header.from_buffer_copy(blob)
@@ -55,7 +47,7 @@ def test_discovery_blob_reads_through_the_structs():
 
 
 def test_firmware_headers():
-    u = load("amdgpu_ucode")
+    u = module("amdgpu_ucode")
     assert ctypes.sizeof(u.struct_common_firmware_header) == 32
     assert u.struct_common_firmware_header.ucode_array_offset_bytes.offset == 24
     assert ctypes.sizeof(u.union_amdgpu_firmware_header) == 256 and u.UCODE_MAX_PSP_PACKAGING == 26
@@ -68,7 +60,7 @@ def test_firmware_headers():
 
 
 def test_psp_gfx_interface():
-    p = load("psp_gfx_if")
+    p = module("psp_gfx_if")
     assert ctypes.sizeof(p.struct_psp_gfx_cmd_resp) == 1024 and p.struct_psp_gfx_cmd_resp.resp.offset == 864
     assert p.struct_psp_gfx_cmd_resp.cmd.offset == 28
     assert ctypes.sizeof(p.struct_psp_gfx_rb_frame) == 64 and ctypes.sizeof(p.struct_psp_gfx_resp) == 96
@@ -81,7 +73,7 @@ def test_psp_gfx_interface():
 
 
 def test_smu_13_0_0_and_14_0_2():
-    s13, s14 = load("smu_v13_0_0"), load("smu_v14_0_2")
+    s13, s14 = module("smu_v13_0_0"), module("smu_v14_0_2")
     for s in (s13, s14):
         assert s.PPSMC_MSG_GetSmuVersion == 0x2 and s.PPSMC_Result_OK == 0x1 and s.PPSMC_MSG_TransferTableSmu2Dram
         assert s.TABLE_SMU_METRICS == 5 and s.TABLE_PPTABLE == 0

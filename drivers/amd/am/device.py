@@ -151,9 +151,7 @@ class AMDevice:
         return psp.boot(sos)
 
     def metrics(self) -> dict[str, int | float]:
-        """The SMU's metrics, through a buffer just below the discovery table at the top of VRAM."""
-        offset = self.vram_size - METRICS_BELOW_TOP
-        return self.smu.metrics(self.vram, offset, self.fb_base + offset)
+        return read_metrics(self.smu, self.vram, self.reg)
 
     def account(self) -> None:
         """Publish how much VRAM the allocator has handed out (for am_smi, in another process)."""
@@ -161,12 +159,11 @@ class AMDevice:
 
     @property
     def fb_base(self) -> int:
-        """Where VRAM starts in the GPU's MC address space (the VBIOS sets the hubs' FB_LOCATION_BASE)."""
-        return self.mmio.read32(4 * self.regs.address("MMHUB", "MMMC_VM_FB_LOCATION_BASE")) << 24
+        return fb_base(self.reg)
 
     @property
     def vram_size(self) -> int:
-        return self.mmio.read32(4 * discovery.RCC_CONFIG_MEMSIZE) << 20
+        return vram_size(self.mmio)
 
     @property
     def gc_version(self) -> tuple[int, int, int]:
@@ -180,3 +177,20 @@ class AMDevice:
                 block.fini()
         finally:
             self.hal.close(self.lock)
+
+
+def vram_size(mmio) -> int:
+    """The VRAM's size in bytes (NBIO's RCC_CONFIG_MEMSIZE, in MiB)."""
+    return mmio.read32(4 * discovery.RCC_CONFIG_MEMSIZE) << 20
+
+
+def fb_base(regs: ip.Registers) -> int:
+    """Where VRAM starts in the GPU's MC address space (the VBIOS sets the hubs' FB_LOCATION_BASE)."""
+    return regs.read("MMHUB", "MMMC_VM_FB_LOCATION_BASE") << 24
+
+
+def read_metrics(smu: SMU, vram, regs: ip.Registers) -> dict[str, int | float]:
+    """The SMU's metrics, through the buffer AM keeps for them just below the discovery table at the top of VRAM
+    (the same for the driver and for a monitor in another process)."""
+    offset = vram_size(regs.mmio) - METRICS_BELOW_TOP
+    return smu.metrics(vram, offset, fb_base(regs) + offset)

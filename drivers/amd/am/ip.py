@@ -59,8 +59,7 @@ class Registers:
         self.mmio, self.map = mmio, regmap
 
     def table(self, block: str, name: str):
-        ip = self.map.ip(block)
-        return _ipmaps.MAPS[(block, ip.version[0])].REGS[name]
+        return _ipmaps.table(block, self.map.ip(block).version, name)
 
     def read(self, block: str, name: str) -> int:
         return self.mmio.read32(4 * self.map.address(block, name))

@@ -6,7 +6,7 @@ sysfs, the VRAM AM's allocator handed out (GC SCRATCH_REG6) and the owning proce
 from __future__ import annotations
 
 from usergpu.drivers.amd.am import discovery, lock
-from usergpu.drivers.amd.am.device import METRICS_BELOW_TOP, VRAM_USED
+from usergpu.drivers.amd.am.device import VRAM_USED, read_metrics, vram_size
 from usergpu.drivers.amd.am.ip import RegisterMap, Registers
 from usergpu.drivers.amd.am.smu import SMU
 from usergpu.drivers.devices import PCI_DEVICES
@@ -29,10 +29,7 @@ def status(hal: HAL, bus: str) -> dict:
     mmio, vram = pci.map_bar(5), pci.map_bar(0)
     regs = Registers(mmio, RegisterMap(discovery.read(mmio, vram)))
     smu = SMU(mmio, regs.map)
-    vram_size = mmio.read32(4 * discovery.RCC_CONFIG_MEMSIZE) << 20
-    offset = vram_size - METRICS_BELOW_TOP
-    fb_base = regs.read("MMHUB", "MMMC_VM_FB_LOCATION_BASE") << 24
     major, minor, rev = smu.version()
-    return out | {"smu_version": f"{major}.{minor}.{rev}", **smu.metrics(vram, offset, fb_base + offset),
+    return out | {"smu_version": f"{major}.{minor}.{rev}", **read_metrics(smu, vram, regs),
                   "power_limit": smu.power_limit(), "vram_used": regs.read("GC", VRAM_USED) << 20,
-                  "vram_total": vram_size}
+                  "vram_total": vram_size(mmio)}

@@ -99,7 +99,7 @@ class MockPCIGPU(PCIFunction):
     def table(self, block: str, name: str):
         """A register's generated description (fields) in this GPU's map of the block."""
         _, _, version, _ = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
-        return _ipmaps.MAPS[(block, version[0])].REGS[name]
+        return _ipmaps.table(block, version, name)
 
     def mc_to_vram(self, address: int, size: int = 1) -> int:
         """The VRAM offset of an MC address in the FB aperture (what the PSP and SMU are given); ValueError outside
