@@ -21,7 +21,7 @@ from usergpu.drivers.amd.am import lock, smi
 from usergpu.drivers.devices import PCI_DEVICES
 from usergpu.drivers.hal import HAL
 from usergpu.errors import DeviceNotFound
-from usergpu.tools.cli import guarded
+from usergpu.tools.common import Parser, guarded
 
 COLUMNS = ("bus", "name", "power", "smu", "gfx %", "mem %", "clocks MHz gfx/mem/fclk", "temp C edge/hot/mem",
            "power W", "fan rpm", "gfx mV", "throttle", "VRAM MiB", "pid (command)")
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="am_smi", description=__doc__.split("\n\n")[0])
+    ap = Parser(prog="am_smi", description=__doc__.split("\n\n")[0])
     ap.add_argument("--dev", metavar="BUS", help="only this board (PCI address, e.g. 0000:03:00.0)")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the boards once (the default)")

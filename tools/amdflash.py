@@ -21,7 +21,7 @@ from usergpu.drivers.amd.usb import ASM24, USBPCIDevice
 from usergpu.drivers.hal import HAL, MockHAL
 from usergpu.drivers.pci import PCIDevice, pci_devices
 from usergpu.errors import DeviceNotFound, Error
-from usergpu.tools.cli import guarded
+from usergpu.tools.common import Parser, guarded
 
 NAVI31_IDS = (0x744C, 0x7448, 0x745E)  # RX 7900 XT/XTX/GRE, Radeon Pro W7900, W7800
 SECTORS = SIZE // SECTOR
@@ -174,7 +174,7 @@ def fw(args: argparse.Namespace, hal: HAL) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="amdflash", description=__doc__.splitlines()[0])
+    p = Parser(prog="amdflash", description=__doc__.splitlines()[0])
     p.add_argument("--transport", choices=("auto", "usb", "pci"), default="auto")
     p.add_argument("--device", type=int, default=0, help="which board, counting PCI functions then USB bridges")
     p.add_argument("--dev", help="a mock board: MOCKUSB+AMD or MOCKPCI+AMD")

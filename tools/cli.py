@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
-from collections.abc import Callable
 
 from tabulate import tabulate
 
@@ -14,6 +12,7 @@ import usergpu
 from usergpu.drivers import devices
 from usergpu.drivers.hal import HAL
 from usergpu.tools import demo, disasm, prof, run
+from usergpu.tools.common import Parser, guarded
 
 
 def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
@@ -37,7 +36,7 @@ def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="usergpu", description="Drive, emulate and inspect AMD and NVIDIA GPUs.")
+    ap = Parser(prog="usergpu", description="Drive, emulate and inspect AMD and NVIDIA GPUs.")
     ap.add_argument("--version", action="version", version=f"usergpu {usergpu.__version__}")
     ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -64,21 +63,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", default=demo.TRACE, help=f"write a Chrome/Perfetto trace here (default {demo.TRACE})")
     p.set_defaults(run=lambda args, hal: demo.run(args, hal, cmd_devices))
     prof.add_parser(sub)
-    from usergpu.tools import am_smi  # it uses guarded() from here
+    from usergpu.tools import am_smi
 
     am_smi.add_parser(sub)
     return ap
-
-
-def guarded(args: argparse.Namespace, run: Callable[[], int]) -> int:
-    """A command's exit status: an expected failure is one `error: ...` line and 1 (with --debug, the traceback)."""
-    try:
-        return run()
-    except usergpu.Error as e:
-        if args.debug:
-            traceback.print_exc()
-        print(f"error: {e}", file=sys.stderr)
-        return 1
 
 
 def main(argv: list[str] | None = None, hal: HAL | None = None) -> int:

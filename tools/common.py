@@ -1,0 +1,123 @@
+"""What every CLI shares, kept light so a command starts fast: the argument parser whose usage errors are one
+line, argument types that refuse bad values with what they expected, and the guard that turns an expected
+failure into one `error:` line and exit status 1."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+from usergpu.errors import Error
+
+
+class BadArgument(Error, argparse.ArgumentTypeError):
+    """A command-line value that cannot be used: says which value and what was expected. As an argparse `type=`
+    it is a usage error (exit 2); raised later, an expected failure (exit 1)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line and a pointer to --help (exit 2, as argparse)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def integer(text: str, low: int | None = None, high: int | None = None, what: str = "an integer") -> int:
+    """An int (decimal, 0x hex, 0o, 0b) within [low, high]."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise BadArgument(f"{text!r} is not {what}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"{low}..{high}" if low is not None and high is not None else f">= {low}" if low is not None \
+            else f"<= {high}"
+        raise BadArgument(f"{text!r}: {what} must be {bounds}")
+    return value
+
+
+def unsigned(text: str) -> int:
+    """An int >= 0 (argparse type)."""
+    return integer(text, 0, what="a count or address (an integer >= 0)")
+
+
+def positive(text: str) -> int:
+    """An int >= 1 (argparse type)."""
+    return integer(text, 1, what="a positive integer")
+
+
+def seconds(text: str) -> float:
+    """A time > 0 in seconds (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadArgument(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise BadArgument(f"{text!r}: a time must be more than 0 seconds")
+    return value
+
+
+def input_file(text: str) -> str:
+    """A path to a readable regular file (argparse type)."""
+    if not os.path.exists(text):
+        raise BadArgument(f"{text}: no such file")
+    if os.path.isdir(text):
+        raise BadArgument(f"{text}: is a directory, a file is expected")
+    if not os.access(text, os.R_OK):
+        raise BadArgument(f"{text}: cannot be read (permission denied)")
+    return text
+
+
+def output_file(text: str) -> str:
+    """A path a file can be written at (argparse type): not a directory, its folder exists and is writable."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text):
+        raise BadArgument(f"{text}: is a directory, a file is expected")
+    if not os.path.isdir(folder):
+        raise BadArgument(f"{text}: the folder {folder} does not exist")
+    if not os.access(text if os.path.exists(text) else folder, os.W_OK):
+        raise BadArgument(f"{text}: cannot be written (permission denied)")
+    return text
+
+
+def output_dir(text: str) -> str:
+    """A folder files can be written into, made if missing (argparse type)."""
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise BadArgument(f"{text}: is a file, a folder is expected")
+    parent = os.path.dirname(os.path.abspath(text))
+    probe = text if os.path.isdir(text) else parent
+    if not os.path.isdir(probe):
+        raise BadArgument(f"{text}: the folder {parent} does not exist")
+    if not os.access(probe, os.W_OK):
+        raise BadArgument(f"{text}: cannot be written (permission denied)")
+    return text
+
+
+def describe(e: BaseException) -> str | None:
+    """The one line an expected failure is reported with; None for a defect (shown with its traceback)."""
+    if isinstance(e, Error):
+        return str(e)
+    if isinstance(e, OSError):
+        where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+        return f"{where + ': ' if where else ''}{e.strerror or e}"
+    if isinstance(e, MemoryError):  # numpy's _ArrayMemoryError included: its text names the size
+        return f"out of memory: {e}" if str(e) else "out of memory"
+    return None
+
+
+def guarded(args: argparse.Namespace, run: Callable[[], int]) -> int:
+    """A command's exit status: an expected failure is one `error: ...` line and 1 (with --debug, the traceback
+    too); ^C is 130."""
+    try:
+        return run()
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except (Error, OSError, MemoryError) as e:
+        line = describe(e)
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"error: {line}", file=sys.stderr)
+        return 1
