@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # the C toolchain and headers the bindings are generated from and ABI-checked against
-APT_PACKAGES := gcc g++ clang-22 lld-22 llvm-22 llvm-22-dev libclang1-22 python3-clang-22 \
+APT_PACKAGES := gcc g++ clang-22 lld-22 llvm-22 llvm-22-dev libclang1-22 python3-clang-22 libclc-22 \
                 libdrm-dev linux-libc-dev libhsa-runtime-dev linux-source-6.12
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

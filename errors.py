@@ -1,5 +1,7 @@
 """The usergpu.Error family: every expected failure is one of these, with the facts a person needs."""
 
+from __future__ import annotations
+
 
 class Error(Exception):
     """Base of every error usergpu raises on purpose."""
@@ -35,9 +37,21 @@ class GPUFault(Error):
         self.registers = registers or {}
         super().__init__(f"GPU fault: {access} of {address:#x} ({why}) by kernel {kernel}, wave {wave}, pc {pc:#x}")
 
+    def named(self, kernel: str) -> GPUFault:
+        """The same fault, of the kernel known by this name (the runtime knows what the GPU ran)."""
+        return GPUFault(self.address, self.access, kernel, self.wave, self.pc, self.why, self.registers)
+
 
 class GPUHang(Error):
-    """A kernel or queue that did not finish: says what was waited for and how long (instructions or seconds)."""
+    """A kernel or queue that did not finish: says what was waited for, how long (instructions or seconds), the
+    kernel when known, and how to raise the limit."""
+
+    def __init__(self, why: str, kernel: str | None = None, hint: str = ""):
+        self.why, self.kernel, self.hint = why, kernel, hint
+        super().__init__(f"{f'kernel {kernel}: ' if kernel else ''}{why}{f'; {hint}' if hint else ''}")
+
+    def named(self, kernel: str) -> GPUHang:
+        return GPUHang(self.why, kernel, self.hint)
 
 
 class UnsupportedInstruction(Error):

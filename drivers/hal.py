@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from usergpu.errors import DeviceNotFound
+from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import (
     MAP_ANONYMOUS,
     MAP_FIXED,
@@ -26,6 +26,7 @@ from usergpu.hostmem import (
     MAP_PRIVATE,
     MAP_SHARED,
     MMIO,
+    PAGE,
     PROT_NONE,
     PROT_READ,
     PROT_WRITE,
@@ -98,7 +99,8 @@ class HAL:
 
     def ioctl(self, fd: int, request: int, arg: ctypes.Structure | ctypes.Array | ctypes.c_int | int) -> int:
         """The ioctl, reading and writing arg in place (an int goes by value); its return value (a new descriptor,
-        a version); OSError with the driver's errno on failure."""
+        a version); OSError with the driver's errno on failure, DriverError for an argument of the wrong type."""
+        ioctl_arguments(request, arg)
         return fcntl.ioctl(fd, request, arg)
 
     def mmap(self, fd: int, length: int, offset: int = 0, prot: int = PROT_READ | PROT_WRITE,
@@ -119,9 +121,14 @@ class HAL:
 
 
 class Device(Protocol):
-    """What a mock device file answers: the calls a driver makes on an open file descriptor."""
+    """What a mock device file answers: the calls a driver makes on an open file descriptor, with arguments MockHAL
+    has already checked the way the OS would (types, ranges, sizes); an operation a device lacks answers as the
+    VFS does for a file without it (ENOTTY, EINVAL, ENODEV), and close(), if it has one, runs when its descriptor
+    closes. An ioctl's arg is the unsigned long the kernel's ioctl receives: a value, or the address of the
+    caller's struct, which the device reads and writes only through emu/amd/mock/uaccess (copy_from_user /
+    copy_to_user), never directly."""
 
-    def ioctl(self, request: int, arg) -> int | None: ...
+    def ioctl(self, request: int, arg: int) -> int | None: ...
 
     def pread(self, length: int, offset: int) -> bytes: ...
 
@@ -130,6 +137,93 @@ class Device(Protocol):
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int: ...
 
     def mmio(self, length: int, offset: int, width: int) -> MMIO: ...
+
+
+IOCTL_BUFSZ = 1024  # CPython's fcntl.ioctl hands the kernel a copy of a buffer up to this size, a larger one itself
+MAX_RW_COUNT = 0x7FFFF000  # the most one read or write moves (INT_MAX & PAGE_MASK, fs/read_write.c)
+TASK_SIZE = 1 << 47  # x86-64 user half: no mapping is longer
+CDATA = (ctypes.Structure, ctypes.Union, ctypes.Array, ctypes._SimpleCData, ctypes._Pointer)
+
+
+def _integer(value, low: int, high: int, what: str, name: str) -> int:
+    """An integer argument within the C type that carries it. Anything else is refused before the call, where
+    os/fcntl/ctypes would raise TypeError or OverflowError on the real HAL: DriverError, so a driver sees one kind
+    of failure for a bad argument on either HAL."""
+    if isinstance(value, int) and low <= value < high:
+        return value
+    raise DriverError(what, errno_.EINVAL, f"{name} {value!r} is not an integer in [{low:#x}, {high:#x})")
+
+
+def _position(offset, count: int, what: str) -> int:
+    """A file offset (loff_t), as rw_verify_area checks it: EINVAL if negative or if the access would pass 2^63."""
+    offset = _integer(offset, -(1 << 63), 1 << 63, what, "offset")
+    if offset < 0 or offset + count >= 1 << 63:
+        raise OSError(errno_.EINVAL, f"{what} at offset {offset:#x}: {os.strerror(errno_.EINVAL)}")
+    return offset
+
+
+def _mapping(length, offset, what: str) -> tuple[int, int]:
+    """(length, offset) of an mmap as do_mmap sees them: the offset as the unsigned long it becomes (ctypes passes
+    any 64-bit pattern), EINVAL for an empty mapping or an offset off a page, ENOMEM for one longer than the
+    address space, EOVERFLOW for one that runs past offset 2^64 (file_mmap_ok of a device file)."""
+    length = _integer(length, 0, 1 << 64, what, "length")
+    offset = _integer(offset, -(1 << 63), 1 << 64, what, "offset") & ((1 << 64) - 1)
+    code = (errno_.EINVAL if length == 0 or offset % PAGE else errno_.ENOMEM if length > TASK_SIZE else
+            errno_.EOVERFLOW if offset + length > 1 << 64 else 0)
+    if code:
+        raise OSError(code, f"{what} of {length:#x} bytes at offset {offset:#x}: {os.strerror(code)}")
+    return length, offset
+
+
+def _op(dev: Device, name: str, code: int):
+    """A file operation of a device; one it lacks answers as the VFS does for a file without it."""
+    op = getattr(dev, name, None)
+    if op is None:
+        raise OSError(code, f"{type(dev).__name__} has no {name}: {os.strerror(code)}")
+    return op
+
+
+def ioctl_arguments(request, arg) -> tuple[int, str]:
+    """(request, its name for errors), once request and arg are what an ioctl takes (a 32-bit request; an int
+    argument as an unsigned long, or a ctypes object): anything else is DriverError on the real and the mock HAL
+    alike, where fcntl would raise TypeError or OverflowError."""
+    what = f"ioctl {request:#x}" if isinstance(request, int) else "ioctl"
+    request = _integer(request, 0, 1 << 32, what, "request")
+    if isinstance(arg, int):
+        _integer(arg, 0, 1 << 64, what, "argument")
+    elif not isinstance(arg, CDATA):
+        raise DriverError(what, errno_.EINVAL, f"the argument is a {type(arg).__name__}: an ioctl takes an int or "
+                                               "a ctypes object (a struct, an array, a c_int)")
+    return request, what
+
+
+def _ioctl(dev: Device, request, arg) -> int:
+    """The ioctl as the real HAL makes it (fcntl.ioctl): an int goes by value; a ctypes object's bytes go through
+    a copy of at most IOCTL_BUFSZ bytes (the object itself if larger), copied back after, failure or not. A
+    buffer shorter than the size a request with a direction encodes is EFAULT (the kernel would copy past it).
+    The copy ends at an inaccessible page, so a device that reads or writes past it (amdkfd copies the caller's
+    size whatever the direction bits say) gets EFAULT, never the caller's heap."""
+    request, what = ioctl_arguments(request, arg)
+    call = _op(dev, "ioctl", errno_.ENOTTY)
+    if isinstance(arg, int):
+        return call(request, arg) or 0
+    size, wants = ctypes.sizeof(arg), (request >> 16) & 0x3FFF
+    if request >> 30 and size < wants:
+        raise OSError(errno_.EFAULT, f"{what}: the request is for {wants} bytes, the {type(arg).__name__} has "
+                                     f"{size}")
+    if size > IOCTL_BUFSZ:
+        return call(request, ctypes.addressof(arg)) or 0
+    region = os_mmap(0, 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    try:
+        os_mmap(region, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
+        bounce = region + PAGE - IOCTL_BUFSZ
+        ctypes.memmove(bounce, ctypes.addressof(arg), size)
+        try:
+            return call(request, bounce) or 0
+        finally:
+            ctypes.memmove(ctypes.addressof(arg), bounce, size)
+    finally:
+        os_munmap(region, 2 * PAGE)
 
 
 class MockHAL(HAL):
@@ -180,6 +274,8 @@ class MockHAL(HAL):
         return dev
 
     def _device(self, fd: int) -> Device | None:
+        if not isinstance(fd, int):
+            raise DriverError(f"fd {fd!r}", errno_.EBADF, "a file descriptor is an int")
         if fd < self.FIRST_FD:
             return None
         if fd not in self._open:
@@ -196,27 +292,41 @@ class MockHAL(HAL):
 
     def ioctl(self, fd: int, request: int, arg: ctypes.Structure | ctypes.Array | ctypes.c_int | int) -> int:
         dev = self._device(fd)
-        if dev is None:
-            return super().ioctl(fd, request, arg)
-        return dev.ioctl(request, arg) or 0
+        return super().ioctl(fd, request, arg) if dev is None else _ioctl(dev, request, arg)
 
     def pread(self, fd: int, length: int, offset: int) -> bytes:
         dev = self._device(fd)
-        return super().pread(fd, length, offset) if dev is None else dev.pread(length, offset)
+        if dev is None:
+            return super().pread(fd, length, offset)
+        length = min(_integer(length, 0, 1 << 63, "pread", "length"), MAX_RW_COUNT)
+        offset = _position(offset, length, "pread")
+        return _op(dev, "pread", errno_.EINVAL)(length, offset)
 
     def pwrite(self, fd: int, data: bytes, offset: int) -> int:
         dev = self._device(fd)
-        return super().pwrite(fd, data, offset) if dev is None else dev.pwrite(data, offset)
+        if dev is None:
+            return super().pwrite(fd, data, offset)
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise DriverError("pwrite", errno_.EINVAL, f"data of type {type(data).__name__}: bytes are written")
+        data = bytes(data)[:MAX_RW_COUNT]
+        offset = _position(offset, len(data), "pwrite")
+        return _op(dev, "pwrite", errno_.EINVAL)(data, offset)
 
     def mmap(self, fd: int, length: int, offset: int = 0, prot: int = PROT_READ | PROT_WRITE,
              flags: int = MAP_SHARED, address: int = 0) -> int:
-        dev = self._device(fd) if fd >= 0 else None
+        dev = self._device(fd)
         if dev is None:
             return super().mmap(fd, length, offset, prot, flags, address)
-        return dev.mmap(length, offset, prot, flags, address)
+        length, offset = _mapping(length, offset, "mmap")
+        prot, flags = (_integer(v, -(1 << 31), 1 << 31, "mmap", n) for v, n in ((prot, "prot"), (flags, "flags")))
+        address = _integer(address, 0, 1 << 64, "mmap", "address")
+        return _op(dev, "mmap", errno_.ENODEV)(length, offset, prot, flags, address)
 
     def mmio(self, fd: int, length: int, offset: int, width: int = 4) -> MMIO:
         dev = self._device(fd)
         if dev is None:
             return super().mmio(fd, length, offset, width)
-        return dev.mmio(length, offset, width)
+        length, offset = _mapping(length, offset, "mmio")
+        if _integer(width, 0, 9, "mmio", "width") not in (4, 8) or length % width:
+            raise DriverError("mmio", errno_.EINVAL, f"{length:#x} bytes of {width!r}-byte registers")
+        return _op(dev, "mmio", errno_.ENODEV)(length, offset, width)

@@ -58,8 +58,8 @@ class AQLQueue:
 
     def __init__(self, dev):
         self.dev = dev
-        self.ring = dev.driver.alloc(SLOTS * SLOT, "gtt")
-        self.amd_queue = dev.driver.alloc(4096, "gtt")
+        self.ring = dev.memory(SLOTS * SLOT, "gtt")
+        self.amd_queue = dev.memory(4096, "gtt")
         self.slots = self.ring.view()
         self.create()
 

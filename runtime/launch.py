@@ -6,18 +6,21 @@ import os
 
 import numpy as np
 
+from usergpu.emu.amd.codeobj.kernargs import check_args
+from usergpu.errors import CodeObjectError
 from usergpu.runtime.device import Device
 
 _devices: dict[tuple, Device] = {}
 
 
 def open_device(name: str | Device | None) -> Device:
-    """The process's Device for a device string (opened once per string and mock shape), or the Device given."""
+    """The process's Device for a device string (opened once per string and mock shape, again after a close), or
+    the Device given."""
     if isinstance(name, Device):
         return name
     key = (name or os.environ.get("DEV", ""), os.environ.get("MOCKGPU_ARCH"), os.environ.get("MOCKGPU_COUNT"),
            os.environ.get("MOCKPCI_DIR"), os.environ.get("MOCKPCI_VFIO"))
-    if key not in _devices:
+    if key not in _devices or _devices[key].closed:
         _devices[key] = Device(name)
     return _devices[key]
 
@@ -26,24 +29,30 @@ def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device
            stats: dict | None = None) -> list[np.ndarray]:
     """Run a kernel on a device ($DEV by default): numpy arrays become device buffers, copied in before and back
     out after; the list of them (after the kernel) in argument order. Python and numpy scalars go by value as the
-    metadata says, bytes as a by-value aggregate, a Buffer as its address. stats receives the kernel's time in
-    seconds from the GPU's timestamps."""
+    metadata says, bytes as a by-value aggregate, a Buffer as its address. Arguments are checked against the
+    kernel's metadata before anything runs. Each array's buffer ends where its pages do, so a kernel writing past
+    the array faults. The code object stays loaded on the device for the next launch. stats receives the
+    kernel's time in seconds from the GPU's timestamps."""
+    if not isinstance(co, bytes | bytearray):
+        raise CodeObjectError(f"a code object is bytes (an ELF file's contents), not {type(co).__name__}")
     dev = open_device(device)
-    prog = dev.load(co)
+    k = dev.program(bytes(co)).kernel(kernel)
+    check_args(k.meta, list(args))
     bufs = []
-    call = []
-    for a in args:
-        if isinstance(a, np.ndarray) and a.ndim:
-            buf = dev.alloc(a.nbytes)
-            buf.copyin(a)
-            bufs.append((buf, a))
-            call.append(buf)
-        else:
-            call.append(a)
-    seconds = prog.kernels[kernel](*call, grid=grid, block=block)
-    if stats is not None:
-        stats["seconds"] = seconds
-    out = [buf.copyout(a.dtype, a.size).reshape(a.shape) for buf, a in bufs]
-    for buf, _ in bufs:
-        buf.free()
-    return out
+    try:
+        call = []
+        for a in args:
+            if isinstance(a, np.ndarray) and a.ndim:
+                buf = dev.alloc(a.nbytes, at_end=True)
+                bufs.append((buf, a))
+                buf.copyin(a)
+                call.append(buf)
+            else:
+                call.append(a)
+        seconds = k(*call, grid=grid, block=block)
+        if stats is not None:
+            stats["seconds"] = seconds
+        return [buf.copyout(a.dtype, a.size).reshape(a.shape) for buf, a in bufs]
+    finally:
+        for buf, _ in bufs:
+            buf.free()

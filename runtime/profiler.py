@@ -82,10 +82,10 @@ class Profiler:
         if buffer_bytes < 4096 or buffer_bytes % 4096:
             raise ProfileError(f"SQTT_BUFFER_SIZE: {buffer_bytes} bytes; a trace buffer is whole 4 KiB pages")
         self.buffer_bytes = buffer_bytes
-        self.trace_buffers = [dev.driver.alloc(self.buffer_bytes, "gtt") for _ in range(self.ses)] if sqtt else []
+        self.trace_buffers = [dev.memory(self.buffer_bytes, "gtt") for _ in range(self.ses)] if sqtt else []
         self.samples = [(name, block, n, where) for name, block, n in self.counters for where in self._instances(block)]
         self.slot_bytes = 8 * (self.ses + len(self.samples))  # the trace write pointers, then a qword per sample
-        self.slot_mem = dev.driver.alloc(max(slots * self.slot_bytes, 4096), "gtt")
+        self.slot_mem = dev.memory(max(slots * self.slot_bytes, 4096), "gtt")
         self.next_slot = 0
         self.pending: list[_Pending] = []
         self.captures: list[KernelCapture] = []
@@ -217,6 +217,12 @@ class Profiler:
         self.pending.clear()
 
     # ---- the capture directory ----------------------------------------------------------------------------------
+    def release(self) -> None:
+        """Give the trace buffers and sample slots back (what was collected stays, for write)."""
+        for mem in [*self.trace_buffers, self.slot_mem]:
+            self.dev.release(mem)
+        self.trace_buffers, self.slot_mem = [], None
+
     def write(self, directory: str | os.PathLike) -> Path:
         """The captures so far as a capture directory (see the module doc); its path."""
         self.dev.synchronize()

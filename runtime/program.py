@@ -9,9 +9,9 @@ from array import array
 
 from usergpu.autogen import amdhsa as hsa
 from usergpu.emu.amd.codeobj import parse
-from usergpu.emu.amd.codeobj.kernargs import check_launch, dispatch_packet, pack_kernargs
+from usergpu.emu.amd.codeobj.kernargs import LaunchError, check_launch, dispatch_packet, pack_kernargs
 from usergpu.emu.amd.exec.dispatch import image, kernel_registers, user_sgpr_values
-from usergpu.errors import Error, GPUFault
+from usergpu.errors import CodeObjectError, GPUFault, GPUHang
 from usergpu.runtime.aql import kernel_dispatch, pm4_ib
 from usergpu.runtime.memory import Buffer
 from usergpu.runtime.pm4 import Packets
@@ -26,10 +26,23 @@ GC_SH_BASE = 0x2C00  # PACKET3_SET_SH_REG_START
 class Program:
     def __init__(self, dev, code_object: bytes):
         self.dev, self.co = dev, parse(code_object)
+        if self.co.arch and self.co.arch != dev.arch:
+            raise CodeObjectError(f"the code object is built for {self.co.arch}; {dev!r} runs {dev.arch} (compile "
+                                  f"it for {dev.arch})")
         img = image(self.co)
         self.buf = Buffer(dev, len(img), "vram")
         self.buf.copyin(img)
         self.kernels = {name: Kernel(self, k) for name, k in self.co.kernels.items()}
+
+    def kernel(self, name: str) -> Kernel:
+        """The kernel of that name; LaunchError naming the kernels the code object has."""
+        if name not in self.kernels:
+            raise LaunchError(f"no kernel {name!r} in the code object (kernels: {', '.join(self.kernels)})")
+        return self.kernels[name]
+
+    def free(self) -> None:
+        """Give the code object's GPU memory back; its kernels can no longer be launched."""
+        self.buf.free()
 
 
 class Kernel:
@@ -51,22 +64,18 @@ class Kernel:
         view[: len(kernargs)] = kernargs
         view[total - 64 :] = dispatch_packet(k, grid, block, args_va, lds)
         value = dev.next_timeline_value()
-        try:
-            if dev.queue_kind == "aql":
-                times = self._aql(args_va, grid, block, lds, value)
-            else:
-                times = self._pm4(args_va, packet_va, grid, block, lds, value)
-        except GPUFault as f:  # the kernel faulted: name it; the work it was part of is over
-            dev.timeline.value = value
-            raise GPUFault(f.address, f.access, k.name, f.wave, f.pc, f.why, f.registers) from None
-        except Error:
-            dev.timeline.value = value
-            raise
-        dev.profiled(k.name, dev.queue_kind, times, {"grid": list(grid), "block": list(block)})
+        with dev.work(value):
+            try:
+                if dev.queue_kind == "aql":
+                    times = self._aql(args_va, grid, block, lds, value)
+                else:
+                    times = self._pm4(args_va, packet_va, grid, block, lds, value)
+            except (GPUFault, GPUHang) as f:  # the kernel faulted or hung: name it
+                raise f.named(k.name) from None
+        dev.profiled(k.name, dev.queue_kind, times, {"grid": list(grid), "block": list(block)}, value)
         if not wait:
             return None
-        dev.synchronize()
-        return dev.spans()[-1].seconds
+        return dev.last_span().seconds
 
     def _pm4(self, args_va: int, packet_va: int, grid, block, lds: int, value: int) -> int:
         """COMPUTE_* registers from the descriptor, DISPATCH_DIRECT, timestamps around it, the timeline after; the

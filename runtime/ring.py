@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from usergpu.errors import Error, GPUHang
+from usergpu.errors import Error
 
 RING_SIZE = 1 << 16  # bytes
 
@@ -17,8 +17,8 @@ class RingQueue:
 
     def __init__(self, dev):
         self.dev = dev
-        self.ring = dev.driver.alloc(RING_SIZE, "gtt")
-        self.pointers = dev.driver.alloc(4096, "gtt")  # read pointer at 0, write pointer at 8
+        self.ring = dev.memory(RING_SIZE, "gtt")
+        self.pointers = dev.memory(4096, "gtt")  # read pointer at 0, write pointer at 8
         self.ring_words = self.ring.view().cast("I")
         self.pointer_words = self.pointers.view().cast("Q")
         self.create()
@@ -47,9 +47,7 @@ class RingQueue:
             raise Error(f"{nbytes} bytes of packets do not fit the {RING_SIZE}-byte {self.kind} ring")
         limit = time.monotonic() + self.dev.timeout
         while (self.wptr - self.pointer_words[0]) * self.unit + nbytes > RING_SIZE:
-            if self.dev.driver.wait_events([self.dev.event], timeout_ms=10) is None:
-                time.sleep(0.001)
+            self.dev.poll()
             if time.monotonic() > limit:
-                self.dev.reset_queues()
-                raise GPUHang(f"device hang detected: the {self.kind} ring stayed full for {self.dev.timeout} s "
-                              f"(read pointer {self.pointer_words[0]}, write pointer {self.wptr})")
+                raise self.dev.hang(f"the {self.kind} ring stayed full (read pointer {self.pointer_words[0]}, "
+                                    f"write pointer {self.wptr})", self.dev.timeout)

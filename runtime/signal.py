@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 from usergpu.autogen import amdhsa as hsa
-from usergpu.errors import GPUHang
 
 AMD_SIGNAL_KIND_USER = 1
 
@@ -19,11 +18,14 @@ class Signal:
 
     def __init__(self, dev, value: int = 0):
         self.dev = dev
-        self.mem = dev.driver.alloc(4096, "gtt")
+        self.mem = dev.memory(4096, "gtt")
         self.va = self.mem.va
         self._words = self.mem.view().cast("Q")
         self._words[hsa.amd_signal_t.kind.offset // 8] = AMD_SIGNAL_KIND_USER
         self.value = value
+
+    def free(self) -> None:
+        self.dev.release(self.mem)
 
     @property
     def value(self) -> int:
@@ -40,11 +42,9 @@ class Signal:
 
     def wait(self, value: int, timeout: float | None = None) -> None:
         """Until the signal reaches value; GPUHang past the timeout."""
-        limit = time.monotonic() + (self.dev.timeout if timeout is None else timeout)
+        timeout = self.dev.timeout if timeout is None else timeout
+        limit = time.monotonic() + timeout
         while self.value < value:
-            if self.dev.driver.wait_events([self.dev.event], timeout_ms=10) is None:
-                time.sleep(0.001)
-            if self.value < value and time.monotonic() > limit:
-                self.dev.reset_queues()  # what the stuck queues held is lost; the device takes new work
-                raise GPUHang(f"device hang detected: signal at {self.va:#x} is {self.value}, waited for {value} "
-                              f"for {self.dev.timeout if timeout is None else timeout} s")
+            self.dev.poll()
+            if (now := self.value) < value and time.monotonic() > limit:
+                raise self.dev.hang(f"signal at {self.va:#x} is {now}, waited for {value}", timeout)

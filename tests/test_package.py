@@ -1,13 +1,16 @@
-"""The package as users get it: the public names, a wheel that installs the whole tree, the generated
-bindings up to date with their headers, and the code ruff-clean."""
+"""The package as users get it: the public names (loaded on first use), a wheel that installs the whole tree, the
+generated bindings up to date with their headers, and the code ruff-clean."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 import usergpu
 
@@ -19,6 +22,34 @@ def test_public_names_are_only_the_real_ones():
     assert set(usergpu.__all__) == {"Error", "CodeObjectError", "DecodeError", "DeviceNotFound", "DriverError",
                                     "GPUFault", "GPUHang", "__version__", "compile_opencl", "Device", "launch"}
     assert issubclass(usergpu.errors.ToolchainError, usergpu.Error)
+
+
+def test_import_loads_only_the_errors_until_a_name_is_used():
+    code = ("import json, sys, usergpu\n"
+            "before = sorted(sys.modules)\n"
+            "usergpu.Device, usergpu.launch, usergpu.compile_opencl\n"
+            "print(json.dumps([before, sorted(sys.modules)]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, after = (set(mods) for mods in json.loads(out.stdout))
+    heavy = ("usergpu.runtime", "usergpu.emu.amd.mock", "usergpu.autogen.isa_", "usergpu.emu", "usergpu.drivers",
+             "numpy")
+    assert not {m for m in before if m.startswith(heavy)}, sorted(m for m in before if m.startswith(heavy))
+    assert {m for m in before if m.startswith("usergpu")} == {"usergpu", "usergpu.errors"}
+    assert {"usergpu.runtime.device", "usergpu.runtime.launch", "usergpu.emu.amd.codeobj", "numpy"} <= after
+
+
+def test_lazy_names_are_the_real_ones():
+    from usergpu.emu.amd.codeobj import compile_opencl
+    from usergpu.runtime.device import Device
+    from usergpu.runtime.launch import launch
+
+    assert (usergpu.Device, usergpu.launch, usergpu.compile_opencl) == (Device, launch, compile_opencl)
+    assert set(usergpu.__all__) <= set(dir(usergpu))
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        usergpu.nothing  # noqa: B018
+    namespace: dict = {}
+    exec("from usergpu import *", namespace)
+    assert namespace["Device"] is Device and namespace["Error"] is usergpu.Error
 
 
 def test_folders_map_onto_the_import_root():
@@ -48,7 +79,8 @@ def test_wheel_holds_the_whole_package_and_runs(tmp_path):
     (wheel,) = tmp_path.glob("usergpu-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("usergpu/__init__.py", "usergpu/errors.py", "usergpu/autogen/kfd.py", "usergpu/autogen/amdhsa.py",
-                   "usergpu/autogen/generator/cstructs.py", "usergpu/drivers/hal.py", "usergpu/tools/cli.py"):
+                   "usergpu/autogen/generator/cstructs.py", "usergpu/drivers/hal.py", "usergpu/tools/cli.py",
+                   *(f"usergpu/autogen/isa_{arch}.msgpack" for arch in ("gfx1100", "gfx1200", "gfx942", "gfx950"))):
         assert module in names
     assert not [n for n in names if n.startswith(("tests/", "usergpu/tests/", "usergpu/.venv"))]
     entry = next(n for n in names if n.endswith("entry_points.txt"))
@@ -56,11 +88,13 @@ def test_wheel_holds_the_whole_package_and_runs(tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     env = {**os.environ, "PYTHONPATH": str(site)}
-    code = "import usergpu, usergpu.autogen.kfd as k; print(usergpu.__file__); print(k.AMDKFD_IOC_GET_VERSION.request)"
+    code = ("import usergpu, usergpu.autogen.kfd as k; from usergpu.emu.amd import isa; print(usergpu.__file__); "
+            "print(k.AMDKFD_IOC_GET_VERSION.request); print(isa.disasm(bytes.fromhex('7e0082be'), 'gfx950')[0])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    where, request = run.stdout.split()
+    where, request, text = run.stdout.splitlines()
     assert Path(where).is_relative_to(site) and int(request) == 0x80084B01
+    assert text == "s_mov_b32 s2, exec_lo"  # the ISA tables' data files are in the wheel
 
 
 def test_generated_bindings_are_up_to_date():

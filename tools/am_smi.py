@@ -2,37 +2,50 @@
 loaded. Per board: name and bus, PCI power state, SMU firmware, GFX and memory activity, clocks, temperatures,
 power and its limit, fan, voltage, throttle reasons, VRAM used/total and the owning process.
 
-  am_smi [--dev BUS] [--list | --watch [SECONDS] | --json] [--pids [--kill]] [--mock]
+  am_smi [--dev BUS] [--list | --watch [SECONDS] [--iterations N] [--watch_time SECONDS] | --pids [--kill]]
+         [--json] [--mock]
 
---mock (or DEV=MOCKPCI+AMD) watches the mock boards of MOCKPCI_DIR, as another process drives them."""
+--json prints any of them machine-readable: one JSON object, and with --watch one per line and refresh, flushed
+as it is printed (as `amd-smi metric --watch N --json` does). A watch runs until ^C unless --iterations or
+--watch_time (amd-smi's names) end it. --mock (or DEV=MOCKPCI+AMD) watches the mock boards of MOCKPCI_DIR, as
+another process drives them."""
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 
 from tabulate import tabulate
 
-from usergpu.drivers.amd.am import lock, smi
+from usergpu.drivers.amd.am import lock
 from usergpu.drivers.devices import PCI_DEVICES
 from usergpu.drivers.hal import HAL
-from usergpu.errors import DeviceNotFound
-from usergpu.tools.common import Parser, guarded
+from usergpu.errors import DeviceNotFound, Error
+from usergpu.tools.common import Parser, guarded, pci_address, positive, seconds
 
 COLUMNS = ("bus", "name", "power", "smu", "gfx %", "mem %", "clocks MHz gfx/mem/fclk", "temp C edge/hot/mem",
            "power W", "fan rpm", "gfx mV", "throttle", "VRAM MiB", "pid (command)")
+# options that only mean something with another: (option, the one it needs)
+NEEDS = (("kill", "pids"), ("iterations", "watch"), ("watch_time", "watch"))
 
 
 def hals(args: argparse.Namespace) -> list[HAL]:
-    """This machine, or with --mock the mock machines of MOCKPCI_DIR."""
+    """This machine, or with --mock the mock machines of MOCKPCI_DIR (there must be one)."""
     if args.mock or os.environ.get("DEV", "").upper().startswith("MOCKPCI"):
-        from usergpu.emu.amd.mock.pci_machine import machine, machines
+        from usergpu.emu.amd.mock.pci_machine import machine, machines, root
 
-        return [machine(directory=d) for d in machines()]
+        found = machines()
+        if not found:
+            raise DeviceNotFound(f"no mock board under MOCKPCI_DIR ({root()}): a process makes one when it opens "
+                                 "Device('MOCKPCI+AMD') with the same MOCKPCI_DIR")
+        return [machine(directory=d) for d in found]
     return [HAL()]
 
 
@@ -47,70 +60,123 @@ def row(s: dict) -> list:
             ",".join(s["throttle_reasons"]) or "-", f"{s['vram_used'] >> 20}/{s['vram_total'] >> 20}", owner]
 
 
-def boards(args: argparse.Namespace, machines: list[HAL]) -> list[tuple[HAL, str]]:
-    """(machine, bus) of each board to show: the one --dev names, or those AM drives."""
+def where(machines: list[HAL], path: str) -> str:
+    """path on each machine, as the user finds it."""
+    return ", ".join(str(hal.root / path.lstrip("/")) for hal in machines)
+
+
+def states(args: argparse.Namespace, machines: list[HAL]) -> list[dict]:
+    """The state of each board to show: the one --dev names, or those AM drives."""
+    from usergpu.drivers.amd.am import smi  # its register maps take a while to load: only when a board is read
+
     if args.dev:
-        return [(hal, args.dev) for hal in machines if hal.exists(f"{PCI_DEVICES}/{args.dev}")][:1] or \
-            [(machines[0] if machines else HAL(), args.dev)]
-    return [(hal, o.bus) for hal in machines for o in lock.held(hal)]
+        shown = [(hal, args.dev) for hal in machines if hal.exists(f"{PCI_DEVICES}/{args.dev}")][:1]
+        if not shown:
+            raise DeviceNotFound(f"no PCI function {args.dev} in {where(machines, PCI_DEVICES)}")
+    else:
+        shown = [(hal, o.bus) for hal in machines for o in lock.held(hal)]
+        if not shown:
+            raise DeviceNotFound(f"no GPU is driven by AM (no lock held in {where(machines, lock.LOCK_DIR)}); "
+                                 "--dev BUS shows one anyway")
+    return [smi.status(hal, bus) for hal, bus in shown]
+
+
+def owners(args: argparse.Namespace, machines: list[HAL]) -> list[dict]:
+    """The processes that drive the boards (--dev: that one's); with --kill each is sent SIGTERM."""
+    out = []
+    for o in (o for hal in machines for o in lock.held(hal) if not args.dev or o.bus == args.dev):
+        entry = {"bus": o.bus, "pid": o.pid or None, "command": o.command}
+        if args.kill:
+            if not o.pid:  # a lock held but its pid never written: nothing to signal (os.kill(0) is our group)
+                raise Error(f"{o.bus}: the lock is held but names no process, so none can be stopped")
+            try:
+                os.kill(o.pid, signal.SIGTERM)
+            except OSError as e:
+                raise Error(f"{o.bus}: cannot stop pid {o.pid} ({o.command}): {e.strerror}") from None
+            entry["signal"] = "SIGTERM"
+        out.append(entry)
+    return out
+
+
+def refreshes(args: argparse.Namespace) -> Iterator[int]:
+    """The refreshes of a watch, paced every --watch seconds: --iterations of them, as many as fit in
+    --watch_time, or on until ^C."""
+    deadline = time.monotonic() + (args.watch_time or math.inf)
+    for n in itertools.count(1):
+        yield n
+        if n == args.iterations or time.monotonic() + args.watch > deadline:
+            return
+        time.sleep(args.watch)
+
+
+def table(found: list[dict]) -> str:
+    return tabulate([row(s) for s in found], headers=COLUMNS)
+
+
+def pids_text(found: list[dict]) -> str:
+    lines = [f"{o['bus']}  pid {o['pid']}  {o['command']}" + (f"\n{o['bus']}  sent {o['signal']} to {o['pid']}"
+                                                             if "signal" in o else "") for o in found]
+    return "\n".join(lines) or "no process drives an AMD GPU with AM"
 
 
 def run(args: argparse.Namespace) -> int:
     machines = hals(args)
     if args.pids:
-        owners = [o for hal in machines for o in lock.held(hal) if not args.dev or o.bus == args.dev]
-        for o in owners:
-            print(f"{o.bus}  pid {o.pid}  {o.command}")
-            if args.kill:
-                os.kill(o.pid, signal.SIGTERM)
-                print(f"{o.bus}  sent SIGTERM to {o.pid}")
-        if not owners:
-            print("no process drives an AMD GPU with AM")
+        found = owners(args, machines)
+        print(json.dumps({"processes": found}, indent=2) if args.json else pids_text(found))
         return 0
-    while True:
-        shown = boards(args, machines)
-        if not shown:
-            raise DeviceNotFound("no GPU is driven by AM (no lock held in /tmp); --dev BUS shows one anyway")
-        states = [smi.status(hal, bus) for hal, bus in shown]
-        if args.json:
-            print(json.dumps({"boards": states}, indent=2))
-            return 0
-        table = tabulate([row(s) for s in states], headers=COLUMNS)
-        if args.watch is None:
-            print(table)
-            return 0
-        sys.stdout.write("\x1b[H\x1b[2J" + time.strftime("%H:%M:%S  am_smi\n") + table + "\n")
-        sys.stdout.flush()
-        time.sleep(args.watch)
+    if args.watch is None:
+        found = states(args, machines)
+        print(json.dumps({"boards": found}, indent=2) if args.json else table(found))
+        return 0
+    try:
+        for _ in refreshes(args):
+            found = states(args, machines)
+            if args.json:  # one line per refresh, so a reader can take each as it comes
+                print(json.dumps({"timestamp": round(time.time(), 3), "boards": found}), flush=True)
+            else:
+                print("\x1b[H\x1b[2J" + time.strftime("%H:%M:%S  am_smi\n") + table(found), flush=True)
+    except KeyboardInterrupt:  # ^C is how a watch without an end is stopped
+        pass
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
     ap = Parser(prog="am_smi", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dev", metavar="BUS", help="only this board (PCI address, e.g. 0000:03:00.0)")
+    ap.add_argument("--dev", metavar="BUS", type=pci_address, help="only this board (PCI address, e.g. 0000:03:00.0)")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the boards once (the default)")
-    mode.add_argument("--watch", nargs="?", type=float, const=1.0, metavar="SECONDS",
-                      help="refresh in place every SECONDS (default 1)")
-    mode.add_argument("--json", action="store_true", help="print once, machine-readable")
+    mode.add_argument("-w", "--watch", nargs="?", type=seconds, const=1.0, metavar="SECONDS",
+                      help="reprint every SECONDS (default 1) until ^C, --iterations or --watch_time")
     mode.add_argument("--pids", action="store_true", help="list the processes that drive the boards")
+    ap.add_argument("-i", "--iterations", type=positive, metavar="N", help="with --watch: stop after N refreshes")
+    ap.add_argument("-W", "--watch_time", type=seconds, metavar="SECONDS",
+                    help="with --watch: stop once SECONDS have passed")
+    ap.add_argument("--json", action="store_true", help="machine-readable output (with --watch: a line per refresh)")
     ap.add_argument("--kill", action="store_true", help="with --pids: stop those processes (SIGTERM)")
     ap.add_argument("--mock", action="store_true", help="the mock boards of MOCKPCI_DIR (also DEV=MOCKPCI+AMD)")
     ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return ap
 
 
+def checked(ap: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """args, once each option that needs another has it (else a usage error, exit 2)."""
+    for option, needed in NEEDS:
+        if getattr(args, option) not in (None, False) and getattr(args, needed) in (None, False):
+            ap.error(f"--{option} needs --{needed}")
+    return args
+
+
 def add_parser(sub) -> None:
     """`usergpu smi`: the same options."""
     p = sub.add_parser("smi", help="watch the GPUs AM drives (am_smi)", parents=[parser()], add_help=False,
                        conflict_handler="resolve")
-    p.set_defaults(run=lambda args, hal: run(args))
+    p.set_defaults(run=lambda args, hal: run(checked(p, args)))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = parser()
-    args = ap.parse_args(argv)
-    if args.kill and not args.pids:
-        ap.error("--kill needs --pids")
+    args = checked(ap, ap.parse_args(argv))
     return guarded(args, lambda: run(args))
 
 

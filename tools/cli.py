@@ -1,77 +1,99 @@
-"""The `usergpu` command: usergpu [--debug] {devices} ...; usergpu --version."""
+"""The `usergpu` command: usergpu [--debug] {devices,disasm,run,demo,prof,smi} ...; usergpu --version.
+
+It starts at once: only the subcommand given is defined in full, its module (which loads numpy, the runtime or
+the ISA tables) imported then; the others are listed by name and help line.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from tabulate import tabulate
-
-import usergpu
-from usergpu.drivers import devices
-from usergpu.drivers.hal import HAL
-from usergpu.tools import demo, disasm, prof, run
+from usergpu import __version__
 from usergpu.tools.common import Parser, guarded
 
-
-def cmd_devices(args: argparse.Namespace, hal: HAL) -> int:
-    if getattr(args, "mock", False):  # the mock machine of MOCKGPU_ARCH / MOCKGPU_COUNT, found as real ones are
-        from usergpu.runtime.device import mock_hal
-
-        hal = mock_hal()
-    gpus = devices.find(hal)
-    if args.json:
-        print(json.dumps({"devices": [g.as_dict() for g in gpus], "mock_interfaces": list(devices.MOCK_INTERFACES)},
-                         indent=2))
-        return 0
-    if gpus:
-        rows = [[g.pci, g.vendor, f"{g.vendor_id:04x}:{g.device_id:04x}", g.driver or "-", g.arch or "-",
-                 "-" if g.kfd_node is None else g.kfd_node] for g in gpus]
-        print(tabulate(rows, headers=["pci", "vendor", "id", "kernel driver", "arch", "kfd node"]))
-    else:
-        print("no AMD or NVIDIA GPU found on the PCI bus")
-    print(f"mock interfaces: {', '.join(devices.MOCK_INTERFACES) or 'none in this version'}")
-    return 0
+if TYPE_CHECKING:
+    from usergpu.drivers.hal import HAL
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = Parser(prog="usergpu", description="Drive, emulate and inspect AMD and NVIDIA GPUs.")
-    ap.add_argument("--version", action="version", version=f"usergpu {usergpu.__version__}")
-    ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("devices", help="list the GPUs found and the mock interfaces available")
+def _devices(sub) -> None:
+    from usergpu.tools import devices
+
+    p = sub.add_parser("devices", help=COMMANDS["devices"][0])
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--mock", action="store_true", help="list the mock GPUs (MOCKGPU_ARCH, MOCKGPU_COUNT) instead")
-    p.set_defaults(run=cmd_devices)
-    p = sub.add_parser("disasm", help="disassemble a code object's kernels, or raw bytes with --hex")
-    p.add_argument("file", nargs="?", help="an AMDGPU ELF code object")
-    p.add_argument("--kernel", help="only this kernel")
-    p.add_argument("--arch", help="the ISA of --hex bytes (gfx1100, gfx1200, gfx942, gfx950)")
-    p.add_argument("--hex", help='raw instruction bytes, e.g. "7e 00 82 be"')
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=lambda args, hal: disasm.run(args))
-    p = sub.add_parser("run", help="run a kernel (OpenCL source or code object) and summarise its outputs",
-                       description=run.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_kernel_arguments(p)
-    p.add_argument("--dev", default="emu", help="where to run: emu (the bare emulator), MOCKKFD+AMD[:N], KFD+AMD[:N]")
-    p.add_argument("--save", help="write each output buffer as DIR/outN.npy")
-    p.set_defaults(run=lambda args, hal: run.run(args))
-    p = sub.add_parser("demo", help="kernels compiled, run on a (mock) GPU, checked and traced; then the GPUs found "
-                                    "and a kernel disassembled for each known ISA")
+    p.set_defaults(run=devices.run)
+
+
+def _disasm(sub) -> None:
+    from usergpu.tools import disasm
+
+    disasm.add_parser(sub, COMMANDS["disasm"][0])
+
+
+def _run(sub) -> None:
+    from usergpu.tools import run
+
+    run.add_parser(sub, COMMANDS["run"][0])
+
+
+def _demo(sub) -> None:
+    from usergpu.drivers.hal import HAL
+    from usergpu.tools import demo, devices
+
+    p = sub.add_parser("demo", help=COMMANDS["demo"][0])
     p.add_argument("--dev", default=demo.DEVICE, help=f"where to run the showcase (default {demo.DEVICE})")
     p.add_argument("--trace", default=demo.TRACE, help=f"write a Chrome/Perfetto trace here (default {demo.TRACE})")
-    p.set_defaults(run=lambda args, hal: demo.run(args, hal, cmd_devices))
+    p.set_defaults(run=lambda args, hal: demo.run(args, hal or HAL(), devices.run))
+
+
+def _prof(sub) -> None:
+    from usergpu.tools import prof
+
     prof.add_parser(sub)
+
+
+def _smi(sub) -> None:
     from usergpu.tools import am_smi
 
     am_smi.add_parser(sub)
+
+
+# the subcommands as --help lists them: name -> (help line, what defines its arguments when it is the one given);
+# prof and smi define themselves with the same help line (tests/tools/test_cli.py holds them to it)
+COMMANDS: dict[str, tuple[str, Callable]] = {
+    "devices": ("list the GPUs found and the mock interfaces available", _devices),
+    "disasm": ("disassemble a code object's kernels, or raw bytes with --hex", _disasm),
+    "run": ("run a kernel (OpenCL source or code object) and summarise its outputs", _run),
+    "demo": ("kernels compiled, run on a (mock) GPU, checked and traced; then the GPUs found and a kernel "
+             "disassembled for each known ISA", _demo),
+    "prof": ("profile kernels (SQTT thread traces, PMC counters) and show captures", _prof),
+    "smi": ("watch the GPUs AM drives (am_smi)", _smi),
+}
+
+
+def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of a command line: the subcommand it names defined in full, the others by name and help line
+    (the top-level options take no value, so the first word that is not an option names the subcommand)."""
+    given = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None)
+    ap = Parser(prog="usergpu", description="Drive, emulate and inspect AMD and NVIDIA GPUs.")
+    ap.add_argument("--version", action="version", version=f"usergpu {__version__}")
+    ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name, (line, define) in COMMANDS.items():
+        if name == given:
+            define(sub)
+        else:
+            sub.add_parser(name, help=line)
     return ap
 
 
 def main(argv: list[str] | None = None, hal: HAL | None = None) -> int:
-    args = parser().parse_args(argv)
-    return guarded(args, lambda: args.run(args, hal or HAL()))
+    """Run a command line; hal is the machine's by default."""
+    args = parser(argv).parse_args(argv)
+    return guarded(args, lambda: args.run(args, hal))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@ failure into one `error:` line and exit status 1."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import re
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -38,6 +41,12 @@ def integer(text: str, low: int | None = None, high: int | None = None, what: st
     return value
 
 
+def ranged(low: int | None, high: int | None, what: str) -> Callable[[str], int]:
+    """An argparse type: an int within [low, high] (None: unbounded), named `what` when refused (`a sector of the
+    flash`)."""
+    return functools.partial(integer, low=low, high=high, what=what)
+
+
 def unsigned(text: str) -> int:
     """An int >= 0 (argparse type)."""
     return integer(text, 0, what="a count or address (an integer >= 0)")
@@ -57,6 +66,16 @@ def seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise BadArgument(f"{text!r}: a time must be more than 0 seconds")
     return value
+
+
+def arch(text: str) -> str:
+    """An ISA the disassembler and emulator know: gfx1100, gfx1200, gfx942, gfx950 (argparse type)."""
+    from usergpu.emu.amd.isa.decoder import ArgumentError, check_arch
+
+    try:
+        return check_arch(text)
+    except ArgumentError as e:
+        raise BadArgument(str(e)) from None
 
 
 def input_file(text: str) -> str:
@@ -95,6 +114,30 @@ def output_dir(text: str) -> str:
     return text
 
 
+def input_dir(text: str) -> str:
+    """A path to a readable folder (argparse type)."""
+    if not os.path.exists(text):
+        raise BadArgument(f"{text}: no such folder")
+    if not os.path.isdir(text):
+        raise BadArgument(f"{text}: is a file, a folder is expected")
+    if not os.access(text, os.R_OK | os.X_OK):
+        raise BadArgument(f"{text}: cannot be read (permission denied)")
+    return text
+
+
+_BDF = re.compile(r"(?:([0-9a-f]{1,4}):)?([0-9a-f]{1,2}):([01]?[0-9a-f])\.([0-7])")  # devices 0..1f, functions 0..7
+
+
+def pci_address(text: str) -> str:
+    """A PCI function's address, [DOMAIN:]BUS:DEVICE.FUNCTION in hex, as sysfs spells it: 0000:03:00.0
+    (argparse type)."""
+    found = _BDF.fullmatch(text.strip().lower())
+    if not found:
+        raise BadArgument(f"{text!r} is not a PCI address ([DOMAIN:]BUS:DEVICE.FUNCTION in hex, e.g. 0000:03:00.0)")
+    domain, bus, device, function = (int(g or "0", 16) for g in found.groups())
+    return f"{domain:04x}:{bus:02x}:{device:02x}.{function}"
+
+
 def describe(e: BaseException) -> str | None:
     """The one line an expected failure is reported with; None for a defect (shown with its traceback)."""
     if isinstance(e, Error):
@@ -108,16 +151,21 @@ def describe(e: BaseException) -> str | None:
 
 
 def guarded(args: argparse.Namespace, run: Callable[[], int]) -> int:
-    """A command's exit status: an expected failure is one `error: ...` line and 1 (with --debug, the traceback
-    too); ^C is 130."""
+    """A command's exit status: an expected failure is one `error: ...` line and 1, or the error's `exit_status`
+    (a command a signal stopped: 128 + the signal's number, as a shell reports it); with --debug, the traceback
+    too. ^C is 130."""
     try:
         return run()
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a shell's tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit has nowhere to fail
+        return 128 + signal.SIGPIPE
     except (Error, OSError, MemoryError) as e:
         line = describe(e)
         if getattr(args, "debug", False):
             traceback.print_exc()
-        print(f"error: {line}", file=sys.stderr)
-        return 1
+        first, *detail = line.splitlines() or [""]
+        print("\n".join([f"error: {first}", *(f"  {d}" for d in detail)]), file=sys.stderr)  # a compiler's output
+        return getattr(e, "exit_status", 1)

@@ -4,13 +4,41 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
-
-from tabulate import tabulate
+from typing import TYPE_CHECKING
 
 from usergpu.emu.amd import isa
-from usergpu.emu.amd.codeobj import Kernel, parse
-from usergpu.errors import Error
+from usergpu.errors import CodeObjectError, Error
+from usergpu.tools.common import BadArgument, arch, input_file
+
+if TYPE_CHECKING:
+    from usergpu.emu.amd.codeobj import Kernel
+
+_SEPARATORS = re.compile(r"0x|[\s,]")
+
+
+def hex_bytes(text: str) -> bytes:
+    """Instruction bytes written in hex: "7e 00 82 be", "7e0082be" or "0x7e,0x00,0x82,0xbe" (argparse type)."""
+    digits = _SEPARATORS.sub("", text)
+    bad = re.search(r"[^0-9a-fA-F]", digits)
+    if bad:
+        raise BadArgument(f"{text!r} is not hex bytes ({bad.group(0)!r} is not a hex digit; e.g. \"7e 00 82 be\")")
+    if len(digits) % 2:
+        raise BadArgument(f"{text!r} has an odd number of hex digits ({len(digits)}): give whole bytes")
+    if not digits:
+        raise BadArgument("no bytes given (e.g. \"7e 00 82 be\")")
+    return bytes.fromhex(digits)
+
+
+def add_parser(sub, help: str) -> None:
+    p = sub.add_parser("disasm", help=help, description=help)
+    p.add_argument("file", nargs="?", type=input_file, help="an AMDGPU ELF code object")
+    p.add_argument("--kernel", help="only this kernel")
+    p.add_argument("--arch", type=arch, help=f"the ISA of --hex bytes ({', '.join(isa.ARCHS)})")
+    p.add_argument("--hex", type=hex_bytes, help='raw instruction bytes, e.g. "7e 00 82 be"')
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=lambda args, hal: run(args))
 
 
 def listing(code: bytes, arch: str, base: int) -> list[dict]:
@@ -34,21 +62,26 @@ def summary(k: Kernel) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.hex is not None:
+        if args.file or args.kernel:
+            raise Error("--hex disassembles raw bytes: give a code object FILE (and --kernel) or --hex, not both")
         if not args.arch:
-            raise Error("--hex needs --arch (gfx1100, gfx1200, gfx942, gfx950)")
-        try:
-            code = bytes.fromhex(args.hex.replace("0x", "").replace(",", " "))
-        except ValueError as e:
-            raise Error(f"--hex: {e}") from None
-        _print({"arch": args.arch, "instructions": listing(code, args.arch, 0)}, args.json)
+            raise Error(f"--hex needs --arch ({', '.join(isa.ARCHS)})")
+        _print({"arch": args.arch, "instructions": listing(args.hex, args.arch, 0)}, args.json)
         return 0
     if not args.file:
         raise Error("give a code object FILE, or --arch with --hex")
-    co = parse(Path(args.file).read_bytes())
+    from usergpu.emu.amd.codeobj import parse  # the ELF and metadata readers: only for a file
+
+    try:
+        co = parse(Path(args.file).read_bytes())
+    except CodeObjectError as e:
+        raise CodeObjectError(f"{args.file}: not an AMDGPU code object: {e}") from None
+    if args.arch and args.arch != co.arch:
+        raise Error(f"{args.file} is {co.arch} code, not --arch {args.arch} (leave --arch out for a code object)")
     names = [args.kernel] if args.kernel else sorted(co.kernels)
     missing = [n for n in names if n not in co.kernels]
     if missing:
-        raise Error(f"no kernel {missing[0]!r} in {args.file} (kernels: {', '.join(sorted(co.kernels))})")
+        raise Error(f"no kernel {missing[0]!r} in {args.file} (kernels: {', '.join(sorted(co.kernels)) or 'none'})")
     doc = {"arch": co.arch, "target": co.target, "code_object_version": co.version,
            "kernels": [{**summary(co.kernels[n]), "instructions": listing(co.kernels[n].code, co.arch,
                                                                           co.kernels[n].entry)} for n in names]}
@@ -62,6 +95,8 @@ def _print(doc: dict, as_json: bool) -> None:
         return
     for k in doc.get("kernels", [doc]):
         if "name" in k:
+            from tabulate import tabulate  # only a code object's listing has tables
+
             print(f"kernel {k['name']} ({doc['target']}, code object v{doc['code_object_version']})")
             facts = [["wavefront size", k["wavefront_size"]], ["sgprs / vgprs / agprs",
                       f"{k['sgpr_count']} / {k['vgpr_count']} / {k['agpr_count']}"],

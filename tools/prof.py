@@ -12,13 +12,21 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from usergpu.emu.amd.mock.profiler import classify as instruction_type
-from usergpu.emu.amd.sqtt import SQTTError, decode, wave_instructions
-from usergpu.errors import Error
+from usergpu.emu.amd.sqtt import Packets, SQTTError, decode, layout_of, wave_instructions
+from usergpu.errors import Error, FieldError
 from usergpu.runtime import profile as perfetto
-from usergpu.runtime.device import Device
-from usergpu.runtime.launch import launch
+from usergpu.tools.common import input_dir, output_dir, output_file, unsigned
 from usergpu.tools.run import add_kernel_arguments, prepare
+
+# What show reads of a capture's entries (shared/data/sqtt's README; runtime/profiler.py writes the same): each
+# field and the types it may have (None: it may be left out)
+PROGRAM = {"file": (str,), "name": (str,), "base": (int, None), "tag": (int, None)}
+TRACE = {"file": (str,), "se": (int,), "itrace": (bool, None), "kern": (int, None), "exec_tag": (int, None)}
+COUNTERS = {"name": (str,), "counters": (dict,)}
+
+
+class CaptureError(Error):
+    """A capture that cannot be shown: what is missing or wrong in it, or a kernel or wave it does not hold."""
 
 
 def add_parser(sub) -> None:
@@ -29,20 +37,25 @@ def add_parser(sub) -> None:
     r.add_argument("--dev", default="MOCKKFD+AMD", help="the device (default MOCKKFD+AMD)")
     r.add_argument("--sqtt", action="store_true", help="capture thread traces")
     r.add_argument("--pmc", help="counters to sample, NAME,NAME,...")
-    r.add_argument("-o", "--output", default="capture", help="the capture directory (default ./capture)")
+    r.add_argument("-o", "--output", default="capture", type=output_dir,
+                   help="the capture directory (default ./capture)")
     r.set_defaults(run=lambda args, hal: run(args))
     s = ops.add_parser("show", help="show a capture: summary, wave instructions, counters")
-    s.add_argument("capture", help="a capture directory (capture.json, code objects, a blob per shader engine)")
+    s.add_argument("capture", type=input_dir,
+                   help="a capture directory (capture.json, code objects, a blob per shader engine)")
     s.add_argument("--kernel", help="only this kernel")
-    s.add_argument("--wave", type=int, help="only this wave slot's instructions")
+    s.add_argument("--wave", type=unsigned, help="only this wave slot's instructions")
     s.add_argument("--json", action="store_true", help="machine-readable output")
-    s.add_argument("--perfetto", help="also write a Chrome/Perfetto trace, a track per wave")
+    s.add_argument("--perfetto", type=output_file, help="also write a Chrome/Perfetto trace, a track per wave")
     s.set_defaults(run=lambda args, hal: show(args))
 
 
 def run(args: argparse.Namespace) -> int:
     if not (args.sqtt or args.pmc):
         raise Error("prof run: ask for --sqtt, --pmc NAMES or both")
+    from usergpu.runtime.device import Device  # the runtime loads only to run
+    from usergpu.runtime.launch import launch
+
     co, kernel, values, grid, block = prepare(args)
     dev = Device(args.dev)
     prof = dev.profile(sqtt=args.sqtt, counters=args.pmc.split(",") if args.pmc else ())
@@ -52,44 +65,92 @@ def run(args: argparse.Namespace) -> int:
     return show(argparse.Namespace(capture=str(out), kernel=None, wave=None, json=False, perfetto=None))
 
 
-def load(path: str) -> tuple[dict, list, list]:
-    """A capture's description, its counters (pmc.json, if any) and the kernels' traces to show."""
-    root = Path(path)
+def _json(path: Path):
     try:
-        capture = json.loads((root / "capture.json").read_text())
-    except (OSError, ValueError) as e:
-        raise Error(f"{root}: not a capture directory (capture.json: {e})") from None
-    pmc = json.loads((root / "pmc.json").read_text()) if (root / "pmc.json").exists() else []
-    return capture, pmc, capture.get("traces", [])
+        return json.loads(path.read_text())
+    except ValueError as e:  # UnicodeDecodeError too
+        raise CaptureError(f"{path}: not JSON ({e})") from None
+
+
+def _entries(items, fields: dict[str, tuple], where: str) -> list[dict]:
+    """items, checked to be a list of objects whose fields have the types fields allows."""
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise CaptureError(f"{where}: a list of objects is expected, not {type(items).__name__}")
+    for n, item in enumerate(items):
+        for name, kinds in fields.items():
+            value = item.get(name)
+            if value is None and None in kinds:
+                continue
+            if type(value) not in kinds:  # exactly: a bool is no count
+                wanted = " or ".join(k.__name__ for k in kinds if k is not None)
+                raise CaptureError(f"{where}[{n}]: {name!r} must be {wanted}, not {value!r}")
+    return items
+
+
+def load(path: str) -> tuple[dict, list, list]:
+    """A capture's description, its counters (pmc.json, if any) and the kernels' traces to show, checked to hold
+    what show reads."""
+    root = Path(path)
+    meta = root / "capture.json"
+    if not meta.is_file():
+        raise CaptureError(f"{root}: not a capture directory (no capture.json)")
+    capture = _json(meta)
+    if not isinstance(capture, dict) or not isinstance(capture.get("arch"), str):
+        raise CaptureError(f"{meta}: no 'arch' (the GPU the capture was made on, e.g. gfx1100)")
+    try:
+        layout_of(capture["arch"])  # an arch without a trace format is refused before any blob is read
+    except FieldError as e:
+        raise CaptureError(f"{meta}: {e}") from None
+    if not _entries(capture.get("programs"), PROGRAM, f"{meta}: programs"):
+        raise CaptureError(f"{meta}: no programs (the code objects that ran)")
+    traces = _entries(capture.get("traces", []), TRACE, f"{meta}: traces")
+    pmc = _entries(_json(root / "pmc.json"), COUNTERS, f"{root / 'pmc.json'}") if (root / "pmc.json").exists() else []
+    return capture, pmc, traces
+
+
+def trace_report(root: Path, arch: str, program: dict, trace: dict) -> dict:
+    """One blob: its packets per kind, where it was cut off or damaged, and the traced waves' instructions."""
+    from usergpu.emu.amd.mock.profiler import classify as instruction_type  # (loads the mock GPU)
+
+    blob = (root / trace["file"]).read_bytes()
+    error, insts = None, []
+    try:
+        packets = decode(blob, arch)  # a hardware buffer ends inside a token: marked in packets.truncated
+        if trace.get("itrace"):
+            insts = wave_instructions(blob, (root / program["file"]).read_bytes(), arch, program.get("base"))
+    except SQTTError as e:
+        packets, error = e.packets, str(e)
+    cut = packets.truncated if isinstance(packets, Packets) else None
+    return {"kernel": program["name"], "se": trace["se"], "file": trace["file"], "bytes": len(blob),
+            "packets": dict(Counter(p.kind for p in packets)), "error": error,
+            "truncated": cut and asdict(cut) | {"byte": cut.byte},
+            "waves": [asdict(i) | {"type": instruction_type(i.text)} for i in insts]}
 
 
 def show(args: argparse.Namespace) -> int:
     capture, pmc, traces = load(args.capture)
     root, arch = Path(args.capture), capture["arch"]
-    programs = {p["tag"]: p for p in capture["programs"]}
-    report, events = [], []
+    programs = {p.get("tag"): p for p in capture["programs"]}
+    kernels = list(dict.fromkeys(p["name"] for p in capture["programs"]))
+    if args.kernel is not None and args.kernel not in kernels:
+        raise CaptureError(f"no kernel {args.kernel!r} in {root} (kernels: {', '.join(kernels)})")
+    report = []
     for trace in traces:
-        program = programs.get(trace.get("exec_tag", trace["kern"]), capture["programs"][0])
-        if args.kernel and program["name"] != args.kernel:
-            continue
-        blob = (root / trace["file"]).read_bytes()
-        error = None
-        try:
-            packets = decode(blob, arch, strict=False)  # a hardware buffer may end inside a token
-        except SQTTError as e:
-            packets, error = e.packets, str(e)
-        entry = {"kernel": program["name"], "se": trace["se"], "file": trace["file"], "bytes": len(blob),
-                 "packets": dict(Counter(p.kind for p in packets)), "error": error, "waves": []}
-        if trace.get("itrace") and error is None:
-            code = (root / program["file"]).read_bytes()
-            insts = wave_instructions(blob, code, arch, program.get("base"))
-            entry["waves"] = [asdict(i) | {"type": instruction_type(i.text)} for i in insts
-                              if args.wave is None or i.wave == args.wave]
-        report.append(entry)
-        events += [(program["name"], trace["se"], w) for w in entry["waves"]]
+        program = programs.get(trace.get("exec_tag", trace.get("kern")), capture["programs"][0])
+        if args.kernel is None or program["name"] == args.kernel:
+            report.append(trace_report(root, arch, program, trace))
+    if args.wave is not None:
+        slots = sorted({w["wave"] for e in report for w in e["waves"]})
+        if args.wave not in slots:
+            of = f" of kernel {args.kernel}" if args.kernel else ""
+            raise CaptureError(f"no wave {args.wave} traced{of} in {root} "
+                               f"({'waves traced: ' + ', '.join(map(str, slots)) if slots else 'no wave was traced'})")
+        for e in report:
+            e["waves"] = [w for w in e["waves"] if w["wave"] == args.wave]
     counters = [c for c in pmc if not args.kernel or c["name"] == args.kernel]
     if args.perfetto:
-        perfetto.write(args.perfetto, wave_document(arch, events))
+        perfetto.write(args.perfetto, wave_document(arch, [(e["kernel"], e["se"], w) for e in report
+                                                           for w in e["waves"]]))
     if args.json:
         print(json.dumps({"arch": arch, "traces": report, "counters": counters}, indent=1))
         return 0
@@ -97,9 +158,17 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
+def damage(entry: dict) -> str:
+    """The damage column: the error that stopped decoding, or where the buffer ended mid-token."""
+    cut = entry["truncated"]
+    if entry["error"] or not cut:
+        return entry["error"] or ""
+    return f"cut off at byte {cut['byte']}: {cut['kind']}, {cut['bits']} of {cut['size']} bits"
+
+
 def print_report(arch: str, report: list[dict], counters: list[dict]) -> None:
     rows = [[e["kernel"], e["se"], e["bytes"], sum(e["packets"].values()), len({w["wave"] for w in e["waves"]}),
-             len(e["waves"]), e["error"] or ""] for e in report]
+             len(e["waves"]), damage(e)] for e in report]
     print(f"capture of {arch}: {len(report)} trace blobs")
     print(tabulate(rows, headers=["kernel", "SE", "bytes", "packets", "waves traced", "instructions", "damage"]))
     for e in report:

@@ -19,72 +19,118 @@ from tabulate import tabulate
 
 from usergpu.emu.amd import launch
 from usergpu.emu.amd.codeobj import compile_opencl, parse
+from usergpu.emu.amd.codeobj.errors import CompileError
 from usergpu.emu.amd.exec import helpers
-from usergpu.errors import Error
+from usergpu.errors import CodeObjectError, Error
+from usergpu.runtime.device import parse as parse_device
 from usergpu.runtime.launch import launch as runtime_launch
+from usergpu.runtime.memory import byte_count
+from usergpu.tools.common import BadArgument, input_file, output_dir, unsigned
 
 DTYPES = {name: t for name, t in helpers.DTYPES.items() if name != "bf16"}  # numpy has no bfloat16
 BUFFER = re.compile(r"^(\w+)\[(\d+)\]:(random|zeros|ones|iota)$")
 SCALAR = re.compile(r"^(\w+)=(.+)$")
-DEVICES = ("emu", "MOCKKFD+AMD", "KFD+AMD", "AMD")  # emu: the bare emulator; the rest: through the runtime
+ARCHS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
 
 
-class SpecError(Error):
+class SpecError(BadArgument):
     """An --arg, --grid or --block the command cannot read: says which and the forms it takes."""
 
 
-def argument(spec: str, rng: np.random.Generator):
-    """A numpy array or scalar from one --arg spec."""
-    if spec.endswith(".npy"):
-        return np.load(spec)
-    m = BUFFER.match(spec)
+def spec(text: str) -> str:
+    """An --arg spec whose form is right (argparse type): a .npy file that exists, TYPE[N]:FILL of a size that can
+    be made, or TYPE=VALUE of a value the type holds."""
+    if text.endswith(".npy"):
+        return input_file(text)
+    m = BUFFER.match(text)
     if m and m.group(1) in DTYPES:
+        try:
+            byte_count(int(m.group(2)) * np.dtype(DTYPES[m.group(1)]).itemsize, f"{text}: a buffer of")
+        except Error as e:
+            raise SpecError(str(e)) from None
+        return text
+    m = SCALAR.match(text)
+    if m and m.group(1) in DTYPES:
+        scalar(DTYPES[m.group(1)], m.group(2), text)
+        return text
+    raise SpecError(f"{text!r}: expected TYPE[N]:random|zeros|ones|iota, FILE.npy or TYPE=VALUE "
+                    f"(types: {' '.join(DTYPES)})")
+
+
+def scalar(dtype, text: str, spec_text: str):
+    """TYPE=VALUE's value as that numpy type; SpecError for text that is not one of its values."""
+    kind = np.dtype(dtype).kind
+    try:
+        value = float(text) if kind == "f" else int(text, 0)
+    except ValueError:
+        raise SpecError(f"{spec_text}: {text!r} is not {'a number' if kind == 'f' else 'an integer'}") from None
+    if kind != "f" and not np.iinfo(dtype).min <= value <= np.iinfo(dtype).max:
+        info = np.iinfo(dtype)
+        raise SpecError(f"{spec_text}: {value} is outside {np.dtype(dtype)}'s {info.min}..{info.max}")
+    return dtype(value)
+
+
+def argument(text: str, rng: np.random.Generator):
+    """A numpy array or scalar from one --arg spec (checked by spec)."""
+    if text.endswith(".npy"):
+        try:
+            return np.load(text, allow_pickle=False)
+        except (ValueError, EOFError) as e:
+            raise SpecError(f"--arg {text}: not a .npy array file ({e})") from None
+    m = BUFFER.match(text)
+    if m:
         dtype, n, fill = DTYPES[m.group(1)], int(m.group(2)), m.group(3)
         if fill == "random":
             values = rng.standard_normal(n) if np.dtype(dtype).kind == "f" else rng.integers(0, 1 << 16, n)
             return values.astype(dtype)
         return {"zeros": np.zeros, "ones": np.ones}[fill](n, dtype) if fill != "iota" else np.arange(n).astype(dtype)
-    m = SCALAR.match(spec)
-    if m and m.group(1) in DTYPES:
-        dtype = DTYPES[m.group(1)]
-        return dtype(float(m.group(2)) if np.dtype(dtype).kind == "f" else int(m.group(2), 0))
-    raise SpecError(f"--arg {spec!r}: expected TYPE[N]:random|zeros|ones|iota, FILE.npy or TYPE=VALUE "
-                    f"(types: {' '.join(DTYPES)})")
+    m = SCALAR.match(text)
+    return scalar(DTYPES[m.group(1)], m.group(2), text)
 
 
-def dims(text: str, what: str) -> tuple[int, int, int]:
+def dims(text: str) -> tuple[int, int, int]:
+    """X[,Y[,Z]] of positive integers below 2^32 (argparse type for --grid and --block)."""
     try:
         parts = [int(x) for x in text.split(",")]
     except ValueError:
         parts = []
-    if not 1 <= len(parts) <= 3 or min(parts) < 1:
-        raise SpecError(f"--{what} {text!r}: expected X[,Y[,Z]] of positive integers")
+    if not 1 <= len(parts) <= 3 or min(parts) < 1 or max(parts) >= 1 << 32:
+        raise SpecError(f"{text!r}: expected X[,Y[,Z]] of positive integers below 2^32")
     return tuple(parts + [1] * (3 - len(parts)))
 
 
 def add_kernel_arguments(p: argparse.ArgumentParser) -> None:
     """What says which kernel to run and with what: `usergpu run` and `usergpu prof run` take the same."""
-    p.add_argument("file", help="FILE.cl (compiled with clang-22) or an AMDGPU code object")
+    p.add_argument("file", type=input_file, help="FILE.cl (compiled with clang-22) or an AMDGPU code object")
     p.add_argument("--kernel", help="the kernel to run (default: the first)")
-    p.add_argument("--grid", default="1", help="workgroups: X[,Y[,Z]]")
-    p.add_argument("--block", default="64", help="work-items per workgroup: X[,Y[,Z]]")
-    p.add_argument("--arg", action="append", default=[], help="an argument spec (repeat, in order)")
-    p.add_argument("--arch", help="compile for / run as this arch (default: gfx1100, or the code object's)")
+    p.add_argument("--grid", default=(1, 1, 1), type=dims, help="workgroups: X[,Y[,Z]]")
+    p.add_argument("--block", default=(64, 1, 1), type=dims, help="work-items per workgroup: X[,Y[,Z]]")
+    p.add_argument("--arg", action="append", default=[], type=spec, help="an argument spec (repeat, in order)")
+    p.add_argument("--arch", type=arch, help="compile for / run as this arch (default: gfx1100, or the code "
+                                             "object's)")
     p.add_argument("--wave64", action="store_true", help="compile a .cl for wave64")
-    p.add_argument("--seed", type=int, default=0, help="seed of random buffers")
+    p.add_argument("--seed", type=unsigned, default=0, help="seed of random buffers")
+
+
+def arch(text: str) -> str:
+    """An arch the emulator and compiler know (argparse type)."""
+    if text not in ARCHS:
+        raise SpecError(f"{text!r}: the archs are {', '.join(ARCHS)}")
+    return text
 
 
 def prepare(args: argparse.Namespace):
     """(code object, kernel name, argument values, grid, block) from a command line's file, --kernel, --arg,
     --grid and --block; a mock device string also sets MOCKGPU_ARCH to the code object's arch."""
     path = Path(args.file)
-    if not path.exists():
-        raise SpecError(f"{path}: no such file")
-    if path.suffix == ".cl":
-        options = ["-I", str(path.parent)] + (["-mwavefrontsize64"] if args.wave64 else [])
-        co = parse(compile_opencl(path.read_text(), args.arch or "gfx1100", options))
-    else:
-        co = parse(path.read_bytes())
+    try:
+        if path.suffix == ".cl":
+            options = ["-I", str(path.parent)] + (["-mwavefrontsize64"] if args.wave64 else [])
+            co = parse(compile_opencl(path.read_text(), args.arch or "gfx1100", options))
+        else:
+            co = parse(path.read_bytes())
+    except (CodeObjectError, CompileError) as e:  # say which file: the compiler names its own temporary one
+        raise CodeObjectError(f"{path}: {e}") from None
     kernel = args.kernel or next(iter(co.kernels))
     if kernel not in co.kernels:
         raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}")
@@ -92,12 +138,31 @@ def prepare(args: argparse.Namespace):
     values = [argument(s, rng) for s in args.arg]
     if args.dev.upper().startswith("MOCK") and co.arch:
         os.environ.setdefault("MOCKGPU_ARCH", co.arch)
-    return co, kernel, values, dims(args.grid, "grid"), dims(args.block, "block")
+    return co, kernel, values, args.grid, args.block
+
+
+def add_parser(sub, help_line: str) -> None:
+    """`usergpu run`'s arguments."""
+    p = sub.add_parser("run", help=help_line, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_kernel_arguments(p)
+    p.add_argument("--dev", default="emu", type=device,
+                   help="where to run: emu (the bare emulator), MOCKKFD+AMD[:N], MOCKPCI+AMD[:N], KFD+AMD[:N], "
+                        "PCI+AMD[:N]")
+    p.add_argument("--save", type=output_dir, help="write each output buffer as DIR/outN.npy")
+    p.set_defaults(run=lambda args, hal: run(args))
+
+
+def device(text: str) -> str:
+    """emu, or a device string the runtime takes (argparse type for --dev)."""
+    if text != "emu":
+        try:
+            parse_device(text)
+        except Error as e:
+            raise SpecError(str(e)) from None
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.dev != "emu" and args.dev.split(":")[0].upper() not in DEVICES:
-        raise SpecError(f"--dev {args.dev!r}: this version runs kernels on {', '.join(DEVICES)}")
     co, kernel, values, grid, block = prepare(args)
     start = time.perf_counter()
     if args.dev == "emu":
@@ -111,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         stats = [out.min(), out.max(), f"{out.astype(np.float64).mean():.6g}"] if out.size else ["-"] * 3
         rows.append([i, f"{out.dtype}[{out.size}]", *stats, head + (", ..." if out.size > 4 else "")])
         if args.save:
-            Path(args.save).mkdir(parents=True, exist_ok=True)
+            Path(args.save).mkdir(exist_ok=True)
             np.save(Path(args.save) / f"out{i}.npy", out)
     print(f"{kernel} on {args.dev} ({co.arch}): {seconds * 1e3:.1f} ms")
     print(tabulate(rows, headers=["buffer", "type", "min", "max", "mean", "first"]))

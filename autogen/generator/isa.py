@@ -14,7 +14,7 @@ import re
 import struct
 from collections import defaultdict
 
-from usergpu.autogen import isa_encodings, isa_text
+from usergpu.autogen import _data, isa_encodings, isa_text
 from usergpu.autogen.generator import isa_image, llvmmc, writer
 from usergpu.autogen.isa_encodings import Family
 
@@ -405,17 +405,22 @@ def _learn_depctr(arch: str, fam: Family | None) -> dict[str, tuple[int, int]]:
     return {name: (min(bits[name]), len(bits[name])) for name in at_zero if name in bits}  # in LLVM's order
 
 
-def render(arch: str) -> str:
+def render(arch: str) -> dict[str, str | bytes]:
+    """isa_ARCH.py and its data file isa_ARCH.msgpack, from what llvm-mc-22 prints."""
     names = learn_names(arch)
-    sections = []
-    for fam in isa_encodings.FAMILIES[arch]:
-        rows = [f"{op:#x}: {row!r}" for op, row in learn(arch, fam, names).items()]
-        sections.append(writer.table(f"{fam.name}", rows))
-    sections.append(writer.table("NAMES", [f"{k!r}: {v!r}" for k, v in names.items()]))
+    ops = {fam.name: learn(arch, fam, names) for fam in isa_encodings.FAMILIES[arch]}
+    return files(arch, ops, names)
+
+
+def files(arch: str, ops: dict[str, dict[int, tuple]], names: dict) -> dict[str, str | bytes]:
+    """The module, which reads its tables from the data file (they load in milliseconds without bytecode)."""
     doc = (f"Opcode tables of {arch}, learned from llvm-mc-22 (usergpu.autogen.generator.isa): per family,\n"
            "opcode -> (mnemonic, takes a literal, operands as (printer, fields), modifiers as\n"
            "(style, name, fields, scales, bits), fields that must hold a value as (field, value)); printers and\n"
-           "styles are those of usergpu.autogen.isa_text.")
-    names = ", ".join(f"{f.name!r}: {f.name}" for f in isa_encodings.FAMILIES[arch])
-    sections.append(f"OPS = {{{names}}}")
-    return writer.module(doc, [f"llvm-22: {llvmmc.LLVM_MC} -mcpu={arch}"], [], sections)
+           "styles are those of usergpu.autogen.isa_text. OPS holds the families by name, NAMES LLVM's symbolic\n"
+           f"names; both are read from isa_{arch}.msgpack (usergpu.autogen._data).")
+    body = ('_TABLES = _data.load(__file__)\nOPS, NAMES = _TABLES["OPS"], _TABLES["NAMES"]\n'
+            f"globals().update(OPS)  # each family by its name too: isa_{arch}.SOP1")
+    module = writer.module(doc, [f"llvm-22: {llvmmc.LLVM_MC} -mcpu={arch}"], ["from usergpu.autogen import _data"],
+                           [body])
+    return {f"isa_{arch}.py": module, f"isa_{arch}.msgpack": _data.pack({"OPS": ops, "NAMES": names})}

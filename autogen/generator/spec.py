@@ -10,4 +10,6 @@ from dataclasses import dataclass
 class Module:
     name: str  # usergpu.autogen.<name>
     package: str  # Debian package(s) its inputs come from
-    render: Callable[[], str]  # the module's text; raises ToolchainError when an input is missing
+    # the module's text, or its files by name (NAME.py and a data file beside it); raises ToolchainError when an
+    # input is missing
+    render: Callable[[], str | dict[str, str | bytes]]

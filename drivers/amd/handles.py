@@ -5,7 +5,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from usergpu.hostmem import MMIO, view
+from usergpu.hostmem import (
+    MAP_ANONYMOUS,
+    MAP_FIXED,
+    MAP_NORESERVE,
+    MAP_PRIVATE,
+    MMIO,
+    PAGE,
+    PROT_NONE,
+    PROT_READ,
+    PROT_WRITE,
+    view,
+)
+
+GUARD = PAGE  # address space left unmapped after each memory object, for the CPU and the GPU
+
+
+def reserve(hal, size: int, private: bool = False) -> int:
+    """An address for a memory object of size bytes, with GUARD unmapped bytes after it that no other object
+    takes, so an access one past the object faults on the GPU (and the CPU). private: the object is this
+    process's own pages there (userptr, VFIO system memory); else the range waits for a device mapping."""
+    va = hal.mmap(-1, size + GUARD, 0, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+    if private:
+        hal.mmap(-1, size, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, va)
+    return va
+
+
+def unreserve(hal, va: int, size: int) -> None:
+    """Give back what reserve took for an object of size bytes at va."""
+    hal.munmap(va, size + GUARD)
 
 
 @dataclass
@@ -16,6 +44,7 @@ class Memory:
     size: int
     handle: int
     kind: str
+    freed: bool = False  # set by the runtime when it gives the memory back: its pages may be another's then
 
     def view(self) -> memoryview:
         return view(self.va, self.size)

@@ -11,17 +11,13 @@ import ctypes
 
 from usergpu.autogen import kfd
 from usergpu.autogen._support import Ioctl
-from usergpu.drivers.amd.handles import Memory, Queue
+from usergpu.drivers.amd.handles import Memory, Queue, reserve, unreserve
 from usergpu.drivers.devices import KFD_NODES, _properties, gfx_arch
 from usergpu.drivers.hal import (
     HAL,
-    MAP_ANONYMOUS,
     MAP_FIXED,
-    MAP_NORESERVE,
-    MAP_PRIVATE,
     MAP_SHARED,
     MMIO,
-    PROT_NONE,
     PROT_READ,
     PROT_WRITE,
 )
@@ -85,6 +81,7 @@ class KFD:
             raise DriverError("AMDKFD_IOC_GET_VERSION", 0, f"KFD ABI {version.major_version}.x is not 1.x")
         self.ioctl(kfd.AMDKFD_IOC_ACQUIRE_VM, drm_fd=self.drm_fd, gpu_id=self.gpu_id)
         self._doorbells: MMIO | None = None
+        self._event_pages: list[Memory] = []
 
     def ioctl(self, ioc: Ioctl, **fields) -> ctypes.Structure:
         """An ioctl with the struct's fields set from keywords; its struct after. DriverError names the request."""
@@ -99,18 +96,25 @@ class KFD:
     # ---- memory -----------------------------------------------------------------------------------------------------
     def alloc(self, size: int, kind: str = "vram", uncached: bool = False) -> Memory:
         """Memory of a kind (vram, gtt, or userptr: this process's pages), mapped for CPU and GPU at one address."""
+        if kind not in KINDS:
+            raise DriverError(f"alloc {kind}", 0, f"KFD memory is {', '.join(KINDS)}")
         size = page_align(size)
-        if kind == "userptr":
-            va = self.hal.mmap(-1, size, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS)
-        else:
-            va = self.hal.mmap(-1, size, 0, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+        va = reserve(self.hal, size, private=kind == "userptr")
         flags = KINDS[kind] | ALWAYS | (kfd.KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED if uncached else 0)
-        got = self.ioctl(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=va, size=size, gpu_id=self.gpu_id,
-                         flags=flags & 0xFFFFFFFF, mmap_offset=va if kind == "userptr" else 0)
-        if kind != "userptr":
-            self.hal.mmap(self.drm_fd, size, got.mmap_offset, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
+        try:
+            got = self.ioctl(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=va, size=size, gpu_id=self.gpu_id,
+                             flags=flags & 0xFFFFFFFF, mmap_offset=va if kind == "userptr" else 0)
+        except DriverError:
+            unreserve(self.hal, va, size)
+            raise
         mem = Memory(va, size, got.handle, kind)
-        self.map(mem)
+        try:
+            if kind != "userptr":
+                self.hal.mmap(self.drm_fd, size, got.mmap_offset, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
+            self.map(mem)
+        except (DriverError, OSError):
+            self.free(mem, mapped=False)
+            raise
         return mem
 
     def map(self, mem: Memory) -> None:
@@ -119,12 +123,13 @@ class KFD:
         self.ioctl(kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle=mem.handle, device_ids_array_ptr=ctypes.addressof(ids),
                    n_devices=1)
 
-    def free(self, mem: Memory) -> None:
-        ids = (ctypes.c_uint32 * 1)(self.gpu_id)
-        self.ioctl(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=mem.handle, device_ids_array_ptr=ctypes.addressof(ids),
-                   n_devices=1)
+    def free(self, mem: Memory, mapped: bool = True) -> None:
+        if mapped:
+            ids = (ctypes.c_uint32 * 1)(self.gpu_id)
+            self.ioctl(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle=mem.handle,
+                       device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
         self.ioctl(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=mem.handle)
-        self.hal.munmap(mem.va, mem.size)
+        unreserve(self.hal, mem.va, mem.size)
 
     # ---- queues -----------------------------------------------------------------------------------------------------
     def create_queue(self, kind: str, ring: Memory, read_pointer: int, write_pointer: int) -> Queue:
@@ -178,6 +183,13 @@ class KFD:
                          wait_for_all=int(wait_for_all), timeout=timeout_ms)
         return list(data) if got.wait_result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE else None
 
+    def release_event_page(self, mem: Memory) -> None:
+        """The event page cannot be freed (amdkfd answers EPERM): it goes when /dev/kfd closes, its address range
+        with it."""
+        self._event_pages.append(mem)
+
     def close(self) -> None:
         self.hal.close(self.drm_fd)
         self.hal.close(self.fd)
+        for mem in self._event_pages:
+            unreserve(self.hal, mem.va, mem.size)

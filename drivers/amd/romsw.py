@@ -205,9 +205,13 @@ class ROMSW:
             page = data[off : off + PAGE]
             if page.count(0xFF) != PAGE:
                 self.program_page(address + off, page)
-        back = self.read(address, SECTOR)
-        if back != data:
-            at = next(i for i in range(SECTOR) if back[i] != data[i])
-            raise FlashError(f"sector {index} read back wrong at {address + at:#08x}: expected {data[at]:#04x}, got "
-                             f"{back[at]:#04x}")
+        check_read_back(f"sector {index}", address, data, self.read(address, SECTOR))
         return True
+
+
+def check_read_back(what: str, address: int, expected: bytes, got: bytes, why: str = "") -> None:
+    """FlashError naming the first byte where what was read back (got, from address) is not what was written."""
+    if got != expected:
+        at = next(i for i, (e, g) in enumerate(zip(expected, got, strict=True)) if e != g)
+        raise FlashError(f"{what} read back wrong at {address + at:#08x}: expected {expected[at]:#04x}, got "
+                         f"{got[at]:#04x}{why}")

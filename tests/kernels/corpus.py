@@ -12,9 +12,17 @@ import numpy as np
 import usergpu
 
 CORPUS = Path(__file__).parent / "emu"
-_spec = importlib.util.spec_from_file_location("emu_cases", CORPUS / "cases.py")
-cases = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cases)
+
+
+def _load(name: str, path: Path):
+    """A cases module by its path (the corpus folders are not packages)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cases = _load("emu_cases", CORPUS / "cases.py")
 
 
 @cache
@@ -34,3 +42,14 @@ def check(got: list, want: list, case) -> None:
             np.testing.assert_allclose(out, ref, rtol=case.rtol, atol=case.atol, equal_nan=True)
         else:
             np.testing.assert_array_equal(out, ref)
+
+
+# ---- the standard-OpenCL corpus (tests/kernels/std): OpenCL C's own built-in functions, linked from libclc ---------
+
+STD = Path(__file__).parent / "std"
+std_cases = _load("std_cases", STD / "cases.py")
+
+
+@cache
+def std_code_object(file: str, arch: str, wave: int) -> bytes:
+    return usergpu.compile_opencl((STD / file).read_text(), arch, ["-mwavefrontsize64"] if wave == 64 else [])

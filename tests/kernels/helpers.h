@@ -1,5 +1,6 @@
-// Work-item functions built from clang builtins: compile_opencl links no device library, so OpenCL's
-// get_global_id, barrier, ... are undefined. These ignore the global offset (always 0 for our launches).
+// Work-item functions built from clang builtins, for the corpus that needs no device library (the builtin-only
+// path: compile_opencl links libclc only when a kernel calls OpenCL's own get_global_id, barrier, ...; the
+// standard-OpenCL corpus is tests/kernels/std/). These ignore the global offset (always 0 for our launches).
 #ifndef USERGPU_HELPERS_H
 #define USERGPU_HELPERS_H
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from interfaces import INTERFACES, interface
 
 from usergpu.runtime.launch import launch
 
@@ -16,34 +17,6 @@ _spec = importlib.util.spec_from_file_location("corpus", Path(__file__).parents[
 corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus)
 CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch in c.archs for wave in c.waves]
-
-
-# the kernel driver's mock; AM's register-level mock GPU through sysfs, and through VFIO (whose IOMMU maps the
-# runtime's "gtt" memory from this process's pages)
-INTERFACES = ("MOCKKFD+AMD", "MOCKPCI+AMD", "MOCKPCI+AMD/VFIO")
-
-
-def interface(name: str, monkeypatch) -> str:
-    """The device string of an INTERFACES entry, with the environment it needs."""
-    device, _, via = name.partition("/")
-    monkeypatch.setenv("MOCKPCI_VFIO", "1" if via == "VFIO" else "0")
-    return device
-
-
-@pytest.fixture(params=INTERFACES)
-def open_device(request, monkeypatch):
-    """Devices on the interface of the test's parameter, closed after it (AM holds its board until then)."""
-    import usergpu
-
-    opened = []
-    device = interface(request.param, monkeypatch)
-
-    def open_(index: int = 0, **kw):
-        opened.append(usergpu.Device(f"{device}:{index}", **kw))
-        return opened[-1]
-    yield open_
-    for dev in opened:
-        dev.close()
 
 
 @pytest.mark.parametrize("via", INTERFACES)

@@ -1,5 +1,5 @@
 """The check behind every CLI bad-input table: the command, run as a user runs it (a fresh process), ends with one
-`error:` line on stderr, the expected exit status, and no traceback."""
+`error:` line on stderr (followed, at most, by indented detail lines), the expected exit status, and no traceback."""
 
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ def check(case: Case, cwd: str | os.PathLike | None = None, timeout: float = 120
     lines = out.stderr.strip().splitlines()
     assert "Traceback" not in out.stderr, f"{case}: a traceback\n{out.stderr}"
     assert out.returncode == case.status, f"{case}: exit {out.returncode}, expected {case.status}\n{out.stderr}"
-    assert len(lines) == 1 and lines[0].startswith("error: "), f"{case}: not one error line\n{out.stderr}"
+    # one error line; what follows it, if anything, is its detail, indented (a compiler's diagnostics)
+    assert lines and lines[0].startswith("error: ") and all(x.startswith("  ") for x in lines[1:]), \
+        f"{case}: not one error line\n{out.stderr}"
     assert case.says in lines[0], f"{case}: {lines[0]!r} does not say {case.says!r}"
     return lines[0]

@@ -190,3 +190,56 @@ def test_usergpu_smi(owner, capsys):
     assert state.keys() == reference.keys() and state["pid"] == proc.pid
     fixed = ("bus", "name", "power_state", "pid", "command", "smu_version", "vram_total", "power_limit")
     assert {k: state[k] for k in fixed} == {k: reference[k] for k in fixed}
+
+
+def test_json_composes(owner, capsys):
+    """--json is a format: with --list one object (as bare --json), with --pids the owners, with --watch N
+    --iterations K exactly K lines, each one JSON object of the boards, paced N seconds apart."""
+    proc = owner()
+    status, out, err = smi(capsys, "--list", "--json")
+    assert status == 0, err
+    (listed,) = json.loads(out)["boards"]
+    assert (listed["bus"], listed["pid"]) == (BUS, proc.pid) and listed.keys() == board(capsys).keys()
+    status, out, err = smi(capsys, "--pids", "--json")
+    assert status == 0 and json.loads(out) == {"processes": [{"bus": BUS, "pid": proc.pid, "command": "-c"}]}, err
+    status, out, err = smi(capsys, "--pids", "--json", "--dev", "0000:04:00.0")
+    assert status == 0 and json.loads(out) == {"processes": []}, err
+    status, out, err = smi(capsys, "--watch", "0.2", "--iterations", "3", "--json")
+    assert status == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == 3 and all([s["bus"] for s in line["boards"]] == [BUS] for line in lines)
+    stamps = [line["timestamp"] for line in lines]
+    assert all(b - a >= 0.2 for a, b in zip(stamps, stamps[1:], strict=False))
+    assert lines[-1]["boards"][0]["metrics_counter"] > lines[0]["boards"][0]["metrics_counter"]
+
+
+def test_watch_time_and_table(owner, capsys):
+    """--watch_time ends a watch once its time is up; without --json each refresh reprints the table in place."""
+    owner()
+    start = time.monotonic()
+    status, out, err = smi(capsys, "-w", "0.1", "-W", "0.5", "--json")
+    assert status == 0, err
+    stamps = [json.loads(line)["timestamp"] for line in out.splitlines()]
+    assert 1 <= len(stamps) <= 5 and stamps[-1] - stamps[0] <= 0.5 and time.monotonic() - start < 30
+    status, out, err = smi(capsys, "--watch", "0.1", "-i", "2")
+    assert status == 0, err
+    assert out.count("\x1b[H\x1b[2J") == 2 and out.count(BUS) == 2 and out.count("am_smi") == 2
+
+
+def test_watch_until_interrupted(owner, mockpci):
+    """A watch without an end runs until ^C: each line arrives as it is printed (flushed into a pipe), and ^C
+    ends it with status 0 and nothing on stderr."""
+    proc = owner()
+    env = os.environ | {"MOCKPCI_DIR": str(mockpci)}
+    watch = subprocess.Popen([Path(sys.executable).with_name("am_smi"), "--mock", "--watch", "0.2", "--json"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(2):
+            assert select.select([watch.stdout], [], [], 30)[0], "no line within 30 s"
+            (state,) = json.loads(watch.stdout.readline())["boards"]
+            assert (state["bus"], state["pid"]) == (BUS, proc.pid)
+        watch.send_signal(signal.SIGINT)
+        _, err = watch.communicate(timeout=30)
+    finally:
+        watch.kill()
+    assert watch.returncode == 0 and err == ""

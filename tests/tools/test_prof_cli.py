@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from usergpu.emu.amd.sqtt import decode
 from usergpu.tools import cli
 
 DATA = Path(__file__).parents[1] / "data" / "sqtt"  # the real captures (a copy of shared/data/sqtt)
@@ -30,6 +31,39 @@ def test_show_renders_every_real_capture(capture, capsys, tmp_path):
             assert [[w["wave"], w["pc"]] for w in entry["waves"]] == ref["inst_map"]
     tracks = {(e["pid"], e["tid"]) for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]}
     assert len(tracks) == len({(e["se"], w["wave"]) for e in shown["traces"] for w in e["waves"]})
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: f"{p.parent.name}-{p.name}")
+def test_damage_column_marks_a_buffer_cut_mid_token(capture, capsys):
+    """A real buffer that ends inside a token shows whole: its packets, its waves, and where it was cut off."""
+    assert cli.main(["prof", "show", str(capture), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["traces"]
+    assert cli.main(["prof", "show", str(capture)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    for entry in shown:
+        cut = decode((capture / entry["file"]).read_bytes()).truncated
+        assert entry["error"] is None
+        assert entry["truncated"] == (cut and {"kind": cut.kind, "offset": cut.offset, "byte": cut.byte,
+                                               "size": cut.size, "bits": cut.bits})
+        row = next(r for r in rows if r.split()[:3] == [entry["kernel"], str(entry["se"]), str(entry["bytes"])])
+        said = f"cut off at byte {cut.byte}: {cut.kind}, {cut.bits} of {cut.size} bits" if cut else None
+        assert (said in row) if cut else row.split()[-1] == str(len(entry["waves"]))
+
+
+def test_json_composes_with_kernel_and_wave(capsys):
+    """--json --kernel K --wave W: only K's traces, and in them only slot W's instructions, as the full show has."""
+    capture = DATA / "gfx1100" / "gemm_run_0"
+    assert cli.main(["prof", "show", str(capture), "--json"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    (kernel,) = {e["kernel"] for e in full["traces"]}
+    slots = sorted({w["wave"] for e in full["traces"] for w in e["waves"]})
+    assert len(slots) > 1
+    for slot in slots:
+        assert cli.main(["prof", "show", str(capture), "--json", "--kernel", kernel, "--wave", str(slot)]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert [e["se"] for e in shown["traces"]] == [e["se"] for e in full["traces"]]
+        for part, whole in zip(shown["traces"], full["traces"], strict=True):
+            assert part["waves"] == [w for w in whole["waves"] if w["wave"] == slot]
 
 
 def test_run_then_show_a_mock_capture(tmp_path, capsys, monkeypatch):

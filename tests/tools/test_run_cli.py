@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from usergpu.tools import cli
 
@@ -34,8 +35,9 @@ def test_run_prints_each_output_and_saves_them(tmp_path, capsys):
 def test_run_rejects_a_bad_spec_with_the_forms_it_takes(tmp_path, capsys):
     src = tmp_path / "saxpy.cl"
     src.write_text(SAXPY)
-    assert cli.main(["run", str(src), "--arg", "f33[4]:ones"]) == 1
-    assert "expected TYPE[N]:random|zeros|ones|iota" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # a usage error, found while the arguments are read
+        cli.main(["run", str(src), "--arg", "f33[4]:ones"])
+    assert e.value.code == 2 and "expected TYPE[N]:random|zeros|ones|iota" in capsys.readouterr().err
     assert cli.main(["run", str(src), "--arg", "f32[4]:ones"]) == 1  # too few arguments for the kernel
     assert "takes 3 arguments" in capsys.readouterr().err
 
@@ -60,8 +62,9 @@ def test_run_on_the_mock_gpu_through_the_runtime(tmp_path, capsys):
     assert cli.main(argv) == 0
     assert "saxpy on MOCKKFD+AMD (gfx1100)" in capsys.readouterr().out
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "out0.npy"), 2 * np.arange(1024, dtype=np.float32) + 1)
-    assert cli.main(["run", str(src), "--dev", "NOPE+AMD"]) == 1
-    assert "NOPE+AMD" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # refused while the arguments are read
+        cli.main(["run", str(src), "--dev", "NOPE+AMD"])
+    assert e.value.code == 2 and "NOPE+AMD" in capsys.readouterr().err
 
 
 def test_devices_mock_lists_the_mock_gpus_as_discovery_finds_them(capsys):

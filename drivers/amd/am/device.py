@@ -175,6 +175,8 @@ class AMDevice:
         try:
             for block in reversed(getattr(self, "blocks_up", [])):
                 block.fini()
+            if hasattr(self, "allocator"):
+                self.reg.write("GC", VRAM_USED, 0)  # no process owns VRAM once the driver lets the GPU go
         finally:
             self.hal.close(self.lock)
 

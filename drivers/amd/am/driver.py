@@ -18,16 +18,12 @@ from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.gfx import EOP_BYTES
 from usergpu.drivers.amd.am.gmc import RWX
 from usergpu.drivers.amd.am.nbio import FlushedDoorbells
-from usergpu.drivers.amd.handles import Memory, Queue
+from usergpu.drivers.amd.handles import Memory, Queue, reserve, unreserve
 from usergpu.drivers.devices import GPU_CLASSES
 from usergpu.drivers.hal import (
     HAL,
-    MAP_ANONYMOUS,
     MAP_FIXED,
-    MAP_NORESERVE,
-    MAP_PRIVATE,
     MAP_SHARED,
-    PROT_NONE,
     PROT_READ,
     PROT_WRITE,
 )
@@ -100,14 +96,14 @@ class AM:
             raise DriverError(f"alloc {kind}", 0, "PCI+AMD maps VRAM and, with VFIO, system memory")
         size = page_align(size)
         if kind == "gtt" and self.pci.can_dma:
-            va = self.hal.mmap(-1, size, 0, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS)
+            va = reserve(self.hal, size, private=True)
             self.pci.dma_map(va, va, size)
             self.dev.gmc.map(va, va, size, RWX | _vm.SYSTEM | _vm.SNOOPED)
             self.dev.gmc.flush()
             self.system.add(va)
             return Memory(va, size, va, kind)
         address = self.dev.allocator.alloc(size)
-        va = self.hal.mmap(-1, size, 0, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+        va = reserve(self.hal, size)
         self.hal.mmap(self._vram[0], size, self._vram[1] + address, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, va)
         ctypes.memset(va, 0, size)  # cleared, as amdgpu clears VRAM it hands out: no earlier owner's data shows
         self.dev.gmc.map(va, address, size)
@@ -124,7 +120,7 @@ class AM:
         else:
             self.dev.allocator.free(mem.handle)
             self.dev.account()
-        self.hal.munmap(mem.va, mem.size)
+        unreserve(self.hal, mem.va, mem.size)
 
     # ---- queues -----------------------------------------------------------------------------------------------------
     def create_queue(self, kind: str, ring: Memory, read_pointer: int, write_pointer: int) -> Queue:
@@ -157,6 +153,10 @@ class AM:
         event = max(self.events, default=0) + 1
         self.events[event] = False
         return event
+
+    def release_event_page(self, mem: Memory) -> None:
+        """An event page is memory like any other here."""
+        self.free(mem)
 
     def wait_events(self, event_ids: list[int], timeout_ms: int, wait_for_all: bool = False) -> list | None:
         """Poll the IH ring until the events are signaled (all, or any); their ids, or None on a timeout."""

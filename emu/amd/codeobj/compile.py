@@ -1,25 +1,27 @@
 """compile_opencl(): OpenCL C source to a linked AMDGPU code object with clang-22 and ld.lld-22.
 
-No device library is linked (-nogpulib), so the OpenCL work-item and synchronisation functions (get_global_id,
-barrier, ...) are declared by clang's default header but have no definition: a kernel that calls one fails to
-link with 'undefined symbol'. Kernels use clang builtins instead (__builtin_amdgcn_workitem_id_x(), ...);
-tests/kernels/helpers.h shows the usual ones built from them.
+A kernel is first compiled alone, as one written with clang builtins only (__builtin_amdgcn_workitem_id_x(), ...;
+tests/kernels/helpers.h) needs. When the object still calls OpenCL C library functions (get_global_id, barrier,
+exp, vload4, ...), it is compiled again with libclc linked in (libclc.py), so such kernels pay for the library
+and the others do not.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from usergpu.emu.amd.codeobj import elf, libclc
 from usergpu.emu.amd.codeobj.errors import CompileError
 from usergpu.errors import ToolchainError
 
 CLANG, LLD = "clang-22", "ld.lld-22"
 TIMEOUT_S = 300
-_NO_DEVICE_LIB = ("note: no device library is linked: OpenCL built-in functions such as get_global_id or barrier "
-                  "are undefined; use __builtin_amdgcn_* builtins (see tests/kernels/helpers.h)")
+_NOT_IN_LIBCLC = f"note: libclc ({libclc.PACKAGE}) was linked: these functions are not OpenCL C built-ins it defines"
+_MANGLED = re.compile(r"_Z(\d+)")
 
 
 def _tool(name: str) -> str:
@@ -38,22 +40,37 @@ def _run(argv: list[str], arch: str, tmp: str) -> None:
     if res.returncode:
         diag = (res.stderr or res.stdout).replace(f"{tmp}/", "")
         if tool == LLD and "undefined" in diag:
-            diag += "\n" + _NO_DEVICE_LIB
+            diag += "\n" + _NOT_IN_LIBCLC
         raise CompileError(arch, tool, diag)
+
+
+def undefined_symbols(obj: bytes) -> list[str]:
+    """The symbols a relocatable object uses but does not define, functions as the source names them (get_global_id
+    for _Z13get_global_idj)."""
+    sections = elf.read_sections(obj, elf.read_header(obj))
+    names = [s.name for t in sections if t.type == elf.SHT_SYMTAB for s in elf.read_symbols(sections, t)
+             if s.shndx == elf.SHN_UNDEF and s.binding != "LOCAL" and s.name]
+    return [n[m.end():m.end() + int(m.group(1))] if (m := _MANGLED.match(n)) else n for n in names]
 
 
 def compile_opencl(src: str, arch: str, options: list[str] | None = None) -> bytes:
     """The ELF code object for OpenCL C 2.0 source, for arch (gfx1100, gfx1200, gfx942, gfx950, or any clang knows).
 
-    options go to clang after the defaults (e.g. ['-I', dir], ['-mcode-object-version=5'], ['-cl-kernel-arg-info']).
-    Raises ToolchainError when clang-22/ld.lld-22 are missing, CompileError with their diagnostics when they fail.
+    options go to clang after the defaults (e.g. ['-I', dir], ['-mcode-object-version=5']). The metadata names
+    each argument and its type (-cl-kernel-arg-info), so a launch can check what it is given against them.
+    Raises ToolchainError when clang-22/ld.lld-22 are missing, or libclc-22 is and the kernel calls OpenCL C's
+    built-in functions; CompileError with the tools' diagnostics when they fail.
     """
     clang, lld = _tool(CLANG), _tool(LLD)
+    options = list(options or [])
     with tempfile.TemporaryDirectory(prefix="usergpu-cl-") as tmp:
         cl, obj, out = (str(Path(tmp, name)) for name in ("kernel.cl", "kernel.o", "kernel.hsaco"))
         Path(cl).write_text(src)
         # relative paths in options (-I dir) stay relative to the caller's working directory
-        _run([clang, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}", "-O2",
-              "-nogpulib", *(options or []), "-c", cl, "-o", obj], arch, tmp)
+        argv = [clang, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}", "-O2",
+                "-nogpulib", "-cl-kernel-arg-info", *options, "-c", cl, "-o", obj]
+        _run(argv, arch, tmp)
+        if needed := undefined_symbols(Path(obj).read_bytes()):
+            _run(argv[:-4] + libclc.link_options(clang, Path(tmp), options, needed) + argv[-4:], arch, tmp)
         _run([lld, "-shared", "--no-undefined", obj, "-o", out], arch, tmp)
         return Path(out).read_bytes()

@@ -3,6 +3,7 @@ the hidden arguments (block counts, group sizes, grid dims, dynamic LDS size) th
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 
@@ -15,17 +16,83 @@ POINTER_KINDS = ("global_buffer", "image", "sampler", "queue")
 
 
 class LaunchError(Error):
-    """A launch the kernel cannot take: wrong argument count or size, a grid or block out of range."""
+    """A launch the kernel cannot take: wrong argument count, size or type, a grid or block out of range."""
+
+
+# the element types OpenCL C and HIP name in .type_name (vector types by their element: float4 -> float)
+C_TYPES = {"char": np.int8, "signed char": np.int8, "uchar": np.uint8, "unsigned char": np.uint8,
+           "short": np.int16, "ushort": np.uint16, "unsigned short": np.uint16, "int": np.int32,
+           "uint": np.uint32, "unsigned int": np.uint32, "long": np.int64, "ulong": np.uint64,
+           "unsigned long": np.uint64, "long long": np.int64, "unsigned long long": np.uint64, "size_t": np.uint64,
+           "half": np.float16, "_Float16": np.float16, "__half": np.float16, "float": np.float32,
+           "double": np.float64, "int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "uint16_t": np.uint16,
+           "int32_t": np.int32, "uint32_t": np.uint32, "int64_t": np.int64, "uint64_t": np.uint64}
+VECTOR = re.compile(r"^(.*?)(2|3|4|8|16)$")
+
+
+def element_type(type_name: str | None) -> np.dtype | None:
+    """The numpy dtype of a metadata type name's elements ('float*' -> float32, 'int4' -> int32); None when the
+    name is absent or not a scalar or vector type (a struct, void*)."""
+    if not type_name:
+        return None
+    base = type_name.rstrip("*").replace("const ", "").replace("volatile ", "").strip()
+    if base not in C_TYPES and (m := VECTOR.match(base)) and m.group(1) in C_TYPES:
+        base = m.group(1)
+    return np.dtype(C_TYPES[base]) if base in C_TYPES else None
+
+
+def _what(i: int, a) -> str:
+    return f"argument {i}{f' ({a.name})' if a.name else ''}"
+
+
+def check_args(k: Kernel, args: list) -> None:
+    """Refuse, before anything runs, arguments the kernel's metadata says it cannot take: the wrong count, an array
+    whose dtype is not the pointee type (float64 for float*), a Python float for an integer, an integer out of its
+    type's range, a numpy scalar of another type. A pointer's pointee is known only when the code object was built
+    with argument info (compile_opencl adds -cl-kernel-arg-info); a type the metadata does not name is taken as
+    given."""
+    explicit = [a for a in k.args if not a.value_kind.startswith("hidden_")]
+    if len(args) != len(explicit):
+        kinds = ", ".join(a.value_kind for a in explicit)
+        raise LaunchError(f"kernel {k.name} takes {len(explicit)} arguments ({kinds}), got {len(args)}")
+    for i, (a, v) in enumerate(zip(explicit, args, strict=True)):
+        want = element_type(a.type_name)
+        if isinstance(v, np.ndarray) and v.ndim:
+            if a.value_kind not in POINTER_KINDS and not (a.value_kind == "by_value" and a.size == 8):
+                raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name or a.value_kind} by value: an array "
+                                  "cannot be passed for it")
+            if want is not None and a.type_name.endswith("*") and v.dtype != want:
+                raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected an array of {want}, got "
+                                  f"{v.dtype}")
+        elif a.value_kind == "by_value" and not isinstance(v, bytes | bytearray) and want is not None \
+                and not a.type_name.endswith("*"):
+            _check_scalar(k, i, a, v, want)
+
+
+def _check_scalar(k: Kernel, i: int, a, v, want: np.dtype) -> None:
+    """A by-value scalar of type want: a number of that kind, in range; never bit-cast from another type."""
+    lanes = a.size // want.itemsize
+    if isinstance(v, np.generic):
+        if v.dtype != want:
+            raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected {want}, got a {v.dtype} scalar")
+        return
+    if lanes != 1 or isinstance(v, bool) or not isinstance(v, int | float):
+        raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected a {want} number, got "
+                          f"{type(v).__name__}{' (pass a numpy value or bytes for a vector)' if lanes > 1 else ''}")
+    if want.kind in "iu":
+        if isinstance(v, float):
+            raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected an integer, got the float {v}")
+        info = np.iinfo(want)
+        if not info.min <= v <= info.max:
+            raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: {v} is outside {info.min}..{info.max}")
 
 
 def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple,
                   address_of: Callable[[object], int | None]) -> tuple[bytes, int]:
     """(the kernarg segment, the LDS bytes the workgroup needs with dynamic LDS) for args in order. address_of gives
     a pointer argument's GPU address (None: not something that has one)."""
+    check_args(k, args)
     explicit = [a for a in k.args if not a.value_kind.startswith("hidden_")]
-    if len(args) != len(explicit):
-        kinds = ", ".join(a.value_kind for a in explicit)
-        raise LaunchError(f"kernel {k.name} takes {len(explicit)} arguments ({kinds}), got {len(args)}")
     buf = bytearray(max(k.kernarg_size, 8) + 256)
     lds_end = k.group_segment_fixed_size
     for i, (a, v) in enumerate(zip(explicit, args, strict=True)):
@@ -59,15 +126,32 @@ def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple,
 
 
 def _python_scalar(v, size: int, type_name: str) -> bytes:
+    """A Python number's bytes in a by-value slot of size bytes (its type from the metadata's name, else from v)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise LaunchError(f"a {size}-byte {type_name or 'by-value'} argument takes a number, bytes or a numpy value, "
+                          f"not {type(v).__name__}")
     if isinstance(v, float) or "float" in type_name or "double" in type_name or "half" in type_name:
+        if size not in (2, 4, 8):
+            raise LaunchError(f"a float cannot fill a {size}-byte {type_name or 'by-value'} argument")
         return {2: np.float16, 4: np.float32, 8: np.float64}[size](v).tobytes()
+    if not -(1 << 8 * size - 1) <= v < 1 << 8 * size:
+        raise LaunchError(f"{v} does not fit a {size}-byte {type_name or 'by-value'} argument")
     return int(v).to_bytes(size, "little", signed=v < 0)
 
 
+def _dims(value, what: str) -> tuple[int, int, int]:
+    """A grid or block as given by a caller (1 to 3 positive ints), as a 3-tuple."""
+    items = tuple(value) if isinstance(value, tuple | list) else None
+    if not items or len(items) > 3 or any(isinstance(x, bool) or not isinstance(x, int | np.integer) for x in items):
+        raise LaunchError(f"{what} {value!r}: expected a tuple of 1 to 3 ints, e.g. (4, 1, 1)")
+    return tuple(int(x) for x in items) + (1,) * (3 - len(items))
+
+
 def check_launch(k: Kernel, grid: tuple, block: tuple) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """grid and block as 3-tuples, checked against the kernel's limits."""
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    block = tuple(block) + (1,) * (3 - len(block))
+    """grid and block as 3-tuples, checked against the kernel's limits and the dispatch packet's 32-bit sizes."""
+    grid, block = _dims(grid, "grid"), _dims(block, "block")
+    if any(g * b >= 1 << 32 for g, b in zip(grid, block, strict=True)):
+        raise LaunchError(f"grid {grid} of blocks {block}: a dimension has 2^32 work-items or more")
     threads = block[0] * block[1] * block[2]
     if not 0 < threads <= k.max_flat_workgroup_size:
         raise LaunchError(f"block {block} has {threads} work-items; {k.name} allows 1..{k.max_flat_workgroup_size}")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -128,6 +129,15 @@ def dispatch(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch
     GPUFault, GPUHang and UnsupportedInstruction. An observer, if given, is called after every step as
     observer(executor, waves, first, pc, instruction): waves are the executor's numbers of the waves that ran it,
     first + those the dispatch-wide numbers (workgroup number * waves per workgroup + wave in the workgroup)."""
+    for _ in dispatch_slices(mem, regs, grid, arch, budget, stats, kernel, observer):
+        pass
+
+
+def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch: str,
+                    budget: int = DEFAULT_BUDGET, stats: dict | None = None, kernel: str = "kernel",
+                    observer: Callable | None = None, slice_s: float | None = None) -> Iterator[None]:
+    """dispatch, a time slice at a time: with slice_s, yields each time the waves have run that many seconds (the
+    next step goes on from there), as a GPU runs on while its host does other things; ends when the grid has."""
     table = _regs(arch)
 
     def field(name: str) -> dict[str, int]:
@@ -169,7 +179,8 @@ def dispatch(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch
         if observer:
             first = start * waves_per_group
             ex.observe = lambda ex, idx, pc, step, first=first: observer(ex, idx, first, pc, step)
-        ex.run()
+        while not ex.run(None if slice_s is None else time.monotonic() + slice_s):
+            yield
         if stats is not None:
             stats["instructions"] = stats.get("instructions", 0) + int(w.steps.sum())
             stats["lane_instructions"] = stats.get("lane_instructions", 0) + int(w.steps.sum()) * lanes
@@ -214,10 +225,15 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     numpy arrays are copied in and the list of them (after the kernel) is returned in argument order. A stats
     dict, if given, receives the wave-instructions and lane-instructions (wave-instructions x lanes) executed;
     an observer sees every step (see dispatch)."""
+    if not isinstance(co, CodeObject | bytes | bytearray):
+        raise LaunchError(f"a code object is bytes (an ELF file's contents), not {type(co).__name__}")
     co = parse(co) if isinstance(co, bytes | bytearray) else co
     if kernel not in co.kernels:
         raise LaunchError(f"no kernel {kernel!r} in the code object (kernels: {', '.join(co.kernels)})")
     k = co.kernels[kernel]
+    if arch and co.arch and arch != co.arch:
+        raise LaunchError(f"the code object is built for {co.arch}; it cannot run as {arch} (compile it for {arch}, "
+                          f"or run it as {co.arch})")
     arch = arch or co.arch
     grid, block = check_launch(k, grid, block)
     mem = Memory()

@@ -8,6 +8,7 @@ with no semantics raises UnsupportedInstruction naming it and its PC.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from usergpu.emu.amd.isa import decode
 from usergpu.errors import DecodeError, GPUFault, GPUHang, UnsupportedInstruction
 
 Step = Callable[["Executor", object], None]
+CLOCK_EVERY = 256  # steps between looks at the clock when a run is time-sliced
 NOOPS = re.compile(r"^s_(waitcnt.*|wait_.*|delay_alu|clause|nop|set_inst_prefetch_distance|inst_prefetch|sendmsg"
                    r"|sendmsghalt|sethalt|ttracedata|icache_inv|dcache_inv|barrier_signal|wait_event|"
                    r"prefetch.*|setprio|sleep|incperflevel|decperflevel)$|^(buffer_gl[01]_inv|global_inv|global_wb|"
@@ -58,6 +60,8 @@ class Executor:
         got = self._cache.get(pc)
         if got is None:
             off = pc - self.code_base
+            if not 0 <= off < len(self.code):  # the PC left the mapping that holds the kernel's code
+                raise MemoryFault(pc, "execute")
             try:
                 inst = decode(self.code, self.arch, off)
             except DecodeError as e:
@@ -94,23 +98,33 @@ class Executor:
         return unsupported
 
     # ---- running -------------------------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, until: float | None = None) -> bool:
+        """Run the waves to their end (True), or until the monotonic clock passes `until` (False: call again to go
+        on; the waves' state is all in self.w)."""
         w = self.w
+        count = 0
         while True:
             live = ~w.done & ~w.waiting
             if not live.any():
                 if not w.waiting.any():
-                    return
+                    return True
                 self._release_barriers()
                 continue
+            count += 1
+            if until is not None and count % CLOCK_EVERY == 0 and time.monotonic() > until:
+                return False
             pc = int(w.pc[live].min())
             idx = np.flatnonzero(live & (w.pc == pc))
             g = slice(None) if len(idx) == w.n else idx
-            step = self.at(pc)
+            try:
+                step = self.at(pc)
+            except MemoryFault as f:
+                raise GPUFault(f.address, f.access, self.kernel, int(idx[0]), pc, f.why, w.dump(int(idx[0]))) from None
             w.steps[g] += 1
             if w.steps[idx[0]] > self.budget:
-                raise GPUHang(f"kernel {self.kernel}: wave {int(idx[0])} ran {self.budget} instructions without "
-                              f"ending (pc {pc:#x}: {step.text}); raise the budget if it is meant to")
+                raise GPUHang(f"wave {int(idx[0])} ran {self.budget} instructions without ending (pc {pc:#x}: "
+                              f"{step.text})", self.kernel, "raise the instruction budget (MOCKGPU_BUDGET on a mock "
+                              "GPU, budget= of the bare emulator's launch) if it is meant to run that long")
             before = self._snapshot(g) if self.trace else None
             w.pc[g] = pc + step.size
             try:

@@ -13,7 +13,7 @@ import struct
 from functools import cache
 
 from usergpu.autogen import isa_encodings, isa_text
-from usergpu.emu.amd.isa.decoder import HALF, decode, tables
+from usergpu.emu.amd.isa.decoder import HALF, check_arch, decode, tables
 from usergpu.errors import DecodeError, Error
 
 SENTINEL = 0xABCD1234  # the literal the reverse maps are built with; a real literal is substituted for it
@@ -21,6 +21,8 @@ _LABEL = re.compile(r"^([A-Za-z_.$][\w.$]*):")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _WHOLE = re.compile(r"\b(v\d+)\b(?![.\[])")
 _OPSEL = re.compile(r" op_sel:\[[01,]+\]")
+# an integer operand (not a register's number, a float's digits or a modifier's value such as offset:16)
+_INTEGER = re.compile(r"(?<![\w.\[:])-?(?:0x[0-9a-fA-F]+|\d+)(?![\w.])")
 
 
 class AsmError(Error):
@@ -103,7 +105,7 @@ def _literal(arch: str, printer: str, text: str):
     except ValueError:
         try:
             value = struct.unpack("<I", struct.pack("<f", float(text)))[0]
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number, or a float past f32's range
             return None
     _, _, names = tables(arch)
     ctx = isa_text.Ctx(isa_encodings.GENERATION[arch], value, names)
@@ -244,11 +246,20 @@ F16_LITERAL = {"v_pk_fmac_f16"}
 _FLOAT_TEXT = {isa_text.inline(v, "f16"): bits for v, bits in isa_text.F16_BITS.items()}
 
 
+def _check_immediates(text: str, arch: str) -> None:
+    """An integer no encoding can hold (inline constants and literals are 32 bits) is refused as such."""
+    for m in _INTEGER.finditer(text.partition(" ")[2]):
+        if not -(1 << 31) <= int(m.group(0), 0) < 1 << 32:
+            raise AsmError(f"{arch}: {text!r}: the immediate {m.group(0)} is out of range (an immediate or literal "
+                           "constant is 32 bits: -0x80000000..0xffffffff)")
+
+
 def encode_one(text: str, arch: str, pc: int = 0, labels: dict[str, int] | None = None) -> bytes:
     """One instruction's bytes."""
     labels = labels or {}
-    gen = isa_encodings.GENERATION[arch]
-    text = " ".join(text.split())
+    gen = isa_encodings.GENERATION[check_arch(arch)]
+    text = " ".join(_text(text).split())
+    _check_immediates(text, arch)
     if text.split(" ")[0] in F16_LITERAL:
         text = re.sub(r"(?<=[ ,])(-?[\d.]+)(?=,|$)", lambda m: f"0x{_FLOAT_TEXT[m.group(1)]:x}"
                       if m.group(1) in _FLOAT_TEXT else m.group(1), text)
@@ -270,10 +281,17 @@ def encode_one(text: str, arch: str, pc: int = 0, labels: dict[str, int] | None 
     raise AsmError(f"{arch}: cannot encode {text!r}")
 
 
+def _text(text: object) -> str:
+    if not isinstance(text, str):
+        raise AsmError(f"the assembly must be text (str), not {type(text).__name__}")
+    return text
+
+
 def asm(text: str, arch: str) -> bytes:
     """Assemble a program: one instruction a line, `label:` lines, `;` and `//` comments; branches to labels."""
+    check_arch(arch)
     lines = []
-    for raw in text.splitlines():
+    for raw in _text(text).splitlines():
         line = re.split(r";|//", raw, maxsplit=1)[0].strip()
         while (m := _LABEL.match(line)) is not None:
             lines.append(("label", m.group(1)))

@@ -14,7 +14,7 @@ from functools import cache
 
 from usergpu.autogen import isa_encodings, isa_text
 from usergpu.autogen.isa_encodings import Family
-from usergpu.errors import DecodeError
+from usergpu.errors import DecodeError, Error
 
 ARCHS = tuple(isa_encodings.FAMILIES)
 _RANGE = re.compile(r"^-?\|?([vs]|ttmp)(?:(\d+)|\[(\d+):(\d+)\])")
@@ -60,17 +60,55 @@ class Instruction:
         return self.mnemonic + (f" {ops}" if ops else "") + "".join(self.modifiers)
 
 
+class ArgumentError(DecodeError):
+    """An argument decode, disasm or asm cannot take: an arch the tables do not cover (it says which they do), data
+    that is not bytes, an offset outside the data. A DecodeError: what was asked for cannot be decoded."""
+
+    def __init__(self, arch: object, offset: object, why: str):
+        Error.__init__(self, why)
+        self.arch, self.offset, self.data = arch, offset, b""
+
+
+def check_arch(arch: object) -> str:
+    """arch, if the tables cover it."""
+    if not isinstance(arch, str) or arch not in isa_encodings.FAMILIES:
+        raise ArgumentError(arch, 0, f"unsupported arch {arch!r} (supported: {', '.join(ARCHS)})")
+    return arch
+
+
+def checked(data: object, arch: object, offset: object = 0) -> bytes:
+    """data as bytes (or as the view of memory it is), once arch and offset (0 .. its length) are checked: what
+    every entry point decodes."""
+    check_arch(arch)
+    if not isinstance(data, bytes):
+        try:
+            data = memoryview(data).tobytes()  # bytearray, memoryview, a numpy array: any buffer
+        except TypeError:  # else a view whose slices are bytes (the emulator's of GPU memory), read as it is
+            if isinstance(data, str) or not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
+                raise ArgumentError(arch, offset, f"{arch}: the code must be bytes (or a buffer), not "
+                                                  f"{type(data).__name__}") from None
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise ArgumentError(arch, offset, f"{arch}: the offset must be an int, not {type(offset).__name__}")
+    if not 0 <= offset <= len(data):
+        raise ArgumentError(arch, offset, f"{arch}: offset {offset} is outside the {len(data)} bytes given "
+                                          f"(0..{len(data)})")
+    return data
+
+
 @cache
 def tables(arch: str) -> tuple[list[Family], dict[str, dict[int, tuple]], dict[str, dict[int, str]]]:
     """The arch's encoding families (in match order), opcode tables by family, and symbolic names."""
-    if arch not in isa_encodings.FAMILIES:
-        raise DecodeError(arch, 0, b"", f"unsupported arch (supported: {', '.join(ARCHS)})")
-    module = importlib.import_module(f"usergpu.autogen.isa_{arch}")
+    module = importlib.import_module(f"usergpu.autogen.isa_{check_arch(arch)}")
     return isa_encodings.FAMILIES[arch], module.OPS, module.NAMES
 
 
 def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     """The instruction at data[offset:]."""
+    return _decode(checked(data, arch, offset), arch, offset)
+
+
+def _decode(data: bytes, arch: str, offset: int) -> Instruction:
+    """decode() of checked arguments."""
     families, ops, names = tables(arch)
     gen = isa_encodings.GENERATION[arch]
     avail = len(data) - offset
@@ -141,9 +179,10 @@ def _fake16(fam: Family, operand_rows: tuple, modifier_rows: tuple, fields: dict
 
 def decode_all(data: bytes, arch: str, start: int = 0) -> list[Instruction]:
     """Every instruction of data from start, in order."""
+    data = checked(data, arch, start)
     out, offset = [], start
     while offset < len(data):
-        inst = decode(data, arch, offset)
+        inst = _decode(data, arch, offset)
         out.append(inst)
         offset += inst.size
     return out

@@ -96,13 +96,13 @@ def _kernel_dispatch(q: AQLQueue, raw: bytes, index: int) -> bool:
     sizes = (pkt.grid_size_x, pkt.grid_size_y, pkt.grid_size_z)[:dims] + (1,) * (3 - dims)
     if dims == 0 or min(block) < 1:
         raise q.fail(f"malformed: {dims} dimensions, workgroup size {block}")
-    if pkt.completion_signal.handle:
-        gpu.store(pkt.completion_signal.handle + _signal_field("start_ts"), 8, gpu.timestamp())
-    user = user_sgpr_values(kd, gpu.arch, values)
-    gpu.regs.update(kernel_registers(kd, pkt.kernel_object, gpu.arch, block, user, pkt.group_segment_size,
-                                     pkt.private_segment_size))
-    gpu.dispatch(gpu.regs, tuple(-(-s // b) for s, b in zip(sizes, block, strict=True)))
-    return True
+    if q.running is None:  # the packet's first step starts the dispatch; later ones go on with it
+        if pkt.completion_signal.handle:
+            gpu.store(pkt.completion_signal.handle + _signal_field("start_ts"), 8, gpu.timestamp())
+        user = user_sgpr_values(kd, gpu.arch, values)
+        gpu.regs.update(kernel_registers(kd, pkt.kernel_object, gpu.arch, block, user, pkt.group_segment_size,
+                                         pkt.private_segment_size))
+    return q.run_dispatch(gpu.regs, tuple(-(-s // b) for s, b in zip(sizes, block, strict=True)))
 
 
 def _barrier(combine: Callable[[list[bool]], bool]) -> Callable[[AQLQueue, bytes, int], bool]:

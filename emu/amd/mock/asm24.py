@@ -241,7 +241,11 @@ class ASM24Backend(usb.backend.IBackend):
 
     def ctrl_transfer(self, dev_handle: int, bmRequestType: int, bRequest: int, wValue: int, wIndex: int,
                       data: array, timeout: int) -> int:
+        """The setup packet's fields are the widths libusb_control_transfer takes (uint8_t, uint16_t): wider values
+        are cut to them, as ctypes cuts them for libusb."""
         self.control_transfers += 1
+        bmRequestType, bRequest = bmRequestType & 0xFF, bRequest & 0xFF
+        wValue, wIndex = wValue & 0xFFFF, wIndex & 0xFFFF
         handler = self._requests.get((bmRequestType, bRequest))
         with self._cable():
             if handler is None:
@@ -254,7 +258,7 @@ class ASM24Backend(usb.backend.IBackend):
 
     def bulk_write(self, dev_handle: int, ep: int, intf: int, data: array, timeout: int) -> int:
         with self._cable():
-            return self._stream_write(ep, data)
+            return self._stream_write(ep & 0xFF, data)
 
     def _stream_write(self, ep: int, data: array) -> int:
         if ep != BULK_OUT or self._write_stream is None or len(data) % 4 or len(data) > self._write_stream[1]:
@@ -271,7 +275,7 @@ class ASM24Backend(usb.backend.IBackend):
 
     def bulk_read(self, dev_handle: int, ep: int, intf: int, buff: array, timeout: int) -> int:
         self._alive()
-        if ep != BULK_IN:
+        if ep & 0xFF != BULK_IN:
             raise USBError(*PIPE)
         if not self._read_data:
             raise USBTimeoutError("Operation timed out", -7, errno.ETIMEDOUT)  # nothing queued: the host waits
@@ -308,7 +312,8 @@ class ASM24Backend(usb.backend.IBackend):
         if len(data) != 12:
             raise USBError(*PIPE)
         low, high, word = struct.unpack("<III", data)
-        address, fmt_type, byte_enable = high << 32 | low, value & 0xFF, value >> 8
+        # a TLP carries address bits 63..2: the firmware drops the low two, byte enables pick the bytes
+        address, fmt_type, byte_enable = (high << 32 | low) & ~3, value & 0xFF, value >> 8
         stream = mode in (WRITE_STREAM, READ_STREAM) and 0 < word <= STREAM_MAX and word % 4 == 0
         if not (stream or mode == SINGLE and fmt_type in self._tlps):
             raise USBError(*PIPE)

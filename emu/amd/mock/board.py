@@ -41,7 +41,6 @@ class Navi31Board(PCIFunction):
         super().__init__(BARS, (VENDOR, DEVICE, CLASS << 8 | REVISION, 0x0E3B))
         env = os.environ
         path = Path(image or env.get("MOCKFLASH_IMAGE") or default_image_path())
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.flash = SPIFlash(path, env.get("MOCKFLASH_FAULT", "") if fault is None else fault)
         self.vram = bytearray(STAGING)
         self.rom = SMUIORom(self.flash, env.get("MOCKFLASH_GATED") == "1" if gated is None else gated)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from usergpu.emu.amd.soc import GC_BASES, GC_REGS
 from usergpu.errors import Error, GPUFault
 
 PACKET_TICKS = 1  # clock ticks per executed packet
+DISPATCH_SLICE = 0.5  # seconds a dispatch runs per step of its queue before the caller gets control back
 INSTANCED = ("SQ_PERFCOUNTER", "SQG_PERFCOUNTER", "SQ_THREAD_TRACE_")  # each SE (SA, WGP) has its own copy
 
 # interrupt sources, as the IH source ids are named (irqsrcs_gfx_11_0_0.h, irqsrcs_sdma0_5_0.h)
@@ -145,9 +146,11 @@ class GPU:
     def packet_done(self) -> None:
         self.ticks += PACKET_TICKS
 
-    def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> None:
-        """Run a dispatch of grid workgroups with these COMPUTE_* registers; the clock advances a tick per
-        wave-instruction. While counters run or a thread trace is on, the SQs watch it (profiler.py)."""
+    def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> Iterator[None]:
+        """Run a dispatch of grid workgroups with these COMPUTE_* registers, DISPATCH_SLICE seconds per step of the
+        iterator (a kernel that never ends keeps its queue busy, as on hardware, instead of holding whoever rang
+        the doorbell); the clock advances a tick per wave-instruction. While counters run or a thread trace is on,
+        the SQs watch it (profiler.py)."""
         pgm = (regs.get("COMPUTE_PGM_LO", 0) | regs.get("COMPUTE_PGM_HI", 0) << 32) << 8
         stats: dict = {}
         budget = int(os.environ.get("MOCKGPU_BUDGET", executor.DEFAULT_BUDGET))  # instructions a wave may run
@@ -161,14 +164,18 @@ class GPU:
             per_group = -(-int(threads) // lanes)
             profile = DispatchProfile(self.arch[:5], per_group * int(np.prod(grid)), per_group, lanes == 64,
                                       self.thread_trace.traced)
-        with self.busy("gfx"):
-            try:
-                executor.dispatch(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
-                                  observer=profile.observe if profile else None)
-            except GPUFault as e:
-                if e.access in ("read", "write"):  # a memory access (not an instruction the wave could not run)
-                    self.fault(e.address, e.access)
-                raise
+        steps = executor.dispatch_slices(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
+                                         observer=profile.observe if profile else None, slice_s=DISPATCH_SLICE)
+        while True:
+            with self.busy("gfx"):
+                try:
+                    if next(steps, True):
+                        break
+                except GPUFault as e:
+                    if e.access in ("read", "write"):  # a memory access (not an instruction the wave could not run)
+                        self.fault(e.address, e.access)
+                    raise
+            yield
         self.ticks += stats.get("instructions", 0)
         if profile:
             self.perfmon.count(profile)
@@ -211,6 +218,22 @@ class RingQueue:
         self.rptr_address, self.wptr_address = rptr_address, wptr_address
         self.error: Error | None = None
         self._packet_name, self._where, self._offset = "?", "ring", 0
+        self.running: Iterator[None] | None = None  # the dispatch the queue's packet started, while it runs
+
+    def run_dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> bool:
+        """Start the queue's dispatch (or go on with it) for a time slice; whether it has finished. Until it has,
+        its packet stalls, and the queue makes no progress a caller waits on."""
+        if self.running is None:
+            self.running = self.gpu.dispatch(regs, grid)
+        try:
+            next(self.running)
+        except StopIteration:
+            self.running = None
+            return True
+        except BaseException:
+            self.running = None
+            raise
+        return False
 
     @property
     def rptr(self) -> int:

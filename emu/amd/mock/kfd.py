@@ -5,6 +5,14 @@ Memory objects are real shared memory (memfd): the process maps them at their GP
 render node, as with amdgpu, and the mock GPU sees the same pages in its VM (`gpu.mem`), mapped and unmapped by
 MAP/UNMAP_MEMORY_TO_GPU; a GPU access outside them is a VM fault. Doorbells are MMIO views: a doorbell write runs
 that GPU's queues (the cooperative scheduler) until none can make progress.
+
+Every pointer an ioctl struct carries is read and written through uaccess (copy_from_user/copy_to_user), so a bad
+one is EFAULT; sizes and counts are bounded as amdkfd bounds them (kmalloc's largest block, the memory limits of
+amdgpu_amdkfd_reserve_mem_limit). The state is the process's (amdkfd's kfd_process), released as amdkfd's process
+teardown releases it (queues destroyed, memory objects unmapped and freed, events gone): what a /dev/kfd descriptor
+made goes when it closes, the rest (the VMs acquired) with the last one. amdkfd keeps a process's state until the
+process exits and refuses a second VM or event page for a GPU; the mock lets each descriptor (each Device of the
+runtime) make its own and take it with it, so that a Device's open/close cycle leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -13,16 +21,19 @@ import ctypes
 import errno
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from usergpu.autogen import kfd
+from usergpu.autogen._support import Ioctl
 from usergpu.emu.amd.mock.aql import AQLQueue
 from usergpu.emu.amd.mock.gpu import GPU, RingQueue
 from usergpu.emu.amd.mock.pm4 import PM4Queue
 from usergpu.emu.amd.mock.scheduler import Scheduler
 from usergpu.emu.amd.mock.sdma import SDMAQueue
+from usergpu.emu.amd.mock.uaccess import access_ok, copy_from_user, copy_to_user, pin_user_pages
 from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import MAP_SHARED, PAGE, PROT_READ, PROT_WRITE, CallbackMMIO, os_mmap, os_munmap, page_align, view
 
@@ -38,8 +49,17 @@ ARCHS = {"gfx1100": (110000, 0x744C, "Radeon RX 7900 XTX", 192, 8, 12),
          "gfx1200": (120000, 0x7551, "Radeon RX 9070 XT", 128, 8, 8)}
 ENGINES = {kfd.KFD_IOC_QUEUE_TYPE_COMPUTE: PM4Queue, kfd.KFD_IOC_QUEUE_TYPE_SDMA: SDMAQueue,
            kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL: AQLQueue}
+VRAM = {"gfx1100": 24 << 30, "gfx1200": 16 << 30}  # the boards' VRAM bytes
+# the domain amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu picks: the first of these flags the request has
 ALLOC_KINDS = (kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM, kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT, kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
-               kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL, kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+               kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+KMALLOC_MAX_SIZE = 4 << 20  # kmalloc's largest block (MAX_PAGE_ORDER 10): a larger kernel array is ENOMEM
+EVENT_WAITER_SIZE = 56  # sizeof(struct kfd_event_waiter): WAIT_EVENTS allocates one per event
+SIGNAL_EVENT_LIMIT = 4096  # KFD_SIGNAL_EVENT_LIMIT: slots of the event page (8 bytes each)
+FIRST_NONSIGNAL_EVENT_ID = 0x40000000  # kfd_events.h: ids of events that are not signal events
+MAX_QUEUES = 1024  # KFD_MAX_NUM_OF_QUEUES_PER_PROCESS: the doorbell page has one slot each
+GPUVM_SIZE = 1 << 48  # the VA range amdgpu_vm_bo_map accepts (max_pfn of a 48-bit GPUVM)
+RESERVE_MEM_LIMIT, VM_RESERVED_VRAM = 3 << 29, 8 << 20  # amdgpu_amdkfd_gpuvm.c, amdgpu_vm.h
 
 
 def ctx_save_restore_sizes(props: dict[str, int]) -> dict[str, int]:
@@ -64,9 +84,20 @@ def fail(code: int, what: str) -> OSError:
     return OSError(code, f"{what}: {os.strerror(code)}")
 
 
+def mem_limits(vram: int) -> dict[str, int]:
+    """amdgpu_amdkfd_gpuvm_init_mem_limits on this machine: what all GTT and user pages may total (RAM less 1/64
+    and 1.5 GiB), what GTT may (TTM's default, half of RAM), and the VRAM a GPU of `vram` bytes leaves after its
+    page tables (ESTIMATE_PT_SIZE)."""
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    system = ram - (ram >> 6)
+    system = system >> 1 if system < 2 * RESERVE_MEM_LIMIT else system - RESERVE_MEM_LIMIT
+    return {"system": system, "ttm": ram >> 1, "vram": vram - max((ram + vram) >> 14, VM_RESERVED_VRAM)}
+
+
 @dataclass
 class BO:
-    """A memory object: its pages (memfd-backed, or the user's for USERPTR) and where they are mapped."""
+    """A memory object: its pages (memfd-backed, or the user's for USERPTR), where they are mapped, and how many
+    queue buffers hold each mapping (amdgpu's bo_va queue_refcount)."""
 
     handle: int
     gpu_id: int
@@ -75,7 +106,10 @@ class BO:
     flags: int
     address: int  # the CPU address of the mock's own view of the pages
     memfd: int | None
+    charge: dict[str, int] = field(default_factory=dict)  # what it counts against the memory limits
+    owner: object = None  # the /dev/kfd descriptor it was made through
     mapped: set[int] = field(default_factory=set)
+    queue_refs: Counter = field(default_factory=Counter)  # gpu_id -> queue buffers in this object
 
     def array(self) -> np.ndarray:
         return np.frombuffer(view(self.address, self.size), np.uint8)
@@ -87,7 +121,21 @@ class Event:
     event_type: int
     auto_reset: bool
     signaled: bool = False
-    data: object = None  # memory exception data for a memory event
+    data: object = None  # memory exception data (a struct_kfd_hsa_memory_exception_data) for a memory event
+    owner: object = None  # the /dev/kfd descriptor it was made through
+
+    @property
+    def cpu_signaled(self) -> bool:
+        """SET_EVENT and RESET_EVENT act on signal events only (event_can_be_cpu_signaled)."""
+        return self.event_type == kfd.KFD_IOC_EVENT_SIGNAL
+
+
+@dataclass
+class Held:
+    """A queue's hold on the memory objects its buffers are in, and the descriptor that made it."""
+
+    owner: object
+    bos: list[BO]
 
 
 class Node:
@@ -99,7 +147,7 @@ class Node:
         self.gpu = GPU(arch)
         self.scheduler = Scheduler()
         self.queues: dict[int, RingQueue] = {}
-
+        self.vram_used = 0
     @property
     def props(self) -> dict[str, int]:
         version, device, _, simds, cus, arrays = ARCHS[self.arch]
@@ -124,7 +172,8 @@ class Node:
 
 
 class MockKFD:
-    """The driver side of the mock: nodes, memory objects and events of the one process using it."""
+    """The driver side of the mock: the nodes, and the state amdkfd keeps for the one process using them (its
+    kfd_process): the VMs it acquired, its memory objects, queues and events."""
 
     def __init__(self, hal, arch: str = "gfx1100", count: int = 1):
         """hal: the MockHAL whose root receives the sysfs tree and whose install() takes the device files."""
@@ -132,14 +181,19 @@ class MockKFD:
             raise DeviceNotFound(f"MOCKGPU_ARCH {arch!r}: the mock KFD models {', '.join(ARCHS)}")
         self.hal, self.arch = hal, arch
         self.nodes = [Node(i, arch) for i in range(count)]
+        self.limits = mem_limits(VRAM[arch])
+        self.used = Counter()  # bytes counted against the system and TTM limits
+        self.files: set[KFDFile] = set()  # the open /dev/kfd descriptors: the process lives while one does
+        self.vms: dict[int, RenderFile] = {}  # gpu_id -> the render node whose VM ACQUIRE_VM made ours
         self.bos: dict[int, BO] = {}
         self.next_handle = 0
+        self.held: dict[int, Held] = {}  # queue id -> the objects its buffers are in
         self.events: dict[int, Event] = {}
         self.event_page: BO | None = None
         self._publish()
         hal.install("/dev/kfd", lambda: KFDFile(self))
         for n in self.nodes:
-            hal.install(f"/dev/dri/renderD{128 + n.index}", lambda: RenderFile(self))
+            hal.install(f"/dev/dri/renderD{128 + n.index}", lambda n=n: RenderFile(self, n))
             n.gpu.interrupt_handlers.append(self._interrupt)
 
     def _publish(self) -> None:
@@ -170,10 +224,19 @@ class MockKFD:
         (root / "system_properties").write_text("platform_oem 0\nplatform_id 0\nplatform_rev 0\n")
 
     def node(self, gpu_id: int, what: str) -> Node:
+        """The process's device data for a GPU (kfd_process_device_data_by_id); EINVAL for an id it lacks."""
         for n in self.nodes:
             if n.gpu_id == gpu_id:
                 return n
         raise fail(errno.EINVAL, f"{what}: no GPU with gpu_id {gpu_id:#x}")
+
+    def bound(self, gpu_id: int, what: str, code: int = errno.ENODEV) -> Node:
+        """A GPU the process may use (kfd_bind_process_to_device): its VM acquired, else ENODEV (which some
+        ioctls report as ESRCH)."""
+        n = self.node(gpu_id, what)
+        if gpu_id not in self.vms:
+            raise fail(code, f"{what}: gpu_id {gpu_id:#x} has no VM yet (AMDKFD_IOC_ACQUIRE_VM)")
+        return n
 
     def run(self) -> None:
         """Every GPU's queues until none can make progress (a doorbell, or a wait that must see the GPU's work);
@@ -192,14 +255,83 @@ class MockKFD:
         if ev is not None:
             ev.signaled = True
 
+    # ---- the lifetimes of the process's objects ---------------------------------------------------------------
+    def charge(self, n: Node, kind: int, size: int) -> dict[str, int]:
+        """amdgpu_amdkfd_reserve_mem_limit: count size bytes of a kind against the limits; ENOMEM past one."""
+        need = {kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM: {"vram": size},
+                kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT: {"system": size, "ttm": size},
+                kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR: {"system": size}}.get(kind, {})
+        for what, bytes_ in need.items():
+            used = n.vram_used if what == "vram" else self.used[what]
+            if used + bytes_ > self.limits[what]:
+                raise fail(errno.ENOMEM, f"ALLOC_MEMORY_OF_GPU of {size:#x} bytes: {used:#x} of the {what} limit "
+                                         f"{self.limits[what]:#x} are in use")
+        self.uncharge(n, need, -1)
+        return need
+
+    def uncharge(self, n: Node, charge: dict[str, int], sign: int = 1) -> None:
+        """Give back what an object counted against the limits (sign -1: count it)."""
+        for what, bytes_ in charge.items():
+            if what == "vram":
+                n.vram_used -= sign * bytes_
+            else:
+                self.used[what] -= sign * bytes_
+
+    def unmap(self, bo: BO, n: Node) -> None:
+        n.gpu.mem.unmap(bo.va)
+        bo.mapped.discard(n.gpu_id)
+
+    def release(self, bo: BO) -> None:
+        """Free an object no GPU maps: the mock's view of its pages, its memfd, what it counted."""
+        if bo.memfd is not None:
+            os_munmap(bo.address, bo.size)
+            os.close(bo.memfd)
+        self.uncharge(self.node(bo.gpu_id, "free"), bo.charge)
+        del self.bos[bo.handle]
+
+    def destroy_queue(self, n: Node, queue_id: int) -> None:
+        n.scheduler.remove(n.queues.pop(queue_id))
+        for bo in self.held.pop(queue_id).bos:
+            bo.queue_refs[n.gpu_id] -= 1
+
+    def open_file(self, f: KFDFile) -> None:
+        self.files.add(f)
+
+    def close_file(self, f: KFDFile) -> None:
+        """A /dev/kfd descriptor closed: what was made through it goes as kfd_process_wq_release takes a process's
+        (its queues destroyed, then its memory objects unmapped and freed, its events); the last one takes it
+        all and lets the VMs go. An object another descriptor's queue still uses stays until that one closes."""
+        self.files.discard(f)
+        last = not self.files
+
+        def made(obj) -> bool:
+            return last or obj.owner is f
+        for n in self.nodes:
+            for queue_id in [q for q in n.queues if made(self.held[q])]:
+                self.destroy_queue(n, queue_id)
+        for bo in [b for b in self.bos.values() if made(b) and not any(b.queue_refs.values())]:
+            for gpu_id in list(bo.mapped):
+                self.unmap(bo, self.node(gpu_id, "teardown"))
+            self.release(bo)
+        for event_id in [e for e, ev in self.events.items() if made(ev)]:
+            del self.events[event_id]
+        if self.event_page is not None and self.event_page.handle not in self.bos:
+            self.event_page = None
+        if last:
+            for render in self.vms.values():
+                render.vm = None
+            self.vms.clear()
+
 
 class RenderFile:
-    """A render node: the process maps memory objects' pages at their GPU address through it."""
+    """A render node of one GPU: the process maps memory objects' pages at their GPU address through it, and
+    ACQUIRE_VM makes its VM the process's on that GPU."""
 
-    def __init__(self, kfd_: MockKFD):
-        self.kfd = kfd_
+    def __init__(self, kfd_: MockKFD, node: Node):
+        self.kfd, self.node = kfd_, node
+        self.vm: int | None = None  # the gpu_id whose process VM this file's VM became
 
-    def ioctl(self, request: int, arg: ctypes.Structure) -> None:
+    def ioctl(self, request: int, arg: int) -> None:
         raise fail(errno.ENOTTY, f"render node ioctl {request:#x}: the mock serves only mmap")
 
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
@@ -212,11 +344,16 @@ class RenderFile:
         raise fail(errno.EINVAL, "a render node has no MMIO")
 
 
+# amdkfd's ioctl table by number: it dispatches on _IOC_NR alone and uses its own direction and size
+IOCTLS = {v.nr: v for k, v in vars(kfd).items() if k.startswith("AMDKFD_IOC_") and isinstance(v, Ioctl)}
+IOC_IN, IOC_OUT = 1, 2  # _IOC_WRITE (the kernel reads the struct), _IOC_READ (it writes it back)
+
+
 class KFDFile:
     """/dev/kfd, opened: the ioctls of kfd_chardev.c, its doorbell and event-page mmaps."""
 
     def __init__(self, kfd_: MockKFD):
-        self.kfd = kfd_
+        self.kfd, self.pid = kfd_, os.getpid()
         self.handlers = {
             kfd.AMDKFD_IOC_GET_VERSION: self.get_version, kfd.AMDKFD_IOC_ACQUIRE_VM: self.acquire_vm,
             kfd.AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: self.apertures,
@@ -226,129 +363,219 @@ class KFDFile:
             kfd.AMDKFD_IOC_CREATE_EVENT: self.create_event, kfd.AMDKFD_IOC_DESTROY_EVENT: self.destroy_event,
             kfd.AMDKFD_IOC_SET_EVENT: self.set_event, kfd.AMDKFD_IOC_RESET_EVENT: self.reset_event,
             kfd.AMDKFD_IOC_WAIT_EVENTS: self.wait_events, kfd.AMDKFD_IOC_GET_CLOCK_COUNTERS: self.clock_counters,
-            kfd.AMDKFD_IOC_SET_MEMORY_POLICY: lambda a: None, kfd.AMDKFD_IOC_SET_SCRATCH_BACKING_VA: lambda a: None,
-            kfd.AMDKFD_IOC_SET_XNACK_MODE: lambda a: None,
+            kfd.AMDKFD_IOC_SET_MEMORY_POLICY: self.memory_policy,
+            kfd.AMDKFD_IOC_SET_SCRATCH_BACKING_VA: self.scratch_backing_va,
+            kfd.AMDKFD_IOC_SET_XNACK_MODE: self.xnack_mode,
         }
-        self.by_nr = {ioc.nr: ioc for ioc in self.handlers}
-        self.acquired: set[int] = set()
+        kfd_.open_file(self)
 
-    # ---- the ioctl entry, as kfd_ioctl() checks it --------------------------------------------------------------
-    def ioctl(self, request: int, arg: ctypes.Structure) -> None:
-        nr, size = request & 0xFF, (request >> 16) & 0x3FFF
-        if (request >> 8) & 0xFF != kfd.AMDKFD_IOCTL_BASE or nr not in self.by_nr:
+    def close(self) -> None:
+        self.kfd.close_file(self)
+
+    # ---- the ioctl entry, as kfd_ioctl() runs it --------------------------------------------------------------
+    def ioctl(self, request: int, arg: int) -> None:
+        """The caller's size of the struct is copied in (zero-filled up to amdkfd's own), the handler runs, and the
+        caller's size is copied back whether it failed or not (a MAP's n_success, a WAIT's wait_result); a copy
+        that faults is EFAULT."""
+        nr, usize = request & 0xFF, (request >> 16) & 0x3FFF
+        ioc = IOCTLS.get(nr) if kfd.AMDKFD_COMMAND_START <= nr < kfd.AMDKFD_COMMAND_END else None
+        if ioc is None:
             raise fail(errno.ENOTTY, f"kfd ioctl {request:#x}")
-        ioc = self.by_nr[nr]
-        if ctypes.sizeof(arg) < size:
-            raise fail(errno.EFAULT, f"{ioc.struct.__name__}: {size} bytes asked, the buffer has {ctypes.sizeof(arg)}")
-        # the kernel copies in the caller's size, zero-filling up to its own, runs, and copies the caller's size back
-        kernel = ioc.struct()
-        n = min(size, ctypes.sizeof(kernel))
-        ctypes.memmove(ctypes.addressof(kernel), ctypes.addressof(arg), n)
-        self.handlers[ioc](kernel)
-        ctypes.memmove(ctypes.addressof(arg), ctypes.addressof(kernel), n)
+        name = ioc.struct.__name__.removeprefix("struct_kfd_ioctl_").removesuffix("_args").upper()
+        if os.getpid() != self.pid:
+            raise fail(errno.EBADF, f"{name}: /dev/kfd was opened by process {self.pid}")
+        if ioc not in self.handlers:
+            raise fail(errno.ENOTTY, f"{name}: the mock does not model this ioctl")
+        kdata = bytearray(max(usize, ctypes.sizeof(ioc.struct)))
+        if ioc.dir & IOC_IN:
+            kdata[:usize] = copy_from_user(arg, usize, name)
+        try:
+            self.handlers[ioc](ioc.struct.from_buffer(kdata))
+        finally:
+            if ioc.dir & IOC_OUT:
+                copy_to_user(arg, kdata[:usize], name)
 
     # ---- ioctls ---------------------------------------------------------------------------------------------------
     def get_version(self, a) -> None:
         a.major_version, a.minor_version = kfd.KFD_IOCTL_MAJOR_VERSION, kfd.KFD_IOCTL_MINOR_VERSION
 
     def acquire_vm(self, a) -> None:
-        self.kfd.node(a.gpu_id, "ACQUIRE_VM")
-        self.acquired.add(a.gpu_id)
+        """fget(drm_fd) and amdgpu_file_to_fpriv: EINVAL unless it is an open render node (of this GPU: the mock
+        also refuses another GPU's, whose VM amdkfd would take without noticing); a render node whose VM is some
+        GPU's process VM already is EINVAL (amdgpu_amdkfd_gpuvm_acquire_process_vm); the one acquired before
+        again is 0."""
+        try:
+            render = self.kfd.hal.device(a.drm_fd)
+        except OSError:
+            render = None
+        n = self.kfd.node(a.gpu_id, "ACQUIRE_VM")
+        if not isinstance(render, RenderFile) or render.kfd is not self.kfd or render.node is not n:
+            raise fail(errno.EINVAL, f"ACQUIRE_VM: drm_fd {a.drm_fd} is not an open render node of gpu_id "
+                                     f"{a.gpu_id:#x}")
+        if self.kfd.vms.get(a.gpu_id) is render:
+            return
+        if render.vm is not None:
+            raise fail(errno.EINVAL, f"ACQUIRE_VM: the VM of drm_fd {a.drm_fd} is already a compute VM")
+        render.vm = a.gpu_id
+        self.kfd.vms[a.gpu_id] = render
 
     def apertures(self, a) -> None:
+        nodes = self.kfd.nodes
         if a.num_of_nodes == 0:
-            a.num_of_nodes = len(self.kfd.nodes)
+            a.num_of_nodes = len(nodes)
             return
-        out = (kfd.struct_kfd_process_device_apertures * len(self.kfd.nodes)).from_address(
-            a.kfd_process_device_apertures_ptr)
-        for slot, n in zip(out, self.kfd.nodes[: a.num_of_nodes], strict=False):
+        if a.num_of_nodes > len(nodes) + 1:  # kfd_topology_get_num_devices counts the CPU node too
+            raise fail(errno.EINVAL, f"GET_PROCESS_APERTURES_NEW: {a.num_of_nodes} nodes, the topology has "
+                                     f"{len(nodes) + 1}")
+        out = (kfd.struct_kfd_process_device_apertures * min(a.num_of_nodes, len(nodes)))()
+        for slot, n in zip(out, nodes, strict=False):
             slot.gpu_id = n.gpu_id
             slot.lds_base, slot.lds_limit = 0x1 << 48, (0x1 << 48) | 0xFFFFFFFF
             slot.scratch_base, slot.scratch_limit = 0x2 << 48, (0x2 << 48) | 0xFFFFFFFF
             slot.gpuvm_base, slot.gpuvm_limit = 0x1000000, (1 << 47) - 1
-        a.num_of_nodes = min(a.num_of_nodes, len(self.kfd.nodes))
+        a.num_of_nodes = len(out)
+        copy_to_user(a.kfd_process_device_apertures_ptr, bytes(out), "GET_PROCESS_APERTURES_NEW")
 
     def alloc(self, a) -> None:
-        self.kfd.node(a.gpu_id, "ALLOC_MEMORY_OF_GPU")
-        kind = a.flags & sum(ALLOC_KINDS)
-        if a.size == 0 or kind not in ALLOC_KINDS or a.va_addr % PAGE or a.size % PAGE:
-            raise fail(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU of {a.size:#x} bytes at {a.va_addr:#x}, flags {a.flags:#x}")
-        self.kfd.next_handle += 1  # amdkfd's are idr ids: never reused while the object lives
+        """kfd_ioctl_alloc_memory_of_gpu and amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu, in their order: EINVAL for
+        size 0, an unknown GPU, a doorbell or MMIO object of the wrong size, no memory domain or a user pointer of
+        0; ENODEV before ACQUIRE_VM; ENOMEM past the memory limits; EFAULT for user pages that are not there.
+        Nothing is left behind by a refusal."""
+        what = f"ALLOC_MEMORY_OF_GPU of {a.size:#x} bytes at {a.va_addr:#x}, flags {a.flags:#x}"
+        if a.size == 0:
+            raise fail(errno.EINVAL, what)
+        n = self.kfd.bound(a.gpu_id, what)
+        if (a.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL and a.size != DOORBELL_PAGE or
+                a.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP and not a.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL
+                and a.size != PAGE):
+            raise fail(errno.EINVAL, f"{what}: a doorbell object is {DOORBELL_PAGE:#x} bytes, an MMIO one {PAGE:#x}")
+        kind = next((k for k in ALLOC_KINDS if a.flags & k), None)
+        userptr = kind == kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+        size = page_align(a.size)
+        if kind is None or userptr and (a.mmap_offset == 0 or a.mmap_offset % PAGE) or size >= 1 << 64:
+            raise fail(errno.EINVAL, f"{what}: no memory domain, or a user pointer {a.mmap_offset:#x} off a page")
+        if userptr:
+            pin_user_pages(a.mmap_offset, size, True, what)
+        charge = self.kfd.charge(n, kind, size)
+        self.kfd.next_handle += 1  # amdkfd's are idr ids: the mock never reuses one
         handle = (a.gpu_id << 32) | self.kfd.next_handle
-        if kind == kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR:
-            if a.mmap_offset % PAGE:
-                raise fail(errno.EINVAL, f"ALLOC_MEMORY_OF_GPU: user pointer {a.mmap_offset:#x} is not page-aligned")
-            bo = BO(handle, a.gpu_id, a.va_addr, a.size, a.flags, a.mmap_offset, None)
-        else:
-            memfd = os.memfd_create(f"kfd-bo-{handle:#x}")
-            os.ftruncate(memfd, a.size)
-            address = os_mmap(0, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)
-            bo = BO(handle, a.gpu_id, a.va_addr, a.size, a.flags, address, memfd)
+        address, memfd = a.mmap_offset, None
+        if not userptr:
+            try:
+                address, memfd = self._pages(handle, size)
+            except OSError as e:
+                self.kfd.uncharge(n, charge)
+                raise fail(errno.ENOMEM, f"{what}: {e.strerror}") from None
             a.mmap_offset = handle * PAGE  # the render node's offset for it
-        self.kfd.bos[handle] = bo
+        self.kfd.bos[handle] = BO(handle, a.gpu_id, a.va_addr, size, a.flags, address, memfd, charge, self)
         a.handle = handle
 
-    def _bo(self, handle: int, what: str) -> BO:
+    @staticmethod
+    def _pages(handle: int, size: int) -> tuple[int, int]:
+        """Shared memory for an object and the mock's own mapping of it; closed again if either fails."""
+        memfd = os.memfd_create(f"kfd-bo-{handle:#x}", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(memfd, size)
+            return os_mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0), memfd
+        except OSError:
+            os.close(memfd)
+            raise
+
+    def _bo(self, handle: int, what: str, code: int = errno.EINVAL) -> BO:
+        """The object a handle names: its GPU must be the process's (EINVAL), the object that GPU's (code)."""
+        self.kfd.node(handle >> 32, what)
         if handle not in self.kfd.bos:
-            raise fail(errno.EINVAL, f"{what}: no memory object with handle {handle:#x}")
+            raise fail(code, f"{what}: no memory object with handle {handle:#x}")
         return self.kfd.bos[handle]
 
     def free(self, a) -> None:
+        """EPERM for the event page, EINVAL for an unknown handle, EBUSY while a GPU still maps it."""
+        if self.kfd.event_page is not None and a.handle == self.kfd.event_page.handle:
+            raise fail(errno.EPERM, "FREE_MEMORY_OF_GPU: the event page lives as long as the process")
         bo = self._bo(a.handle, "FREE_MEMORY_OF_GPU")
-        for gpu_id in list(bo.mapped):
-            self.kfd.node(gpu_id, "FREE_MEMORY_OF_GPU").gpu.mem.unmap(bo.va)
-        if bo.memfd is not None:
-            os_munmap(bo.address, bo.size)
-            os.close(bo.memfd)
-        del self.kfd.bos[a.handle]
+        if bo.mapped:
+            raise fail(errno.EBUSY, f"FREE_MEMORY_OF_GPU: {a.handle:#x} is still mapped on gpu_id "
+                                    f"{', '.join(f'{g:#x}' for g in sorted(bo.mapped))}")
+        self.kfd.release(bo)
 
-    def _devices(self, a, what: str) -> list[Node]:
+    def _devices(self, a, what: str) -> list[int]:
+        """The device_ids_array: EINVAL for none or n_success past it, ENOMEM for one larger than kmalloc gives,
+        EFAULT for one the caller cannot read."""
         if a.n_devices == 0 or a.n_success > a.n_devices:
             raise fail(errno.EINVAL, f"{what}: {a.n_devices} devices, {a.n_success} done")
-        ids = (ctypes.c_uint32 * a.n_devices).from_address(a.device_ids_array_ptr)
-        return [self.kfd.node(i, what) for i in ids[a.n_success:]]
+        if 4 * a.n_devices > KMALLOC_MAX_SIZE:
+            raise fail(errno.ENOMEM, f"{what}: an array of {a.n_devices} device ids")
+        return list((ctypes.c_uint32 * a.n_devices).from_buffer(
+            copy_from_user(a.device_ids_array_ptr, 4 * a.n_devices, what)))
 
     def map(self, a) -> None:
-        bo = self._bo(a.handle, "MAP_MEMORY_TO_GPU")
-        for n in self._devices(a, "MAP_MEMORY_TO_GPU"):
+        what = "MAP_MEMORY_TO_GPU"
+        ids = self._devices(a, what)
+        self.kfd.bound(a.handle >> 32, what)
+        bo = self._bo(a.handle, what, errno.ENOMEM)
+        for i in range(a.n_success, a.n_devices):
+            n = self.kfd.bound(ids[i], what)
             if n.gpu_id not in bo.mapped:
+                if bo.va % PAGE or not bo.va + bo.size <= GPUVM_SIZE:  # amdgpu_vm_bo_map's checks
+                    raise fail(errno.EINVAL, f"{what}: VA {bo.va:#x} is off a page or past the GPUVM")
                 try:
                     n.gpu.mem.map_at(bo.va, bo.array())
                 except ValueError as e:  # a VA range already mapped: amdgpu_vm_bo_map's answer
-                    raise fail(errno.EINVAL, f"MAP_MEMORY_TO_GPU: {e}") from None
+                    raise fail(errno.EINVAL, f"{what}: {e}") from None
                 bo.mapped.add(n.gpu_id)
-            a.n_success += 1
+            a.n_success = i + 1
 
     def unmap(self, a) -> None:
-        bo = self._bo(a.handle, "UNMAP_MEMORY_FROM_GPU")
-        for n in self._devices(a, "UNMAP_MEMORY_FROM_GPU"):
+        """As MAP; EBUSY while a queue's buffer is in the object (unmap_bo_from_gpuvm's queue_refcount)."""
+        what = "UNMAP_MEMORY_FROM_GPU"
+        ids = self._devices(a, what)
+        bo = self._bo(a.handle, what, errno.ENOMEM)
+        for i in range(a.n_success, a.n_devices):
+            n = self.kfd.node(ids[i], what)
+            if bo.queue_refs[n.gpu_id]:
+                raise fail(errno.EBUSY, f"{what}: a queue on gpu_id {n.gpu_id:#x} uses {a.handle:#x}")
             if n.gpu_id in bo.mapped:
-                n.gpu.mem.unmap(bo.va)
-                bo.mapped.discard(n.gpu_id)
-            a.n_success += 1
+                self.kfd.unmap(bo, n)
+            a.n_success = i + 1
 
     def create_queue(self, a) -> None:
-        n = self.kfd.node(a.gpu_id, "CREATE_QUEUE")
+        """set_queue_properties_from_user, then the GPU (EINVAL; ESRCH before ACQUIRE_VM), then the buffers."""
+        what = "CREATE_QUEUE"
         if a.queue_percentage & 0xFF > 100 or a.queue_priority > 15:
-            raise fail(errno.EINVAL, f"CREATE_QUEUE: percentage {a.queue_percentage}, priority {a.queue_priority}")
+            raise fail(errno.EINVAL, f"{what}: percentage {a.queue_percentage}, priority {a.queue_priority}")
+        if a.ring_base_address and not access_ok(a.ring_base_address, 8):
+            raise fail(errno.EFAULT, f"{what}: ring at {a.ring_base_address:#x} is outside the user address space")
         if a.ring_size & (a.ring_size - 1):
-            raise fail(errno.EINVAL, f"CREATE_QUEUE: ring size {a.ring_size:#x} is not a power of two")
+            raise fail(errno.EINVAL, f"{what}: ring size {a.ring_size:#x} is not a power of two")
+        pointers = [a.read_pointer_address, a.write_pointer_address] + [
+            p for p in (a.eop_buffer_address, a.ctx_save_restore_address) if p]
+        if not all(access_ok(p, 4) for p in pointers):
+            raise fail(errno.EFAULT, f"{what}: a buffer address is outside the user address space")
         if a.queue_type not in ENGINES:
-            raise fail(ENOTSUPP, f"CREATE_QUEUE: queue type {a.queue_type}")
+            raise fail(ENOTSUPP, f"{what}: queue type {a.queue_type} (the mock models PM4, AQL and SDMA)")
         a.ring_size = max(a.ring_size, MIN_RING)
-        self._acquire_buffers(n, a)
-        queue_id = max((q for node in self.kfd.nodes for q in node.queues), default=-1) + 1
+        n = self.kfd.bound(a.gpu_id, what, errno.ESRCH)
+        queue_id = next((q for q in range(MAX_QUEUES) if q not in self.kfd.held), None)
+        if queue_id is None:
+            raise fail(errno.ENOMEM, f"{what}: the process has {MAX_QUEUES} queues")
+        held = self._acquire_buffers(n, a)
         queue = ENGINES[a.queue_type](n.gpu, a.ring_base_address, a.ring_size, a.read_pointer_address,
                                       a.write_pointer_address, f"{ENGINES[a.queue_type].kind} queue {queue_id}")
+        for bo in held:
+            bo.queue_refs[n.gpu_id] += 1
+        self.kfd.held[queue_id] = Held(self, held)
         n.queues[queue_id] = queue
         n.scheduler.add(queue)
         a.queue_id = queue_id
         a.doorbell_offset = (MMAP_TYPE_DOORBELL << MMAP_TYPE_SHIFT | n.gpu_id << MMAP_GPU_ID_SHIFT) + 8 * queue_id
 
-    def _acquire_buffers(self, n: Node, a) -> None:
+    def _acquire_buffers(self, n: Node, a) -> list[BO]:
         """kfd_queue_acquire_buffers: each buffer of the queue is a memory object mapped on this GPU that starts at
         the buffer's page and (where a size is expected) ends where the buffer does; a compute queue's EOP buffer and
-        CWSR area are at least the node's sizes and its control stack exactly the node's; else EINVAL."""
+        CWSR area are at least the node's sizes and its control stack exactly the node's; else EINVAL. The objects,
+        which the queue holds until it is destroyed."""
+        held = []
+
         def buffer(address: int, size: int, what: str) -> None:
             bo = next((b for b in self.kfd.bos.values() if n.gpu_id in b.mapped and b.va <= address < b.va + b.size),
                       None)
@@ -356,12 +583,13 @@ class KFDFile:
                 got = f"a {bo.size:#x}-byte object at {bo.va:#x}" if bo else "nothing mapped"
                 raise fail(errno.EINVAL, f"CREATE_QUEUE: the {what} at {address:#x} needs an object of {size:#x} "
                                          f"bytes starting at its page, found {got}")
+            held.append(bo)
 
         buffer(a.write_pointer_address, PAGE, "write pointer")
         buffer(a.read_pointer_address, PAGE, "read pointer")
         buffer(a.ring_base_address, a.ring_size, "ring")
         if a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_SDMA:
-            return
+            return held
         sizes = ctx_save_restore_sizes(n.props)
         if a.eop_buffer_address:
             if a.eop_buffer_size < sizes["eop_buffer_size"]:
@@ -374,71 +602,129 @@ class KFDFile:
                                      f" and {sizes['cwsr_size']:#x}")
         area = (a.ctx_save_restore_size + sizes["debug_memory_size"]) * n.props["num_xcc"]
         buffer(a.ctx_save_restore_address, page_align(area), "CWSR area")
+        return held
 
     def destroy_queue(self, a) -> None:
-        for n in self.kfd.nodes:
-            if a.queue_id in n.queues:
-                n.scheduler.remove(n.queues.pop(a.queue_id))
-                return
-        raise fail(errno.EINVAL, f"DESTROY_QUEUE: no queue {a.queue_id}")
+        n = next((n for n in self.kfd.nodes if a.queue_id in n.queues), None)
+        if n is None:
+            raise fail(errno.EINVAL, f"DESTROY_QUEUE: no queue {a.queue_id}")
+        self.kfd.destroy_queue(n, a.queue_id)
 
     def create_event(self, a) -> None:
-        if a.event_type == kfd.KFD_IOC_EVENT_SIGNAL and self.kfd.event_page is None:
-            if not a.event_page_offset:
-                raise fail(errno.EINVAL, "CREATE_EVENT: the first signal event needs an event page")
-            self.kfd.event_page = self._bo(a.event_page_offset, "CREATE_EVENT (event page)")
-        event_id = max(self.kfd.events, default=0) + 1
-        self.kfd.events[event_id] = Event(event_id, a.event_type, bool(a.auto_reset))
-        a.event_id, a.event_slot_index = event_id, event_id
+        """kfd_ioctl_create_event: an event page handle first (EINVAL for an unknown or user-pages object or one
+        smaller than KFD_SIGNAL_EVENT_LIMIT slots), then the event. Signal (and debug) events take a slot of the
+        page (ENOSPC when none is left); any other type, known or not, is created as amdkfd creates it, with an
+        id from KFD_FIRST_NONSIGNAL_EVENT_ID. amdkfd refuses a second event page (EINVAL: one per process); the
+        mock keeps the first and ignores a later one, because the runtime gives each of its Devices a page of its
+        own and two Devices in one process are one kfd_process."""
+        what = "CREATE_EVENT"
+        if a.event_page_offset and self.kfd.event_page is None:
+            self.kfd.bound(a.event_page_offset >> 32, what)
+            page = self._bo(a.event_page_offset, f"{what} (event page)")
+            if page.memfd is None or page.size < SIGNAL_EVENT_LIMIT * 8:
+                raise fail(errno.EINVAL, f"{what}: the event page is user pages or under "
+                                         f"{SIGNAL_EVENT_LIMIT * 8} bytes")
+            self.kfd.event_page = page
+        a.event_page_offset = 0
+        events = self.kfd.events
+        if a.event_type in (kfd.KFD_IOC_EVENT_SIGNAL, kfd.KFD_IOC_EVENT_DEBUG_EVENT):
+            if self.kfd.event_page is None:
+                raise fail(errno.EINVAL, f"{what}: the first signal event needs an event page")
+            event_id = max((e for e in events if e < FIRST_NONSIGNAL_EVENT_ID), default=0) + 1
+            if event_id >= self.kfd.event_page.size // 8:
+                raise fail(errno.ENOSPC, f"{what}: every slot of the event page is taken")
+            a.event_page_offset, a.event_slot_index = MMAP_TYPE_EVENTS << MMAP_TYPE_SHIFT, event_id
+        else:
+            event_id = max((e for e in events if e >= FIRST_NONSIGNAL_EVENT_ID),
+                           default=FIRST_NONSIGNAL_EVENT_ID - 1) + 1
+        events[event_id] = Event(event_id, a.event_type, bool(a.auto_reset), owner=self)
+        a.event_id = a.event_trigger_data = event_id
 
-    def _event(self, event_id: int, what: str) -> Event:
-        if event_id not in self.kfd.events:
-            raise fail(errno.EINVAL, f"{what}: no event {event_id}")
-        return self.kfd.events[event_id]
+    def _event(self, event_id: int, what: str, cpu: bool = False) -> Event:
+        """An event of the process; EINVAL if there is none, or (cpu) it is not one the CPU may signal."""
+        ev = self.kfd.events.get(event_id)
+        if ev is None or cpu and not ev.cpu_signaled:
+            raise fail(errno.EINVAL, f"{what}: no signal event {event_id}" if cpu else f"{what}: no event {event_id}")
+        return ev
 
     def destroy_event(self, a) -> None:
         del self.kfd.events[self._event(a.event_id, "DESTROY_EVENT").event_id]
 
     def set_event(self, a) -> None:
-        self._event(a.event_id, "SET_EVENT").signaled = True
+        self._event(a.event_id, "SET_EVENT", cpu=True).signaled = True
 
     def reset_event(self, a) -> None:
-        self._event(a.event_id, "RESET_EVENT").signaled = False
+        self._event(a.event_id, "RESET_EVENT", cpu=True).signaled = False
 
     def wait_events(self, a) -> None:
-        """Run the GPUs (what the waiter waits for happens as the queues run), then report: the mock cannot make
-        progress while the caller is blocked, so an event still unsignaled is a timeout at once."""
-        data = (kfd.struct_kfd_event_data * a.num_events).from_address(a.events_ptr)
-        events = [self._event(d.event_id, "WAIT_EVENTS") for d in data]
+        """kfd_wait_on_events: ENOMEM for more waiters than kmalloc gives, EFAULT for event data the caller
+        cannot read, EINVAL for an unknown event; the result FAIL on any error. The mock cannot make progress
+        while the caller is blocked, so it runs the GPUs first (what the waiter waits for happens as the queues
+        run), then takes each event's state as amdkfd's waiters do (an auto-reset event's signal is consumed) and
+        reports: an event still unsignaled is a timeout at once."""
+        what = "WAIT_EVENTS"
+        a.wait_result = kfd.KFD_IOC_WAIT_RESULT_FAIL
+        size = ctypes.sizeof(kfd.struct_kfd_event_data)
+        if a.num_events * EVENT_WAITER_SIZE > KMALLOC_MAX_SIZE:
+            raise fail(errno.ENOMEM, f"{what}: {a.num_events} events")
+        events = []
+        for i in range(a.num_events):  # each event's data read, then looked up, in turn
+            data = kfd.struct_kfd_event_data.from_buffer(copy_from_user(a.events_ptr + size * i, size, what))
+            events.append(self._event(data.event_id, what))
         self.kfd.run()
-        done = [e.signaled for e in events]
-        if all(done) if a.wait_for_all else any(done):
-            for d, e in zip(data, events, strict=True):
-                if e.signaled and e.data is not None:
-                    d.memory_exception_data = e.data
-                if e.signaled and e.auto_reset:
-                    e.signaled = False
-            a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE
-        else:
+        activated = []
+        for e in events:
+            activated.append(e.signaled)
+            e.signaled = e.signaled and not e.auto_reset
+        if a.num_events and not (all(activated) if a.wait_for_all else any(activated)):
             a.wait_result = kfd.KFD_IOC_WAIT_RESULT_TIMEOUT
+            return
+        for i, (e, on) in enumerate(zip(events, activated, strict=True)):
+            if on and e.data is not None:  # copy_signaled_event_data
+                copy_to_user(a.events_ptr + size * i + kfd.struct_kfd_event_data.memory_exception_data.offset,
+                             bytes(e.data), what)
+        a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE
 
     def clock_counters(self, a) -> None:
-        n = self.kfd.node(a.gpu_id, "GET_CLOCK_COUNTERS")
-        a.gpu_clock_counter = n.gpu.timestamp()
+        """Never fails: a gpu_id the process lacks reads a GPU clock of 0 (a node without a GPU)."""
+        n = next((n for n in self.kfd.nodes if n.gpu_id == a.gpu_id), None)
+        a.gpu_clock_counter = n.gpu.timestamp() if n else 0
         a.cpu_clock_counter = a.system_clock_counter = time.monotonic_ns()
         a.system_clock_freq = 1_000_000_000
 
+    def memory_policy(self, a) -> None:
+        policies = (kfd.KFD_IOC_CACHE_POLICY_COHERENT, kfd.KFD_IOC_CACHE_POLICY_NONCOHERENT)
+        if a.default_policy not in policies or a.alternate_policy not in policies:
+            raise fail(errno.EINVAL, f"SET_MEMORY_POLICY: policies {a.default_policy}, {a.alternate_policy}")
+        self.kfd.bound(a.gpu_id, "SET_MEMORY_POLICY", errno.ESRCH)
+
+    def scratch_backing_va(self, a) -> None:
+        self.kfd.bound(a.gpu_id, "SET_SCRATCH_BACKING_VA")
+
+    def xnack_mode(self, a) -> None:
+        """XNACK stays off (the mock GPUs do not retry faults): asking for it is EPERM, changing anything with
+        queues alive EBUSY, a negative value reads the mode."""
+        if a.xnack_enabled < 0:
+            a.xnack_enabled = 0
+        elif self.kfd.held:
+            raise fail(errno.EBUSY, "SET_XNACK_MODE: the process has queues")
+        elif a.xnack_enabled:
+            raise fail(errno.EPERM, "SET_XNACK_MODE: the mock GPUs do not support XNACK")
+
     # ---- mmaps ----------------------------------------------------------------------------------------------------
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
-        if offset >> MMAP_TYPE_SHIFT == MMAP_TYPE_EVENTS and self.kfd.event_page is not None:
-            page = self.kfd.event_page
-            return os_mmap(address, length, prot, flags | MAP_SHARED, page.memfd, 0) if page.memfd is not None \
-                else page.address
-        raise fail(errno.EINVAL, f"/dev/kfd mmap at offset {offset:#x}: doorbells are MMIO (hal.mmio)")
+        """The event page (kfd_event_mmap: at most the KFD_SIGNAL_EVENT_LIMIT slots, EINVAL before one is set)."""
+        if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_EVENTS:
+            raise fail(errno.EINVAL, f"/dev/kfd mmap at offset {offset:#x}: doorbells are MMIO (hal.mmio)")
+        page = self.kfd.event_page
+        if page is None or length > SIGNAL_EVENT_LIMIT * 8:
+            raise fail(errno.EINVAL, f"/dev/kfd event page mmap of {length:#x} bytes")
+        return os_mmap(address, length, prot, flags | MAP_SHARED, page.memfd, 0)
 
     def mmio(self, length: int, offset: int, width: int) -> CallbackMMIO:
-        if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_DOORBELL:
-            raise fail(errno.EINVAL, f"/dev/kfd MMIO at offset {offset:#x}")
+        """The process's doorbell page of a GPU (kfd_doorbell_mmap: the whole page or EINVAL)."""
+        if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_DOORBELL or length != DOORBELL_PAGE:
+            raise fail(errno.EINVAL, f"/dev/kfd MMIO of {length:#x} bytes at offset {offset:#x}")
         self.kfd.node((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF, "doorbell mmap")
         values: dict[int, int] = {}
 
@@ -446,4 +732,3 @@ class KFDFile:
             values[index] = value
             self.kfd.run()
         return CallbackMMIO(lambda index: values.get(index, 0), write)
-

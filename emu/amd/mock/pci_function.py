@@ -6,11 +6,12 @@ answers nothing: Unplugged to the USB bridge, all ones to native reads."""
 from __future__ import annotations
 
 import errno
+import os
 import struct
 
 from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock.pcie import UR, CompletionError, Unplugged
-from usergpu.hostmem import MAP_SHARED, MMIO, CallbackMMIO, os_mmap
+from usergpu.hostmem import MAP_SHARED, MMIO, PAGE, CallbackMMIO, os_mmap
 
 BUS, DEVFN = 1, 0  # where the function sits behind a bridge
 
@@ -102,34 +103,80 @@ class PCIFunction:
                     return n, address - base
         raise CompletionError(UR, f"no BAR decodes address {address:#x}")
 
+def config_read(board: PCIFunction, length: int, offset: int) -> bytes:
+    """Bytes of config space, dword by dword; a function that lost power reads all ones. The caller bounds the
+    range."""
+    out = b""
+    for at in range(offset & ~3, offset + length, 4):
+        try:
+            word = board.config_read(BUS, DEVFN, at)
+        except Unplugged:
+            word = 0xFFFFFFFF
+        out += word.to_bytes(4, "little")
+    return out[offset & 3 : (offset & 3) + length]
+
+
+def config_write(board: PCIFunction, data: bytes, offset: int) -> int:
+    """Bytes into config space as dword writes with byte enables; lost on a function that lost power."""
+    for at in range(offset & ~3, offset + len(data), 4):
+        lanes = [i for i in range(4) if offset <= at + i < offset + len(data)]
+        value = sum(data[at + i - offset] << (8 * i) for i in lanes)
+        try:
+            board.config_write(BUS, DEVFN, at, value, sum(1 << i for i in lanes))
+        except Unplugged:
+            pass
+    return len(data)
+
+
+def fail(code: int, what: str) -> OSError:
+    return OSError(code, f"{what}: {os.strerror(code)}")
+
+
 class SysfsFile:
-    """A device file of the native mock function: `config` (pread/pwrite) or `resource<N>` (an MMIO view)."""
+    """A device file of the native mock function: `config` (pread/pwrite, as a sysfs binary attribute of the
+    config space's size) or `resource<N>` (mmap / an MMIO view of the BAR, which pci_mmap_fits bounds; a memory
+    BAR's file has no read or write)."""
 
     def __init__(self, board: PCIFunction, bar: int | None = None):
         self.board, self.bar = board, bar
 
+    def _size(self) -> int:
+        """The attribute's size: the config space's, or the BAR's."""
+        return len(self.board.config) if self.bar is None else self.board.bars.get(self.bar, (0, 0))[1]
+
     def pread(self, length: int, offset: int) -> bytes:
-        out = b""
-        for at in range(offset & ~3, offset + length, 4):
-            try:
-                word = self.board.config_read(BUS, DEVFN, at)
-            except Unplugged:
-                word = 0xFFFFFFFF
-            out += word.to_bytes(4, "little")
-        return out[offset & 3 : (offset & 3) + length]
+        """sysfs_kf_bin_read: at most a page a call (kernfs), nothing at or past the end, EIO for a resource file
+        (no read)."""
+        size = self._size()
+        length = min(length, PAGE, max(size - offset, 0))
+        if length == 0:
+            return b""
+        if self.bar is not None:
+            raise fail(errno.EIO, f"resource{self.bar} has no read (a memory BAR): map it")
+        return config_read(self.board, length, offset)
 
     def pwrite(self, data: bytes, offset: int) -> int:
-        start = offset & ~3
-        for at in range(start, offset + len(data), 4):
-            lanes = [i for i in range(4) if offset <= at + i < offset + len(data)]
-            value = sum(data[at + i - offset] << (8 * i) for i in lanes)
-            try:
-                self.board.config_write(BUS, DEVFN, at, value, sum(1 << i for i in lanes))
-            except Unplugged:
-                pass
-        return len(data)
+        """sysfs_kf_bin_write: EFBIG at or past the end, at most a page a call and up to the end, EIO for a
+        resource file (no write)."""
+        size = self._size()
+        if offset >= size:
+            raise fail(errno.EFBIG, f"write at {offset:#x}, past the file's {size:#x} bytes")
+        data = data[: min(PAGE, size - offset)]
+        if not data:
+            return 0
+        if self.bar is not None:
+            raise fail(errno.EIO, f"resource{self.bar} has no write (a memory BAR): map it")
+        return config_write(self.board, data, offset)
+
+    def _fits(self, length: int, offset: int) -> int:
+        """pci_mmap_fits: the BAR's size, if [offset, offset + length) lies in it; EINVAL otherwise."""
+        size = self.board.bars.get(self.bar, (0, 0))[1] if self.bar is not None else 0
+        if not size or offset + length > size:
+            raise fail(errno.EINVAL, f"mmap of {length:#x} bytes at {offset:#x}: BAR {self.bar} has {size:#x}")
+        return size
 
     def mmio(self, length: int, offset: int, width: int) -> MMIO:
+        self._fits(length, offset)
         memory = self.board.bar_memory(self.bar)
         if memory is not None:  # plain memory (VRAM): mapped as it is
             return MMIO(memory + offset, length, width)
@@ -149,16 +196,15 @@ class SysfsFile:
 
         return CallbackMMIO(read, write)
 
-    def ioctl(self, request: int, arg) -> None:
-        raise OSError(errno.ENOTTY, "a sysfs PCI file has no ioctls")
+    def ioctl(self, request: int, arg: int) -> None:
+        raise fail(errno.ENOTTY, "a sysfs PCI file has no ioctls")
 
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
         """A part of a BAR that is plain memory (VRAM), mapped where asked; registers are MMIO views only."""
-        fd = self.board.bar_fd(self.bar) if self.bar is not None else None
+        self._fits(length, offset)
+        fd = self.board.bar_fd(self.bar)
         if fd is None:
-            raise OSError(errno.EINVAL, "the mock maps register BARs as MMIO views only")
-        if offset + length > self.board.bars[self.bar][1]:
-            raise OSError(errno.EINVAL, f"mmap of {length:#x} bytes at {offset:#x} runs past BAR {self.bar}")
+            raise fail(errno.EINVAL, "the mock maps register BARs as MMIO views only")
         return os_mmap(address, length, prot, flags | MAP_SHARED, fd, offset)
 
 

@@ -91,9 +91,9 @@ class CommandProcessor:
         return True
 
     def _dispatch_direct(self, body: np.ndarray, depth: int) -> bool:
-        self.gpu.regs["COMPUTE_DISPATCH_INITIATOR"] = int(body[3])
-        self.gpu.dispatch(self.gpu.regs, (int(body[0]), int(body[1]), int(body[2])))
-        return True
+        if self.queue.running is None:
+            self.gpu.regs["COMPUTE_DISPATCH_INITIATOR"] = int(body[3])
+        return self.queue.run_dispatch(self.gpu.regs, (int(body[0]), int(body[1]), int(body[2])))
 
     def _release_mem(self, body: np.ndarray, depth: int) -> bool:
         data_sel, int_sel = int(body[1]) >> 29 & 7, int(body[1]) >> 24 & 7

@@ -34,6 +34,7 @@ Fault injection (MOCKFLASH_FAULT) is documented at `parse_faults`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import mmap
 import os
@@ -184,24 +185,38 @@ class SPIFlash:
     def __init__(self, path: str | os.PathLike, fault: str = ""):
         self.path = os.fspath(path)
         self._faults = parse_faults(fault)
-        if not os.path.exists(self.path):
-            self._create(self.path)
-        with open(self.path, "r+b") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size != SIZE:
-                raise Error(f"{self.path}: the SPI flash image is {size} bytes, expected {SIZE}")
-            self._map = mmap.mmap(file.fileno(), SIZE)
+        try:
+            self._map = self._open(self.path)
+            self._nonvolatile = self._load_status()
+            if self._faults.cmp:
+                self._nonvolatile[1] |= SR2_CMP
+                self._save_status()
+        except OSError as e:
+            raise Error(f"{e.filename or self.path}: {e.strerror or e}: the SPI flash model keeps its array in a "
+                        f"{SIZE}-byte file it reads and writes (made if missing) and its status registers beside it "
+                        f"(.sr)") from None
         self._array = np.frombuffer(self._map, dtype=np.uint8)
-        self._nonvolatile = self._load_status()
-        if self._faults.cmp:
-            self._nonvolatile[1] |= SR2_CMP
-            self._save_status()
         self._status = list(self._nonvolatile)  # what the chip uses: differs after a volatile write
         self._wel = False
         self._volatile_enable = False  # 50h arms the next command only
         self._busy_until = 0.0
         self._deep_power_down = False
         self._power_lost = ""
+
+    @classmethod
+    def _open(cls, path: str) -> mmap.mmap:
+        """The image at path mapped shared, made first if missing."""
+        if not os.path.exists(path):
+            folder = os.path.dirname(os.path.abspath(path))
+            if os.path.exists(folder) and not os.path.isdir(folder):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder)
+            os.makedirs(folder, exist_ok=True)
+            cls._create(path)
+        with open(path, "r+b") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size != SIZE:
+                raise Error(f"{path}: the SPI flash image is {size} bytes, expected {SIZE}")
+            return mmap.mmap(file.fileno(), SIZE)
 
     @staticmethod
     def _create(path: str) -> None:

@@ -1,6 +1,7 @@
 """SQTT (SQ thread trace): decode and encode the token stream AMD GPUs write, and map it onto a program.
 
     packets = sqtt.decode(blob)                         # format from the stream's LAYOUT_HEADER (or arch=)
+    packets.truncated                                   # where the buffer ended mid-token (None: on a boundary)
     blob = sqtt.encode(packets, "gfx1100")              # the inverse, for layouts 3 and 4 (and gfx9)
     insts = sqtt.wave_instructions(blob, elf, "gfx1100", base)  # what each traced wave executed, when
 
@@ -21,9 +22,9 @@ tables.py holds one table per format (kind, match bits, size, fields) that drive
 """
 
 from usergpu.emu.amd.sqtt.codec import decode, encode, layout_of
-from usergpu.emu.amd.sqtt.packet import Packet, SQTTError
+from usergpu.emu.amd.sqtt.packet import Packet, Packets, SQTTError, Truncated
 from usergpu.emu.amd.sqtt.tables import LAYOUTS, Layout, Token, inst_op
 from usergpu.emu.amd.sqtt.waves import WaveInst, wave_instructions
 
-__all__ = ["LAYOUTS", "Layout", "Packet", "SQTTError", "Token", "WaveInst", "decode", "encode", "inst_op", "layout_of",
-           "wave_instructions"]
+__all__ = ["LAYOUTS", "Layout", "Packet", "Packets", "SQTTError", "Token", "Truncated", "WaveInst", "decode", "encode",
+           "inst_op", "layout_of", "wave_instructions"]

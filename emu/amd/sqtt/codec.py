@@ -5,7 +5,8 @@ row, the row gives its length. gfx9 streams are 16-bit words, the low nibble of 
 Time: every timed token adds its delta field to a running clock (TS_DELTA_SHORT adds delta + 4, the long
 TS_DELTA_OR_MARK only when its rt bit is clear; gfx9 deltas count 4 cycles, and a gfx9 MISC TIME_RESET
 re-bases the clock on the next CDNA_TIMESTAMP), as rocprof-trace-decoder's token generators do. Decoding is
-causal: a packet's fields and time depend only on the bytes up to its end.
+causal: a packet's fields and time depend only on the bytes up to its end. A buffer that ends inside a token
+(the hardware stops writing mid-token) is marked, not refused: `truncated` of the result says where.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from collections.abc import Iterable
 from functools import cache
 
-from usergpu.emu.amd.sqtt.packet import Packet, SQTTError
+from usergpu.emu.amd.sqtt.packet import Packet, Packets, SQTTError, Truncated
 from usergpu.emu.amd.sqtt.tables import (
     BY_VERSION,
     DELTA,
@@ -61,16 +62,17 @@ def _detect(blob: bytes, arch: str | None) -> tuple[Layout, bool]:
     return layout, header
 
 
-def decode(blob: bytes, arch: str | None = None, *, strict: bool = True) -> list[Packet]:
-    """Every packet of an SQTT buffer, in stream order, with absolute times in shader cycles.
+def decode(blob: bytes, arch: str | None = None, *, strict: bool = False) -> Packets:
+    """Every whole packet of an SQTT buffer, in stream order, with absolute times in shader cycles.
 
     The format comes from the stream's LAYOUT_HEADER, or from arch (gfx1100, gfx1200, gfx942, gfx950, ...).
-    A damaged stream raises SQTTError holding the packets before the damage. A token cut off by the end of
-    the buffer is damage too, unless strict=False: hardware buffers can end inside a token, and lenient
-    decoding then returns the packets before it."""
+    A damaged stream (an unknown token, a contradicting header) raises SQTTError holding the packets before
+    the damage. A hardware buffer normally ends inside a token, where the hardware stopped writing: the
+    result's `truncated` then says which token, where and how many bits were left; strict=True makes that
+    an SQTTError too."""
     blob = bytes(blob)
     layout, header = _detect(blob, arch)
-    packets: list[Packet] = []
+    packets = Packets()
     collecting = gc.isenabled()
     gc.disable()  # millions of small packets would set the cyclic collector scanning them over and over
     try:
@@ -97,7 +99,14 @@ def _rows(name: str) -> list[tuple | None]:
             for t in layout.dispatch]
 
 
-def _decode_nibbles(blob: bytes, layout: Layout, strict: bool, out: list[Packet]) -> None:
+def _cut(out: Packets, strict: bool, kind: str, offset: int, size: int, bits: int) -> None:
+    """The buffer ended inside a token: mark the result, or with strict raise."""
+    out.truncated = Truncated(kind, offset, size, bits)
+    if strict:
+        raise SQTTError(str(out.truncated), offset, out)
+
+
+def _decode_nibbles(blob: bytes, layout: Layout, strict: bool, out: Packets) -> None:
     rows = _rows(layout.name)
     header_kind, version, extended, nop = "LAYOUT_HEADER", layout.version, layout.extended, layout.by_kind["NOP"]
     new, P, append = tuple.__new__, Packet, out.append
@@ -122,10 +131,8 @@ def _decode_nibbles(blob: bytes, layout: Layout, strict: bool, out: list[Packet]
             wbits -= run << 2
             pos += run
             continue
-        if size > wbits or (wbits < 8 and token.bits > wbits):
-            if strict:
-                raise SQTTError(f"{kind} token ({size} bits) cut off by the end of the buffer", pos, out)
-            return
+        if size > wbits or (wbits < 8 and token.bits > wbits):  # (too few bits left to even tell the token)
+            return _cut(out, strict, kind, pos, size, wbits)
         raw = win & mask
         win >>= size
         wbits -= size
@@ -141,9 +148,7 @@ def _decode_nibbles(blob: bytes, layout: Layout, strict: bool, out: list[Packet]
             raise SQTTError(f"LAYOUT_HEADER of layout {(raw >> 7) & 0x3F} inside a layout {version} stream", pos, out)
         if ext and win & 1:  # a gfx12 wave start carries 8 more bits when the next bit 0 is set
             if wbits < 8:
-                if strict:
-                    raise SQTTError(f"{kind} extension cut off by the end of the buffer", pos, out)
-                return
+                return _cut(out, strict, kind, pos, size + 8, size + wbits)
             raw |= (win & 0xFF) << size
             tid = extended[kind].id
             size += 8
@@ -153,7 +158,7 @@ def _decode_nibbles(blob: bytes, layout: Layout, strict: bool, out: list[Packet]
         pos += size >> 2
 
 
-def _decode_words(blob: bytes, header: bool, strict: bool, out: list[Packet]) -> None:
+def _decode_words(blob: bytes, header: bool, strict: bool, out: Packets) -> None:
     rows = _rows(GFX9.name)
     misc, stamp = GFX9.by_kind["CDNA_MISC"], GFX9.by_kind["CDNA_TIMESTAMP"]
     new, P, append, nonzero = tuple.__new__, Packet, out.append, _NONZERO.search
@@ -165,9 +170,7 @@ def _decode_words(blob: bytes, header: bool, strict: bool, out: list[Packet]) ->
     while pos < nbytes:
         kind, size, dmask, token, tid = rows[blob[pos] & 15]
         if pos + size > nbytes:
-            if strict:
-                raise SQTTError(f"{kind} token ({size * 8} bits) cut off by the end of the buffer", 2 * pos, out)
-            return
+            return _cut(out, strict, kind, 2 * pos, size * 8, (nbytes - pos) * 8)
         if size == 2:
             raw = blob[pos] | blob[pos + 1] << 8
             if not raw:  # runs of zero words (idle MISC tokens) go in one step

@@ -1,7 +1,9 @@
-"""Packet (one decoded SQTT token) and SQTTError (a stream that is damaged, with what decoded before it)."""
+"""Packet (one decoded SQTT token), Packets (what decode returns: the packets, and where the buffer was cut off)
+and SQTTError (a stream that is damaged, with what decoded before it)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
@@ -74,6 +76,31 @@ class Packet(tuple):
 
     def __reduce__(self):
         return Packet, (self[0], self.fields, self[1], self[2])
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """Where a buffer ends inside a token (where the hardware stopped writing): the token it starts, where, how
+    long it is and how many of its bits the buffer still holds."""
+
+    kind: str  # the token the leftover bits start
+    offset: int  # where it starts, in nibbles from the blob's start (the end of the last whole packet)
+    size: int  # its length in bits
+    bits: int  # the bits left in the buffer from offset on (fewer than size)
+
+    @property
+    def byte(self) -> int:
+        return self.offset // 2
+
+    def __str__(self) -> str:
+        return f"{self.kind} token ({self.size} bits) cut off by the end of the buffer ({self.bits} bits left)"
+
+
+class Packets(list):
+    """decode()'s packets, in stream order; `.truncated` says where the buffer ended inside a token (a Truncated),
+    None when it ends on a token boundary. Compares as the list it is."""
+
+    truncated: Truncated | None = None
 
 
 class SQTTError(Error):

@@ -111,7 +111,7 @@ def wave_instructions(blob: bytes, code_object: bytes, arch: str, base: int | No
     base is the GPU address the code object was loaded at (ELF address 0); with it, the dispatch's entry address
     the trace records picks the kernel, else the code object must hold one kernel. A trace that does not fit the
     program (a branch token on a non-branch, a pc leaving .text) raises SQTTError."""
-    packets = decode(blob, arch, strict=False)
+    packets = decode(blob, arch)  # a buffer cut off mid-token maps as far as its whole packets go
     program = _Program(code_object, arch)
     if not packets or packets[0].kind != "LAYOUT_HEADER":
         raise SQTTError("no LAYOUT_HEADER, so no traced unit", 0, packets)

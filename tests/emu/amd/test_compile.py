@@ -1,16 +1,19 @@
-"""compile_opencl: the kernel corpus builds for every arch, and failures are typed and carry the tools' words."""
+"""compile_opencl: the kernel corpus builds for every arch, OpenCL C's built-in functions link from libclc when a
+kernel calls them (and only then), and failures are typed and carry the tools' words."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+import tempfile
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-from usergpu.emu.amd.codeobj import CompileError, compile_opencl, parse
+from usergpu.emu.amd.codeobj import CompileError, compile_opencl, libclc, parse
+from usergpu.emu.amd.codeobj.compile import undefined_symbols
 from usergpu.errors import ToolchainError
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -82,11 +85,63 @@ def test_syntax_error_carries_clang_diagnostics():
     assert e.value.arch == "gfx1100" and e.value.tool == "clang-22" and "expected ';'" in e.value.diagnostics
 
 
-def test_opencl_library_functions_are_undefined():
+STD_SRC = """
+__kernel void k(__global float *a, __local float *t) {
+  t[get_local_id(0)] = sqrt(a[get_global_id(0)]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  a[get_global_id(0)] = exp(t[get_local_size(0) - 1 - get_local_id(0)]);
+}
+"""
+needs_libclc = pytest.mark.skipif(not libclc.LIBCLC.is_file(), reason=f"needs the Debian package {libclc.PACKAGE}")
+
+
+@needs_libclc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_opencl_builtins_link_from_libclc_and_leave_nothing_behind(arch):
+    co = parse(compile_opencl(STD_SRC, arch))
+    assert set(co.kernels) == {"k"}
+    functions = {s.name for s in co.symbols if s.type == "FUNC"}
+    assert functions == {"k", "__clang_ocl_kern_imp_k"}, functions  # libclc's functions were inlined, internal
+
+
+def test_missing_libclc_is_a_toolchain_error_naming_the_package(monkeypatch, tmp_path):
+    monkeypatch.setattr(libclc, "LIBCLC", tmp_path / "amdgcn-amd-amdhsa.bc")
+    with pytest.raises(ToolchainError) as e:
+        compile_opencl(STD_SRC, "gfx1100")
+    msg = str(e.value)
+    assert "install the Debian package libclc-22" in msg and "amdgcn-amd-amdhsa.bc is missing" in msg
+    assert msg.startswith("the kernel calls ") and {"get_global_id", "get_local_id", "barrier", "exp"} <= set(
+        re.findall(r"\w+", msg.split(":")[0])), msg
+
+
+def test_builtin_only_kernels_need_no_libclc_and_compile_as_before(monkeypatch, tmp_path):
+    with_libclc = build("memory.cl", "gfx1100")
+    monkeypatch.setattr(libclc, "LIBCLC", tmp_path / "amdgcn-amd-amdhsa.bc")
+    assert compile_opencl((KERNELS / "memory.cl").read_text(), "gfx1100", ["-I", str(KERNELS)]) == with_libclc
+
+
+@needs_libclc
+def test_a_function_libclc_does_not_define_stays_undefined():
+    src = "void nope(void);\n__kernel void k(__global int *a) { nope(); a[get_global_id(0)] = 1; }"
     with pytest.raises(CompileError) as e:
-        compile_opencl("__kernel void k(__global int *a) { a[get_global_id(0)] = 1; }", "gfx942")
-    assert e.value.tool == "ld.lld-22"
-    assert "undefined" in str(e.value) and "get_global_id" in str(e.value) and "no device library" in str(e.value)
+        compile_opencl(src, "gfx942")
+    assert e.value.tool == "ld.lld-22" and "undefined hidden symbol: nope" in str(e.value)
+    assert "not OpenCL C built-ins it defines" in str(e.value) and "get_global_id" not in e.value.diagnostics
+
+
+def test_undefined_symbols_are_named_as_the_source_does():
+    obj_src = "void helper(int);\n__kernel void k(__global int *a) { helper(get_global_id(0)); barrier(1); }"
+    with tempfile.TemporaryDirectory() as tmp:
+        obj = Path(tmp, "k.o")
+        subprocess.run(["clang-22", "-x", "cl", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-nogpulib", "-O2",
+                        "-c", "-", "-o", str(obj)], input=obj_src, text=True, check=True)
+        assert sorted(undefined_symbols(obj.read_bytes())) == ["barrier", "get_global_id", "helper"]
+
+
+@pytest.mark.parametrize(("options", "version"), [([], 6), (["-mcode-object-version=4"], 4),
+                                                  (["-mcode-object-version=4", "-mcode-object-version=5"], 5)])
+def test_code_object_version_of_the_options(options, version):
+    assert libclc.code_object_version(options) == version
 
 
 def test_unknown_arch():

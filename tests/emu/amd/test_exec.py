@@ -119,3 +119,11 @@ def test_buffer_resources_bound_accesses_like_hardware():
     np.testing.assert_array_equal(dst[16:], 0)  # past the 16 records: dropped
     np.testing.assert_array_equal(w.v[2, 0, :16], np.arange(1, 17))  # the atomic returned the old values
     assert list(w.s[0:3, 0]) == [2, 3, 39]
+
+
+def test_a_jump_out_of_the_code_is_an_instruction_fetch_fault():
+    from exec_harness import execute
+
+    with pytest.raises(GPUFault) as e:  # s_setpc to 64 KiB past the code: nothing is mapped there
+        execute("s_mov_b32 s0, 0x10000\ns_mov_b32 s1, 0\ns_setpc_b64 s[0:1]", "gfx1100")
+    assert (e.value.access, e.value.address, e.value.pc, e.value.why) == ("execute", 0x10000, 0x10000, "not mapped")

@@ -114,3 +114,20 @@ def test_requests_nothing_decodes_are_unsupported(board):
     board.dead = True
     with pytest.raises(Unplugged):
         board.mem_read(BAR5)
+
+
+def test_two_boards_share_no_state(tmp_path):
+    """Boards on different images: a power loss on one leaves the other answering with its own flash."""
+    a = Navi31Board(tmp_path / "a.bin", fault="power-loss:erase:sector=0", gated=False)
+    b = Navi31Board(tmp_path / "b.bin", fault="", gated=False)
+    spi_send(b, 0x06)
+    spi_send(b, 0x20, 0x1000)  # erase sector 1 of b only
+    spi_send(a, 0x06)
+    with pytest.raises(Unplugged):
+        spi_send(a, 0x20, 0)
+    assert a.dead and not b.dead
+    spi_read(b, 0x03, 0x1000, 16)  # each read shows the previous one's data
+    assert spi_read(b, 0x03, 0, 16) == b"\xff" * 16
+    assert spi_read(b, 0x03, 0, 16) == default_image()[:16]
+    b.close()
+    a.close()

@@ -400,3 +400,54 @@ def test_wrong_size_file(path):
         SPIFlash(path)
     message = str(caught.value)
     assert str(path) in message and "4096" in message and "2097152" in message
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """A flash image the file system refuses to change (chattr +i), removed from it afterwards."""
+    import subprocess
+
+    image = tmp_path / "immutable.bin"
+    image.write_bytes(default_image())
+    if subprocess.run(["chattr", "+i", str(image)], capture_output=True).returncode:
+        pytest.skip("chattr +i needs root and a file system with the immutable flag")
+    yield image
+    subprocess.run(["chattr", "-i", str(image)], check=True)
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda t: t / "dir", "Is a directory"),
+    (lambda t: t / "file.bin" / "flash.bin", "Not a directory"),
+])
+def test_a_path_that_cannot_hold_an_image_is_an_error(tmp_path, make, says):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file.bin").write_bytes(b"")
+    path = make(tmp_path)
+    with pytest.raises(Error, match=says) as caught:
+        SPIFlash(path)
+    assert str(tmp_path) in str(caught.value) and "2097152-byte file" in str(caught.value)
+
+
+def test_an_immutable_image_is_an_error(immutable):
+    with pytest.raises(Error, match="Operation not permitted") as caught:
+        SPIFlash(immutable)
+    assert str(immutable) in str(caught.value)
+
+
+def test_a_missing_folder_is_made(tmp_path):
+    with SPIFlash(tmp_path / "a" / "b" / "rom.bin") as flash:
+        assert read(flash, 0, 4) == bytes.fromhex("aa55aa55")
+
+
+def test_two_images_share_no_state(tmp_path):
+    """A power cut on one chip leaves another on a different image answering, with its own array and status."""
+    with SPIFlash(tmp_path / "a.bin", fault="power-loss:erase:sector=0") as a, \
+            SPIFlash(tmp_path / "b.bin", fault="cmp") as b:
+        wren(a)
+        with pytest.raises(PowerLoss):
+            a.transfer(b"\x20" + addr(0), 0)
+        assert sr(b, 0x35) == CMP and read(b, 0, 8) == default_image()[:8]
+        write_status(b, 0, 0)
+        erase(b, 0x20, 0x1000)
+        assert read(b, 0x1000, 4) == b"\xff" * 4
+    assert (tmp_path / "a.bin").read_bytes()[0x1000:0x2000] == default_image()[0x1000:0x2000]

@@ -5,6 +5,7 @@ will write them; traces that contradict the program raise SQTTError."""
 from __future__ import annotations
 
 import collections
+import random
 
 import pytest
 
@@ -144,3 +145,16 @@ def test_trace_that_contradicts_the_program(captures):
         wave_instructions(encode(early_end, "gfx1100"), co, "gfx1100")
     with pytest.raises(SQTTError, match="no LAYOUT_HEADER, so no traced unit"):
         wave_instructions(encode([("WAVESTART", {})], "gfx1100"), co, "gfx1100")
+
+
+def test_cut_buffer_maps_a_prefix_of_the_reference(mapped_blob):
+    """A real buffer cut at arbitrary bytes (where the hardware might have stopped writing) maps its whole packets:
+    the instructions are the reference inst_map's first ones, and a later cut never maps fewer."""
+    data, reference = mapped_blob.data, mapped_blob.reference["inst_map"]
+    rng = random.Random(mapped_blob.id)
+    mapped = 0
+    for cut in sorted(rng.sample(range(8, len(data)), 40)):
+        insts = wave_instructions(data[:cut], mapped_blob.code_object, mapped_blob.arch, mapped_blob.base)
+        assert [[i.wave, i.pc] for i in insts] == reference[:len(insts)], cut
+        assert len(insts) >= mapped
+        mapped = len(insts)
