@@ -108,7 +108,8 @@ class Device:
         self.queue_kind = queue
         self.timeline = Signal(self)  # the device's own: each submission bumps it
         self.timeline_value = 0
-        self._pending: list[tuple[str, str, int, dict]] = []  # launches whose timestamps are still to be read
+        self._pending: list[tuple[str, str, int, dict, int]] = []  # launches not yet read: name, queue, times, args,
+        # and the timeline value they end at
         self._spans: deque[Span] = deque(maxlen=SPANS)
         self._arena = self.memory(ARENA, "gtt")
         self._arena_next = 0

@@ -71,7 +71,9 @@ class Signals:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.stopping:  # the command is ending: a signal still on its way must not cut off its report
+        if self.stopping:  # the command is ending: a signal still on its way must not cut off its report (nor
+            for s in self.saved:  # kill the interpreter as it exits, when CPython puts its own handlers back)
+                signal.signal(s, signal.SIG_IGN)
             return
         for s, handler in self.saved.items():
             signal.signal(s, signal.SIG_DFL if handler is None else handler)
