@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import errno as errno_
 import fcntl
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -213,17 +214,22 @@ def _ioctl(dev: Device, request, arg) -> int:
                                      f"{size}")
     if size > IOCTL_BUFSZ:
         return call(request, ctypes.addressof(arg)) or 0
-    region = os_mmap(0, 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    bounce = _bounce()
+    ctypes.memset(bounce, 0, IOCTL_BUFSZ)  # nothing of an earlier call shows past the caller's bytes
+    ctypes.memmove(bounce, ctypes.addressof(arg), size)
     try:
-        os_mmap(region, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
-        bounce = region + PAGE - IOCTL_BUFSZ
-        ctypes.memmove(bounce, ctypes.addressof(arg), size)
-        try:
-            return call(request, bounce) or 0
-        finally:
-            ctypes.memmove(ctypes.addressof(arg), bounce, size)
+        return call(request, bounce) or 0
     finally:
-        os_munmap(region, 2 * PAGE)
+        ctypes.memmove(ctypes.addressof(arg), bounce, size)
+
+
+@functools.cache
+def _bounce() -> int:
+    """The ioctl copy's address: its last IOCTL_BUFSZ bytes of a page followed by an inaccessible one, made once
+    (a mock device never issues an ioctl itself, so one copy serves every call)."""
+    region = os_mmap(0, 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    os_mmap(region, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
+    return region + PAGE - IOCTL_BUFSZ
 
 
 class MockHAL(HAL):

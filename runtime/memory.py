@@ -42,16 +42,14 @@ class Buffer:
 
     def _live(self):
         if self._mem is None or self._mem.freed:
-            raise BufferError(f"{self._name()} was freed{' (its device was closed)' if self._mem else ''}: it can "
-                              "no longer be read, written or passed to a kernel")
+            closed = " (its device was closed)" if self._mem else ""
+            raise BufferError(f"buffer of {self.size} bytes was freed{closed}: it can no longer be read, written or "
+                              "passed to a kernel")
         return self._mem
 
     @property
     def va(self) -> int:
         return self.mem.va + self.offset
-
-    def _name(self) -> str:
-        return f"buffer of {self.size} bytes"
 
     def view(self) -> memoryview:
         return self.mem.view()[self.offset : self.offset + self.size]

@@ -12,6 +12,7 @@ import argparse
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -37,22 +38,24 @@ class SpecError(BadArgument):
     """An --arg, --grid or --block the command cannot read: says which and the forms it takes."""
 
 
-def spec(text: str) -> str:
-    """An --arg spec whose form is right (argparse type): a .npy file that exists, TYPE[N]:FILL of a size that can
-    be made, or TYPE=VALUE of a value the type holds."""
+def spec(text: str) -> Callable[[np.random.Generator], object]:
+    """An --arg spec, read once (argparse type): what makes its value from the seeded generator. A .npy file must
+    exist, TYPE[N]:FILL be of a size that can be made, TYPE=VALUE hold a value of its type."""
     if text.endswith(".npy"):
-        return input_file(text)
+        path = input_file(text)
+        return lambda rng: _npy(path)
     m = BUFFER.match(text)
     if m and m.group(1) in DTYPES:
+        dtype, n, fill = DTYPES[m.group(1)], int(m.group(2)), m.group(3)
         try:
-            byte_count(int(m.group(2)) * np.dtype(DTYPES[m.group(1)]).itemsize, f"{text}: a buffer of")
+            byte_count(n * np.dtype(dtype).itemsize, f"{text}: a buffer of")
         except Error as e:
             raise SpecError(str(e)) from None
-        return text
+        return lambda rng: _buffer(dtype, n, fill, rng)
     m = SCALAR.match(text)
     if m and m.group(1) in DTYPES:
-        scalar(DTYPES[m.group(1)], m.group(2), text)
-        return text
+        value = scalar(DTYPES[m.group(1)], m.group(2), text)
+        return lambda rng: value
     raise SpecError(f"{text!r}: expected TYPE[N]:random|zeros|ones|iota, FILE.npy or TYPE=VALUE "
                     f"(types: {' '.join(DTYPES)})")
 
@@ -70,22 +73,18 @@ def scalar(dtype, text: str, spec_text: str):
     return dtype(value)
 
 
-def argument(text: str, rng: np.random.Generator):
-    """A numpy array or scalar from one --arg spec (checked by spec)."""
-    if text.endswith(".npy"):
-        try:
-            return np.load(text, allow_pickle=False)
-        except (ValueError, EOFError) as e:
-            raise SpecError(f"--arg {text}: not a .npy array file ({e})") from None
-    m = BUFFER.match(text)
-    if m:
-        dtype, n, fill = DTYPES[m.group(1)], int(m.group(2)), m.group(3)
-        if fill == "random":
-            values = rng.standard_normal(n) if np.dtype(dtype).kind == "f" else rng.integers(0, 1 << 16, n)
-            return values.astype(dtype)
-        return {"zeros": np.zeros, "ones": np.ones}[fill](n, dtype) if fill != "iota" else np.arange(n).astype(dtype)
-    m = SCALAR.match(text)
-    return scalar(DTYPES[m.group(1)], m.group(2), text)
+def _npy(path: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, EOFError) as e:
+        raise SpecError(f"--arg {path}: not a .npy array file ({e})") from None
+
+
+def _buffer(dtype, n: int, fill: str, rng: np.random.Generator) -> np.ndarray:
+    if fill == "random":
+        values = rng.standard_normal(n) if np.dtype(dtype).kind == "f" else rng.integers(0, 1 << 16, n)
+        return values.astype(dtype)
+    return {"zeros": np.zeros, "ones": np.ones}[fill](n, dtype) if fill != "iota" else np.arange(n).astype(dtype)
 
 
 def dims(text: str) -> tuple[int, int, int]:
@@ -135,7 +134,7 @@ def prepare(args: argparse.Namespace):
     if kernel not in co.kernels:
         raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}")
     rng = np.random.default_rng(args.seed)
-    values = [argument(s, rng) for s in args.arg]
+    values = [make(rng) for make in args.arg]
     if args.dev.upper().startswith("MOCK") and co.arch:
         os.environ.setdefault("MOCKGPU_ARCH", co.arch)
     return co, kernel, values, args.grid, args.block

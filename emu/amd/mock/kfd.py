@@ -148,6 +148,7 @@ class Node:
         self.scheduler = Scheduler()
         self.queues: dict[int, RingQueue] = {}
         self.vram_used = 0
+
     @property
     def props(self) -> dict[str, int]:
         version, device, _, simds, cus, arrays = ARCHS[self.arch]
