@@ -56,7 +56,7 @@ venv: $(VENV)/.stamp-installed
 $(VENV)/.stamp-installed: pyproject.toml
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,tinygrad]'
 	touch $@
 
 lint: venv

@@ -8,4 +8,4 @@ SINGLE, WRITE_STREAM, READ_STREAM = 0, 1, 2  # TLP's wIndex: one TLP, or a strea
 BULK_OUT, BULK_IN = 0x02, 0x81
 MRD32, MRD64, MWR32, MWR64, CFGRD0, CFGWR0, CFGRD1, CFGWR1 = 0x00, 0x20, 0x40, 0x60, 0x04, 0x44, 0x05, 0x45
 LINK_STATUS, LINK_UP = 0xB450, 0x78  # XDATA byte that reads LINK_UP while the PCIe link is up
-XDATA_SIZE, STREAM_MAX = 0x10000, 0x10000  # bytes of XDATA; the most bytes one stream moves
+XDATA_SIZE, STREAM_MAX = 0x10000, 0x10000  # bytes of XDATA; the bytes a stream of usergpu's driver moves at most

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ctypes
 import errno as errno_
 import fcntl
-import functools
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -43,38 +43,39 @@ class HAL:
     def __init__(self, root: str | os.PathLike = "/"):
         self.root = Path(root)
 
-    def _p(self, path: str) -> Path:
+    def host_path(self, path: str) -> Path:
+        """Where a path of the machine lies on this host: beneath root."""
         return self.root / path.lstrip("/")
 
     # ---- files and sysfs ----------------------------------------------------------------------------------------
     def exists(self, path: str) -> bool:
-        return self._p(path).exists()
+        return self.host_path(path).exists()
 
     def listdir(self, path: str) -> list[str]:
         """Entries of a directory, sorted; [] if it does not exist or cannot be read."""
         try:
-            return sorted(os.listdir(self._p(path)))
+            return sorted(os.listdir(self.host_path(path)))
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return []
 
     def read_text(self, path: str) -> str | None:
         """A small file's text (sysfs attribute), or None when absent or unreadable."""
         try:
-            return self._p(path).read_text()
+            return self.host_path(path).read_text()
         except (FileNotFoundError, PermissionError, OSError):
             return None
 
     def readlink_name(self, path: str) -> str | None:
         """Last component of a symlink's target (e.g. a PCI function's bound driver), or None."""
         try:
-            return os.path.basename(os.readlink(self._p(path)))
+            return os.path.basename(os.readlink(self.host_path(path)))
         except OSError:
             return None
 
     # ---- device files -------------------------------------------------------------------------------------------
     def open(self, path: str, flags: int = os.O_RDWR | os.O_CLOEXEC) -> int:
         """A file descriptor; OSError (with its errno) when the file cannot be opened."""
-        return os.open(self._p(path), flags)
+        return os.open(self.host_path(path), flags)
 
     def close(self, fd: int) -> None:
         os.close(fd)
@@ -82,7 +83,7 @@ class HAL:
     def lock(self, path: str) -> int:
         """An exclusive lock on a file (created if needed, emptied once held), held while its descriptor is open;
         BlockingIOError if another process holds it."""
-        fd = os.open(self._p(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fd = os.open(self.host_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -223,13 +224,29 @@ def _ioctl(dev: Device, request, arg) -> int:
         ctypes.memmove(ctypes.addressof(arg), bounce, size)
 
 
-@functools.cache
+class _Copy:
+    """One thread's ioctl copy: the last IOCTL_BUFSZ bytes of a page followed by an inaccessible one, unmapped
+    when its thread ends."""
+
+    def __init__(self):
+        self.region = os_mmap(0, 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        os_mmap(self.region, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
+        self.address = self.region + PAGE - IOCTL_BUFSZ
+
+    def __del__(self):
+        os_munmap(self.region, 2 * PAGE)
+
+
+_copies = threading.local()
+
+
 def _bounce() -> int:
-    """The ioctl copy's address: its last IOCTL_BUFSZ bytes of a page followed by an inaccessible one, made once
-    (a mock device never issues an ioctl itself, so one copy serves every call)."""
-    region = os_mmap(0, 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-    os_mmap(region, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
-    return region + PAGE - IOCTL_BUFSZ
+    """The ioctl copy's address, made once per thread (a mock device never issues an ioctl itself, so one copy
+    serves every call of a thread; threads in ioctls at once, a WAIT_EVENTS and a SET_EVENT, have their own, as
+    each has its kernel stack)."""
+    if not hasattr(_copies, "copy"):
+        _copies.copy = _Copy()
+    return _copies.copy.address
 
 
 class MockHAL(HAL):

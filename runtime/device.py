@@ -4,19 +4,17 @@ mock beneath the HAL. `Device("MOCKKFD+AMD")` and `Device("KFD+AMD")` run the sa
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
 import time
 from collections import OrderedDict, deque
 
 from usergpu.drivers.amd.am.driver import AM
 from usergpu.drivers.amd.handles import Memory
 from usergpu.drivers.amd.kfd import KFD
-from usergpu.drivers.hal import HAL, MockHAL
+from usergpu.drivers.hal import HAL
+from usergpu.emu.amd.mock.machines import mock_hal
 from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
 from usergpu.errors import DeviceNotFound, Error, GPUFault, GPUHang
 from usergpu.runtime.aql import AQLQueue
@@ -32,45 +30,6 @@ ARENA = 1 << 20
 STAGING = 16 << 20  # bytes of host-visible memory a large copy goes through, chunk by chunk
 SPANS = 4096  # the launches a Device remembers for spans() (the most recent): a long run holds memory flat
 PROGRAMS = 32  # code objects a Device keeps loaded for launch (the least recently used is freed past this)
-MAX_MOCK_GPUS = 64
-_machines: dict[tuple, MockHAL] = {}  # one mock machine per (interface, arch, GPU count, MOCKPCI_DIR)
-
-
-def mock_count(count: int | None = None) -> int:
-    """How many GPUs a mock machine has: count, else MOCKGPU_COUNT (default 1), checked."""
-    text = str(count) if count is not None else os.environ.get("MOCKGPU_COUNT", "1")
-    if not text.isdigit() or not 1 <= int(text) <= MAX_MOCK_GPUS:
-        raise DeviceNotFound(f"MOCKGPU_COUNT {text!r}: a mock machine has 1..{MAX_MOCK_GPUS} GPUs")
-    return int(text)
-
-
-def mock_hal(arch: str | None = None, count: int | None = None, interface: str = "MOCKKFD+AMD") -> MockHAL:
-    """The HAL of this process's mock machine with MOCKGPU_COUNT GPUs of MOCKGPU_ARCH (made on first use): amdkfd
-    and its GPUs (MOCKKFD+AMD), or GPU boards on the PCI bus (MOCKPCI+AMD), whose state other processes share.
-    The mock KFD's sysfs tree is a temporary folder, removed when the process exits."""
-    arch = arch or os.environ.get("MOCKGPU_ARCH", "gfx1100")
-    count = mock_count(count)
-    key: tuple = (interface, arch, count)
-    if interface == "MOCKPCI+AMD":  # one HAL per machine folder: two would make two drivers of one board
-        from usergpu.emu.amd.mock.pci_machine import folder
-
-        key = (interface, arch, count, folder(arch))
-    if key not in _machines:
-        if interface == "MOCKPCI+AMD":
-            from usergpu.emu.amd.mock.pci_machine import machine
-
-            _machines[key] = machine(arch, count)
-        else:
-            from usergpu.emu.amd.mock.kfd import MockKFD
-
-            root = tempfile.mkdtemp(prefix="usergpu-mock-")
-            atexit.register(shutil.rmtree, root, ignore_errors=True)
-            hal = MockHAL(root)
-            hal.kfd = MockKFD(hal, arch, count)
-            _machines[key] = hal
-    return _machines[key]
-
-
 def parse(device: str | None) -> tuple[str, int]:
     """'MOCKKFD+AMD:1' -> ('MOCKKFD+AMD', 1); None or '' reads $DEV; 'AMD' is the first real interface."""
     device = device or os.environ.get("DEV", "AMD")

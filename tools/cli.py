@@ -1,4 +1,4 @@
-"""The `usergpu` command: usergpu [--debug] {devices,disasm,run,demo,prof,smi} ...; usergpu --version.
+"""The `usergpu` command: usergpu [--debug] {devices,disasm,run,demo,prof,smi,mock} ...; usergpu --version.
 
 It starts at once: only the subcommand given is defined in full, its module (which loads numpy, the runtime or
 the ISA tables) imported then; the others are listed by name and help line.
@@ -55,6 +55,12 @@ def _prof(sub) -> None:
     prof.add_parser(sub)
 
 
+def _mock(sub) -> None:
+    from usergpu.tools import mock
+
+    mock.add_parser(sub, COMMANDS["mock"][0])
+
+
 def _smi(sub) -> None:
     from usergpu.tools import am_smi
 
@@ -71,6 +77,7 @@ COMMANDS: dict[str, tuple[str, Callable]] = {
              "disassembled for each known ISA", _demo),
     "prof": ("profile kernels (SQTT thread traces, PMC counters) and show captures", _prof),
     "smi": ("watch the GPUs AM drives (am_smi)", _smi),
+    "mock": ("run a command (e.g. a tinygrad program) with usergpu's mock GPUs behind tinygrad's mock seam", _mock),
 }
 
 

@@ -13,7 +13,7 @@ from usergpu.drivers.hal import HAL
 
 def run(args: argparse.Namespace, hal: HAL | None = None) -> int:
     if getattr(args, "mock", False):  # the mock machine of MOCKGPU_ARCH / MOCKGPU_COUNT, found as real ones are
-        from usergpu.runtime.device import mock_hal
+        from usergpu.emu.amd.mock.machines import mock_hal
 
         hal = mock_hal()
     gpus = devices.find(hal or HAL())

@@ -15,11 +15,12 @@ def _header(path: str, package: str) -> Path:
 
 
 def _kfd() -> str:
-    h = _header("/usr/include/linux/kfd_ioctl.h", "linux-libc-dev")
+    """From linux-source-6.12's uapi header: the ABI of the amdkfd the mock models (linux-libc-dev's is older)."""
+    h, origin = toolchain.linux_file(toolchain.KFD_IOCTL)
     return cstructs.render(
         "amdkfd ioctl interface (/dev/kfd): structs, enums, constants and AMDKFD_IOC_* requests.",
         [h],
-        [f"linux-libc-dev: {h}"],
+        [origin],
         ("AMDKFD_IOC_",),
     )
 
@@ -78,7 +79,7 @@ def _amdhsa() -> str:
 
 
 MODULES: list[Module] = [
-    Module("kfd", "linux-libc-dev", _kfd),
+    Module("kfd", toolchain.LINUX_SOURCE, _kfd),
     Module("vfio", "linux-libc-dev", _vfio),
     Module("amdgpu_drm", "libdrm-dev", _amdgpu_drm),
     Module("amdhsa", "llvm-22-dev libhsa-runtime-dev", _amdhsa),

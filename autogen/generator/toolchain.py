@@ -1,5 +1,6 @@
 """Where the generator finds its real inputs: libclang 22 and its Python bindings, the C compiler,
-and the headers of Debian's packages (linux-source-6.12's amd headers are extracted to a cache).
+and the headers of Debian's packages (linux-source-6.12's amd headers and amdkfd's uapi header are
+extracted to a cache).
 
 Every missing piece is a ToolchainError naming the Debian package that provides it.
 """
@@ -59,6 +60,9 @@ LINUX_AMD_FILES = (
     "pm/swsmu/inc/smu_v14_0_2_pptable.h",
     *(f"include/asic_reg/{b}_{k}.h" for b in REG_BLOCKS for k in ("offset", "sh_mask")),
 )
+KFD_IOCTL = "include/uapi/linux/kfd_ioctl.h"  # amdkfd's ABI as 6.12 answers it (linux-libc-dev's may be older)
+# every file of linux-source-6.12 the generator reads, relative to the tree's root
+LINUX_FILES = (*(f"{AMD_DRM}/{f}" for f in LINUX_AMD_FILES), KFD_IOCTL)
 
 
 def require(path: Path, package: str) -> Path:
@@ -120,18 +124,17 @@ def clang_flags() -> list[str]:
     return [*c_flags(), "-I", str(require(CLANG_RESOURCE_INCLUDE, "libclang-common-22-dev"))]
 
 
-def linux_amd() -> Path:
-    """drivers/gpu/drm/amd of linux-source-6.12 holding LINUX_AMD_FILES, extracted once into the cache."""
+def linux_tree() -> Path:
+    """linux-source-6.12's tree holding LINUX_FILES, extracted once into the cache."""
     root = CACHE / LINUX_SOURCE
-    amd = root / AMD_DRM
-    if all((amd / f).exists() for f in LINUX_AMD_FILES):
-        return amd
+    if all((root / f).exists() for f in LINUX_FILES):
+        return root
     require(LINUX_TARBALL, LINUX_SOURCE)
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f"{LINUX_SOURCE}.lock", "w") as lock:  # parallel test workers extract once
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not all((amd / f).exists() for f in LINUX_AMD_FILES):
-            wanted = {f"{LINUX_SOURCE}/{AMD_DRM}/{f}" for f in LINUX_AMD_FILES}
+        if not all((root / f).exists() for f in LINUX_FILES):
+            wanted = {f"{LINUX_SOURCE}/{f}" for f in LINUX_FILES}
             with tempfile.TemporaryDirectory(dir=CACHE) as tmp, tarfile.open(LINUX_TARBALL) as tar:
                 members = [m for m in tar if m.name in wanted]
                 tar.extractall(tmp, members=members, filter="data")
@@ -139,15 +142,26 @@ def linux_amd() -> Path:
                     dest = CACHE / m.name
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     os.replace(Path(tmp) / m.name, dest)
-    missing = [f for f in LINUX_AMD_FILES if not (amd / f).exists()]
+    missing = [f for f in LINUX_FILES if not (root / f).exists()]
     if missing:
         raise ToolchainError(f"{LINUX_TARBALL} lacks {', '.join(missing)}")
-    return amd
+    return root
+
+
+def linux_amd() -> Path:
+    """drivers/gpu/drm/amd of the extracted tree (holding LINUX_AMD_FILES)."""
+    return linux_tree() / AMD_DRM
+
+
+def linux_file(rel: str) -> tuple[Path, str]:
+    """A file of linux-source-6.12 (relative to its root, one of LINUX_FILES), and how a banner names it (no cache
+    path)."""
+    return linux_tree() / rel, f"{LINUX_SOURCE}: {LINUX_TARBALL}: {rel}"
 
 
 def linux_header(rel: str) -> tuple[Path, str]:
-    """A header under drivers/gpu/drm/amd of linux-source-6.12, and how a banner names it (no cache path)."""
-    return linux_amd() / rel, f"{LINUX_SOURCE}: {LINUX_TARBALL}: {AMD_DRM}/{rel}"
+    """A header under drivers/gpu/drm/amd of linux-source-6.12, and how a banner names it."""
+    return linux_file(f"{AMD_DRM}/{rel}")
 
 
 def compile_and_run(source: str, lang: str = "c", flags: list[str] | None = None) -> subprocess.CompletedProcess:

@@ -6,9 +6,10 @@ The facts are the firmware's documented vendor requests (bmRequestType 0x40 OUT 
 - 0xE4 IN reads bridge XDATA (wValue address, wLength 1..255); 0xE5 OUT writes one byte (wValue address, wIndex
   the byte). The PCIe link is up while XDATA 0xB450 reads 0x78; 0xF3 OUT powers it (wValue 1 on, 0 off).
 - 0xF0 OUT issues PCIe requests: wValue = fmt_type | byte_enable << 8, wIndex = mode, data `<III` (address low,
-  address high, value or byte count); then 0xF0 IN returns 8 bytes: the completion data dword, the completion
+  address high, value or dword count); then 0xF0 IN returns 8 bytes: the completion data dword, the completion
   status in bits 5..7 of byte 4 and a return status in byte 7 (nonzero: no completion came back). Mode 0 is one
-  TLP; mode 1 streams memory writes from bulk OUT 0x02 and mode 2 memory reads to bulk IN 0x81, 64 KiB at most.
+  TLP; mode 1 streams memory writes from bulk OUT 0x02 and mode 2 memory reads to bulk IN 0x81 (this driver moves
+  64 KiB a stream and checks each one's completion).
 
 Failures are usergpu errors: `PCIeError` for a completion that is not Successful (named as the PCIe spec names
 it), `USBTransferError` when the bridge itself stops answering (unplugged, timed out, stalled), each naming the
@@ -225,7 +226,7 @@ class ASM24:
         if address % 4 or size % 4:
             raise FieldError(f"{request}: streams move whole dwords at dword-aligned addresses")
         self._out(request, TLP, (MRD64 if mode == READ_STREAM else MWR64) | 0xF << 8, mode,
-                  struct.pack("<III", address & 0xFFFFFFFF, address >> 32, size))
+                  struct.pack("<III", address & 0xFFFFFFFF, address >> 32, size // 4))  # the count is in dwords
 
     def mem_read(self, address: int, size: int) -> bytes:
         """size bytes (a multiple of 4) of memory, in read streams of at most 64 KiB."""

@@ -1,5 +1,5 @@
-"""A generated module for a test: those made from linux-source-6.12's amdgpu headers skip (saying why) only where
-that package is not installed."""
+"""A generated module for a test: those made from linux-source-6.12's headers (amdgpu's, amdkfd's uapi) skip
+(saying why) only where that package is not installed."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 from usergpu.autogen.generator import amdkernel, toolchain
 from usergpu.errors import ToolchainError
 
-KERNEL = {i.name for i in amdkernel.INTERFACES}
+KERNEL = {i.name for i in amdkernel.INTERFACES} | {"kfd"}  # the modules made from linux-source-6.12
 
 
 def module(name: str):
     if name in KERNEL:
         try:
-            toolchain.linux_amd()
+            toolchain.linux_tree()
         except ToolchainError as e:  # only when linux-source-6.12 is not installed
             pytest.skip(str(e))
     return importlib.import_module(f"usergpu.autogen.{name}")

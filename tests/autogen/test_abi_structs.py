@@ -20,8 +20,8 @@ MASK64 = (1 << 64) - 1
 
 def _abi(name: str) -> tuple[str, list[str], list[str], str]:
     """(language, includes, flags, preamble) to compile a probe against what module `name` was made from."""
-    if name == "kfd":
-        return "c", ["linux/kfd_ioctl.h"], toolchain.c_flags(), ""
+    if name == "kfd":  # linux-source-6.12's uapi header, which the module is made from (not linux-libc-dev's)
+        return "c", [str(toolchain.linux_file(toolchain.KFD_IOCTL)[0])], toolchain.c_flags(), ""
     if name == "vfio":
         return "c", ["linux/vfio.h"], toolchain.c_flags(), ""
     if name == "amdgpu_drm":

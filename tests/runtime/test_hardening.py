@@ -153,7 +153,7 @@ def test_python_api_refuses_bad_input_with_usergpu_errors(co):
 
 
 def test_mock_count_must_be_a_count(monkeypatch):
-    from usergpu.runtime.device import mock_hal
+    from usergpu.emu.amd.mock.machines import mock_hal
 
     for bad in ("abc", "0", "-1", "100000"):
         monkeypatch.setenv("MOCKGPU_COUNT", bad)

@@ -5,9 +5,12 @@ The protocol is the firmware's documented vendor requests (bmRequestType 0x40 OU
 0xE4 IN reads bridge XDATA (wValue address, wLength 1..255), 0xE5 OUT writes one XDATA byte (wValue address,
 wIndex the byte), 0xF3 OUT powers the PCIe link (wValue 1 on, 0 off; the link is up while XDATA 0xB450 reads
 0x78), and 0xF0 issues PCIe requests: OUT with wValue = fmt_type | byte_enable << 8, wIndex = mode and data
-`<III` (address low, address high, value or byte count), then IN of 8 bytes: the completion data dword, the
+`<III` (address low, address high, value or dword count), then IN of 8 bytes: the completion data dword, the
 completion status in bits 5..7 of byte 4 and a return status in byte 7 (nonzero: no completion). Mode 0 is one
-TLP; mode 1 streams memory writes from bulk OUT 0x02, mode 2 streams memory reads to bulk IN 0x81.
+TLP; mode 1 streams memory writes from bulk OUT 0x02, mode 2 streams memory reads to bulk IN 0x81, as many dwords
+as the count says (the firmware keeps it in a 32-bit counter). Standard GET_DESCRIPTOR requests answer the device,
+configuration and string descriptors (manufacturer "tiny", as the firmware's own; a product string starting
+"custom", which is how tinygrad tells the custom firmware from the stock one).
 
 Requests reach `target` (emu/amd/mock/pcie.Target) dword by dword. Memory writes are posted, so their status is
 0 whatever the target says. A target that raises `Unplugged` makes this a pulled cable: every transfer from then
@@ -44,7 +47,6 @@ from usergpu.autogen._asm24 import (
     POWER,
     READ_STREAM,
     SINGLE,
-    STREAM_MAX,
     TLP,
     WRITE_STREAM,
     XDATA_READ,
@@ -60,6 +62,11 @@ NO_DEVICE = ("No such device (it may have been disconnected)", -4, errno.ENODEV)
 PIPE = ("Pipe error", -9, errno.EPIPE)
 NOT_FOUND = ("Entity not found", -5, errno.ENOENT)
 
+STANDARD_IN, GET_DESCRIPTOR = 0x80, 0x06  # a standard device-to-host request (USB 3.2 spec, chapter 9)
+DEVICE, CONFIGURATION, STRING = 1, 2, 3  # descriptor types
+US_ENGLISH = 0x0409  # the one language of the strings
+STRINGS = {1: "tiny", 2: "custom ASM2464PD", 3: "001"}  # manufacturer, product, serial number; others read empty
+
 
 @dataclass
 class DeviceDescriptor:
@@ -73,9 +80,9 @@ class DeviceDescriptor:
     bDeviceProtocol: int = 0
     bMaxPacketSize0: int = 9  # 2**9 bytes: SuperSpeed
     bcdDevice: int = 0x0100
-    iManufacturer: int = 0
-    iProduct: int = 0
-    iSerialNumber: int = 0
+    iManufacturer: int = 1
+    iProduct: int = 2
+    iSerialNumber: int = 3
     bNumConfigurations: int = 1
     bus: int = 1
     address: int = 2
@@ -124,6 +131,31 @@ class EndpointDescriptor:
     extra_descriptors: list = field(default_factory=list)
 
 
+# descriptor -> (wire format, its fields in wire order)
+LAYOUTS = {
+    DeviceDescriptor: ("<BBHBBBBHHHBBBB", "bLength bDescriptorType bcdUSB bDeviceClass bDeviceSubClass bDeviceProtocol "
+                       "bMaxPacketSize0 idVendor idProduct bcdDevice iManufacturer iProduct iSerialNumber "
+                       "bNumConfigurations"),
+    ConfigurationDescriptor: ("<BBHBBBBB", "bLength bDescriptorType wTotalLength bNumInterfaces bConfigurationValue "
+                              "iConfiguration bmAttributes bMaxPower"),
+    InterfaceDescriptor: ("<BBBBBBBBB", "bLength bDescriptorType bInterfaceNumber bAlternateSetting bNumEndpoints "
+                          "bInterfaceClass bInterfaceSubClass bInterfaceProtocol iInterface"),
+    EndpointDescriptor: ("<BBBBHB", "bLength bDescriptorType bEndpointAddress bmAttributes wMaxPacketSize bInterval"),
+}
+
+
+def wire(descriptor) -> bytes:
+    """A descriptor's bytes as the device sends them."""
+    fmt, names = LAYOUTS[type(descriptor)]
+    return struct.pack(fmt, *(getattr(descriptor, n) for n in names.split()))
+
+
+def string_descriptor(index: int) -> bytes:
+    """String descriptor index: 0 lists the languages (US English only); the rest are UTF-16LE text."""
+    text = struct.pack("<H", US_ENGLISH) if index == 0 else STRINGS.get(index, "").encode("utf-16-le")
+    return bytes([2 + len(text), STRING]) + text
+
+
 def completion(data: int = 0xFFFFFFFF, status: int = SC, returned: int = 0) -> bytes:
     """The 8 bytes of a 0xF0 IN: data dword, status in bits 5..7 of byte 4, return status in byte 7."""
     return struct.pack("<IBBBB", data, status << 5, 0, 0, returned)
@@ -132,10 +164,11 @@ def completion(data: int = 0xFFFFFFFF, status: int = SC, returned: int = 0) -> b
 class ASM24Backend(usb.backend.IBackend):
     """One bridge (one configuration, one interface, bulk 0x02 OUT and 0x81 IN) in front of `target`."""
 
-    def __init__(self, target: Target, vendor: int = 0xADD1, product: int = 0x0001):
+    def __init__(self, target: Target, vendor: int = 0xADD1, product: int = 0x0001, port: int = 1):
+        """port: the root hub port it is plugged into (its address on the bus is port + 1)."""
         super().__init__()
         self.target = target
-        self.device = DeviceDescriptor(vendor, product)
+        self.device = DeviceDescriptor(vendor, product, address=port + 1, port_number=port, port_numbers=(port,))
         self.configuration = ConfigurationDescriptor()
         self.interface = InterfaceDescriptor()
         self.endpoints = (EndpointDescriptor(BULK_OUT), EndpointDescriptor(BULK_IN))
@@ -147,7 +180,10 @@ class ASM24Backend(usb.backend.IBackend):
         self._write_stream: tuple[int, int, int] | None = None  # (address, bytes left, return status so far)
         self._read_data = b""  # a read stream's bytes awaiting bulk IN
         self._requests = {(IN, XDATA_READ): self._xdata_read, (OUT, XDATA_WRITE): self._xdata_write,
-                          (OUT, TLP): self._tlp_out, (IN, TLP): self._tlp_in, (OUT, POWER): self._power}
+                          (OUT, TLP): self._tlp_out, (IN, TLP): self._tlp_in, (OUT, POWER): self._power,
+                          (STANDARD_IN, GET_DESCRIPTOR): self._get_descriptor}
+        self._descriptors = {DEVICE: lambda n: wire(self.device), CONFIGURATION: self._configuration_set,
+                             STRING: string_descriptor}
         self._tlps = {MRD32: self._mem_read, MRD64: self._mem_read, MWR32: self._mem_write, MWR64: self._mem_write,
                       CFGRD0: self._config_read, CFGRD1: self._config_read,
                       CFGWR0: self._config_write, CFGWR1: self._config_write}
@@ -285,7 +321,20 @@ class ASM24Backend(usb.backend.IBackend):
         self.bulk_bytes += n
         return n
 
-    # The firmware's vendor requests: (wValue, wIndex, OUT data) -> IN data
+    # The requests the firmware serves: (wValue, wIndex, OUT data) -> IN data
+
+    def _configuration_set(self, index: int) -> bytes:
+        """GET_DESCRIPTOR(CONFIGURATION) returns the configuration with its interface and endpoints."""
+        if index != 0:
+            raise USBError(*PIPE)
+        return b"".join(map(wire, (self.configuration, self.interface, *self.endpoints)))
+
+    def _get_descriptor(self, value: int, index: int, data: bytes) -> bytes:
+        """wValue: type << 8 | index; as much of the descriptor as wLength asks for."""
+        kind = self._descriptors.get(value >> 8)
+        if kind is None:
+            raise USBError(*PIPE)
+        return kind(value & 0xFF)[:len(data)]
 
     def _xdata_read(self, address: int, index: int, data: bytes) -> bytes:
         if index or not 1 <= len(data) <= 255 or address + len(data) > XDATA_SIZE:
@@ -314,16 +363,16 @@ class ASM24Backend(usb.backend.IBackend):
         low, high, word = struct.unpack("<III", data)
         # a TLP carries address bits 63..2: the firmware drops the low two, byte enables pick the bytes
         address, fmt_type, byte_enable = (high << 32 | low) & ~3, value & 0xFF, value >> 8
-        stream = mode in (WRITE_STREAM, READ_STREAM) and 0 < word <= STREAM_MAX and word % 4 == 0
+        stream = mode in (WRITE_STREAM, READ_STREAM) and word > 0  # word: the stream's dword count
         if not (stream or mode == SINGLE and fmt_type in self._tlps):
             raise USBError(*PIPE)
         self._reply, self._read_data, self._write_stream = None, b"", None  # a new request drops what was pending
         if mode == SINGLE:
             self._reply = self._single(fmt_type, address, word, byte_enable)
         elif mode == WRITE_STREAM:
-            self._write_stream = (address, word, 0)
+            self._write_stream = (address, 4 * word, 0)
         else:
-            self._read_stream(address, word // 4)
+            self._read_stream(address, word)
         return b""
 
     def _single(self, fmt_type: int, address: int, value: int, byte_enable: int) -> bytes:

@@ -18,18 +18,21 @@ from usergpu.emu.amd.soc import GC_BASES
 BINARY_SIGNATURE, DISCOVERY_TABLE_SIGNATURE = 0x28211407, 0x53445049
 DISCOVERY_TMR_OFFSET = 64 << 10  # the table sits this far below the top of VRAM
 TOTAL_TABLES = 6
+# NBIF's six segments, as Navi2x/3x/4x place them (amdgpu's *_ip_offset.h NBIO_BASE): the PCIe port registers
+# (NBIO 4.3's PCIEP_*, BASE_IDX 5) sit in the last one
+NBIF_BASES = (0x0, 0x14, 0xD20, 0x10400, 0x0241B000, 0x04040000)
 # arch -> [(block, instance, (major, minor, revision), segment bases)]
 IPS = {
     "gfx1100": [("GC", 0, (11, 0, 0), GC_BASES["gfx11"]), ("SDMA0", 0, (6, 0, 0), GC_BASES["gfx11"]),
                 ("SDMA1", 0, (6, 0, 0), GC_BASES["gfx11"]), ("MMHUB", 0, (3, 0, 0), (0x1A000, 0x2408800)),
-                ("ATHUB", 0, (3, 0, 0), (0xC00, 0x2408C00)), ("NBIF", 0, (4, 3, 0), (0x0, 0x14, 0xD20, 0x10400)),
+                ("ATHUB", 0, (3, 0, 0), (0xC00, 0x2408C00)), ("NBIF", 0, (4, 3, 0), NBIF_BASES),
                 ("OSSSYS", 0, (6, 0, 0), (0x10A0, 0x240A000)), ("HDP", 0, (6, 0, 0), (0xF20, 0x240A400)),
                 ("MP0", 0, (13, 0, 0), (0x16000, 0x243FC00)), ("MP1", 0, (13, 0, 0), (0x16000, 0x243FC00)),
                 ("SMUIO", 0, (13, 0, 0), (0x16800, 0x16A00)), ("THM", 0, (13, 0, 2), (0x16600,)),
                 ("DF", 0, (4, 3, 0), (0x7000, 0x240B800))],
     "gfx1200": [("GC", 0, (12, 0, 0), GC_BASES["gfx12"]), ("SDMA0", 0, (7, 0, 0), GC_BASES["gfx12"]),
                 ("SDMA1", 0, (7, 0, 0), GC_BASES["gfx12"]), ("MMHUB", 0, (4, 1, 0), (0x1A000, 0x2408800)),
-                ("ATHUB", 0, (4, 1, 0), (0xC00, 0x2408C00)), ("NBIF", 0, (6, 3, 1), (0x0, 0x14, 0xD20, 0x10400)),
+                ("ATHUB", 0, (4, 1, 0), (0xC00, 0x2408C00)), ("NBIF", 0, (6, 3, 1), NBIF_BASES),
                 ("OSSSYS", 0, (7, 0, 0), (0x10A0, 0x240A000)), ("HDP", 0, (7, 0, 0), (0xF20, 0x240A400)),
                 ("MP0", 0, (14, 0, 2), (0x16000, 0x16200)), ("MP1", 0, (14, 0, 2), (0x16000, 0x16200)),
                 ("SMUIO", 0, (14, 0, 2), (0x16800, 0x16A00)), ("THM", 0, (14, 0, 2), (0x16600,)),

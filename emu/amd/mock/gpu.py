@@ -1,5 +1,5 @@
-"""The state a mock AMD GPU's engines share: the GPU VA space, the GC registers, a clock, interrupts, and the
-ring-queue loop every engine (PM4, SDMA, AQL) runs.
+"""The state a mock AMD GPU's engines share: the GPU VA space, the registers they reach (GC's, and NBIO's HDP flush
+pair: hdp.py), a clock, interrupts, and the ring-queue loop every engine (PM4, SDMA, AQL) runs.
 
 The clock is a deterministic 100 MHz counter (`timestamp()`): every packet an engine executes advances it by
 PACKET_TICKS and every wave-instruction a dispatch executes by one tick, so kernels take nonzero time and two
@@ -21,6 +21,7 @@ import numpy as np
 
 from usergpu.emu.amd.exec import dispatch as executor
 from usergpu.emu.amd.exec.memory import Memory, MemoryFault
+from usergpu.emu.amd.mock.hdp import FlushRequests
 from usergpu.emu.amd.mock.perfmon import Perfmon
 from usergpu.emu.amd.mock.profiler import TOPOLOGY, DispatchProfile
 from usergpu.emu.amd.mock.thread_trace import ThreadTrace
@@ -64,6 +65,8 @@ class GPU:
         for name, reg in self.table.items():
             if reg.base_idx is not None:
                 self._names.setdefault(reg.address(self.bases), name)
+        self._attached: dict[str, int] = {}  # registers of other blocks (see attach)
+        self.on_write: dict[str, Callable[[int], None]] = {}  # register name -> the model a write to it runs
         self.regs: dict[str, int] = {}
         self.instanced: dict[str, dict[tuple[int, int, int], int]] = {}  # per (SE, SA, WGP) copies; see read_reg
         self.ses, self.sas, self.wgps = TOPOLOGY[family]
@@ -73,6 +76,7 @@ class GPU:
         self.interrupt_handlers: list[Callable[[str, int], None]] = []
         self.activity = None  # a board's Activity (activity.py): engines record their busy time for its SMU
         self.fault_handlers: list[Callable[[int, str], None]] = []  # (address, access) of each VM fault
+        self.hdp = FlushRequests(self)
 
     # ---- registers -------------------------------------------------------------------------------------
     def reg_name(self, address: int) -> str:
@@ -81,7 +85,11 @@ class GPU:
 
     def reg_address(self, name: str) -> int:
         """A register's dword address (the MMIO byte address is 4x)."""
-        return self.table[name].address(self.bases)
+        return self._attached[name] if name in self._attached else self.table[name].address(self.bases)
+
+    def attach(self, name: str, address: int) -> None:
+        """A register of another block than GC that the engines reach (NBIO's HDP flush pair), at a dword address."""
+        self._names[address], self._attached[name] = name, address
 
     def selected(self) -> list[tuple[int, int, int]]:
         """The (SE, SA, WGP) instances GRBM_GFX_INDEX selects: an index, or all of them where it broadcasts."""
@@ -106,6 +114,8 @@ class GPU:
                 copies[where] = value
         else:
             self.regs[name] = value
+        if name in self.on_write:
+            self.on_write[name](value)
         self.perfmon.written(name, value)
         self.thread_trace.written(name, value)
 
@@ -219,6 +229,7 @@ class RingQueue:
         self.error: Error | None = None
         self._packet_name, self._where, self._offset = "?", "ring", 0
         self.running: Iterator[None] | None = None  # the dispatch the queue's packet started, while it runs
+        self.wrote = False  # the write of the write-then-wait packet the queue is stalled on is done
 
     def run_dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> bool:
         """Start the queue's dispatch (or go on with it) for a time slice; whether it has finished. Until it has,
@@ -234,6 +245,17 @@ class RingQueue:
             self.running = None
             raise
         return False
+
+    def write_then_wait(self, address: int, value: int, done: Callable[[], bool]) -> bool:
+        """A packet that writes a register, then waits (WAIT_REG_MEM's WR_WAIT_WR_REG, SDMA's HDP-flush POLL_REGMEM):
+        the write happens once, when the packet first runs, not again while it stalls; whether done() holds. The
+        write is work (it advances the clock): another queue may be waiting for it."""
+        if not self.wrote:
+            self.gpu.write_reg(address, value)
+            self.gpu.packet_done()
+            self.wrote = True
+        self.wrote = not done()
+        return not self.wrote
 
     @property
     def rptr(self) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,9 +29,13 @@ import numpy as np
 
 from usergpu.autogen import kfd
 from usergpu.autogen._support import Ioctl
+from usergpu.emu.amd.mock import amdgpu_sysfs
+from usergpu.emu.amd.mock.agent import DoorbellAgent
+from usergpu.emu.amd.mock.amdgpu_device import VM_RESERVED_VRAM, VRAM
 from usergpu.emu.amd.mock.aql import AQLQueue
 from usergpu.emu.amd.mock.gpu import GPU, RingQueue
 from usergpu.emu.amd.mock.pm4 import PM4Queue
+from usergpu.emu.amd.mock.render import RenderFile
 from usergpu.emu.amd.mock.scheduler import Scheduler
 from usergpu.emu.amd.mock.sdma import SDMAQueue
 from usergpu.emu.amd.mock.uaccess import access_ok, copy_from_user, copy_to_user, pin_user_pages
@@ -47,9 +52,9 @@ ENOTSUPP = 524  # the kernel-internal errno amdkfd returns for an unsupported qu
 # arch -> (gfx_target_version, PCI device id, marketing name, SIMDs, CUs per SA, arrays)
 ARCHS = {"gfx1100": (110000, 0x744C, "Radeon RX 7900 XTX", 192, 8, 12),
          "gfx1200": (120000, 0x7551, "Radeon RX 9070 XT", 128, 8, 8)}
+COMPUTE_TYPES = (kfd.KFD_IOC_QUEUE_TYPE_COMPUTE, kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL)  # amdkfd's KFD_QUEUE_TYPE_COMPUTE
 ENGINES = {kfd.KFD_IOC_QUEUE_TYPE_COMPUTE: PM4Queue, kfd.KFD_IOC_QUEUE_TYPE_SDMA: SDMAQueue,
            kfd.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL: AQLQueue}
-VRAM = {"gfx1100": 24 << 30, "gfx1200": 16 << 30}  # the boards' VRAM bytes
 # the domain amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu picks: the first of these flags the request has
 ALLOC_KINDS = (kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM, kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT, kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
                kfd.KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | kfd.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
@@ -58,8 +63,12 @@ EVENT_WAITER_SIZE = 56  # sizeof(struct kfd_event_waiter): WAIT_EVENTS allocates
 SIGNAL_EVENT_LIMIT = 4096  # KFD_SIGNAL_EVENT_LIMIT: slots of the event page (8 bytes each)
 FIRST_NONSIGNAL_EVENT_ID = 0x40000000  # kfd_events.h: ids of events that are not signal events
 MAX_QUEUES = 1024  # KFD_MAX_NUM_OF_QUEUES_PER_PROCESS: the doorbell page has one slot each
+TIMEOUT_INFINITE = 0xFFFFFFFF  # KFD_EVENT_TIMEOUT_INFINITE (kfd_events.h): a wait without end
+POLL = 1e-3  # seconds between looks at a queue stalled on memory, while a WAIT_EVENTS sleeps
 GPUVM_SIZE = 1 << 48  # the VA range amdgpu_vm_bo_map accepts (max_pfn of a 48-bit GPUVM)
-RESERVE_MEM_LIMIT, VM_RESERVED_VRAM = 3 << 29, 8 << 20  # amdgpu_amdkfd_gpuvm.c, amdgpu_vm.h
+RESERVE_MEM_LIMIT = 3 << 29  # amdgpu_amdkfd_gpuvm.c
+FAULT_PAGE = (1 << 48) - PAGE  # the page address bits a VM fault's IV entry carries
+VRAM_AVAILABILITY_ALIGN = 2 << 20  # amdgpu_amdkfd_gpuvm.c: AVAILABLE_MEMORY counts VRAM objects in 2 MiB chunks
 
 
 def ctx_save_restore_sizes(props: dict[str, int]) -> dict[str, int]:
@@ -82,6 +91,16 @@ def ctx_save_restore_sizes(props: dict[str, int]) -> dict[str, int]:
 
 def fail(code: int, what: str) -> OSError:
     return OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def memory_exception(gpu_id: int, address: int, access: str) -> kfd.struct_kfd_hsa_memory_exception_data:
+    """What event_interrupt_wq_v11 makes of a UTCL2 fault's IV entry: the faulting page's address (the entry
+    carries bits 47:12); NotPresent from its PROT_VALID bit (set: no valid PTE maps the page, the mock GPUs' only
+    kind of fault); ReadOnly from its PROT_WRITE bit (set by a write, whatever the page's protection); NoExecute
+    never (the v11 handler decodes no execute bit); imprecise 0 (the address is exact)."""
+    data = kfd.struct_kfd_hsa_memory_exception_data(va=address & FAULT_PAGE, gpu_id=gpu_id)
+    data.failure.NotPresent, data.failure.ReadOnly = 1, int(access == "write")
+    return data
 
 
 def mem_limits(vram: int) -> dict[str, int]:
@@ -132,10 +151,14 @@ class Event:
 
 @dataclass
 class Held:
-    """A queue's hold on the memory objects its buffers are in, and the descriptor that made it."""
+    """A queue's hold on the memory objects its buffers are in, the descriptor that made it, and what amdkfd
+    keeps of its properties (the CREATE_QUEUE type, percentage and control stack size)."""
 
     owner: object
     bos: list[BO]
+    queue_type: int
+    percent: int  # queue_percentage's low byte: 0 makes the queue inactive (QUEUE_IS_ACTIVE)
+    ctl_stack_size: int
 
 
 class Node:
@@ -147,7 +170,7 @@ class Node:
         self.gpu = GPU(arch)
         self.scheduler = Scheduler()
         self.queues: dict[int, RingQueue] = {}
-        self.vram_used = 0
+        self.used = Counter()  # amdgpu's adev->kfd.vram_used, and vram_used_aligned (in 2 MiB chunks)
 
     @property
     def props(self) -> dict[str, int]:
@@ -191,11 +214,16 @@ class MockKFD:
         self.held: dict[int, Held] = {}  # queue id -> the objects its buffers are in
         self.events: dict[int, Event] = {}
         self.event_page: BO | None = None
+        self.runtime = kfd.struct_kfd_runtime_info()  # what RUNTIME_ENABLE set (the kfd_process's runtime_info)
+        self.lock = threading.RLock()  # the process's calls and the doorbell agent's runs, one at a time
+        self.waiters = threading.Condition(self.lock)  # WAIT_EVENTS sleeps on it while the GPUs run
+        self.agent = DoorbellAgent(self.run, self.lock)
         self._publish()
         hal.install("/dev/kfd", lambda: KFDFile(self))
         for n in self.nodes:
             hal.install(f"/dev/dri/renderD{128 + n.index}", lambda n=n: RenderFile(self, n))
             n.gpu.interrupt_handlers.append(self._interrupt)
+            n.gpu.fault_handlers.append(lambda address, access, n=n: self._vm_fault(n, address, access))
 
     def _publish(self) -> None:
         """The topology as amdkfd lays it out in sysfs: node 0 the CPU, then one node per GPU."""
@@ -212,16 +240,7 @@ class MockKFD:
             (d / "gpu_id").write_text(f"{n.gpu_id}\n")
             (d / "name").write_text(f"{self.arch}\n")
         (root / "generation_id").write_text("1\n")
-        for n in self.nodes:  # the PCI functions the nodes' location_ids name, bound to amdgpu
-            version, device, *_ = ARCHS[self.arch]
-            pci = self.hal.root / f"sys/bus/pci/devices/0000:{0x03 + n.index:02x}:00.0"
-            pci.mkdir(parents=True, exist_ok=True)
-            for name, value in (("vendor", 0x1002), ("device", device), ("class", 0x030000)):
-                (pci / name).write_text(f"{value:#06x}\n")
-            driver = self.hal.root / "sys/bus/pci/drivers/amdgpu"
-            driver.mkdir(parents=True, exist_ok=True)
-            if not (pci / "driver").exists():
-                (pci / "driver").symlink_to(driver)
+        amdgpu_sysfs.publish(self)  # the PCI functions the nodes' location_ids name, bound to amdgpu
         (root / "system_properties").write_text("platform_oem 0\nplatform_id 0\nplatform_rev 0\n")
 
     def node(self, gpu_id: int, what: str) -> Node:
@@ -239,44 +258,65 @@ class MockKFD:
             raise fail(code, f"{what}: gpu_id {gpu_id:#x} has no VM yet (AMDKFD_IOC_ACQUIRE_VM)")
         return n
 
-    def run(self) -> None:
+    def run(self) -> tuple[bool, bool]:
         """Every GPU's queues until none can make progress (a doorbell, or a wait that must see the GPU's work);
         a queue waiting on another GPU's write resumes when that GPU has run. A fault or a hang stops its queue
-        and is raised to the caller."""
-        stalled = True
-        while stalled:
-            before = [n.gpu.ticks for n in self.nodes]
-            stalled = any([n.scheduler.run() for n in self.nodes])
-            if [n.gpu.ticks for n in self.nodes] == before:
-                return
+        and is raised to the caller. Whether anything ran, and whether work is left stalled."""
+        with self.lock:
+            start, stalled = [n.gpu.ticks for n in self.nodes], True
+            while stalled:
+                before = [n.gpu.ticks for n in self.nodes]
+                stalled = any([n.scheduler.run() for n in self.nodes])
+                if [n.gpu.ticks for n in self.nodes] == before:
+                    break
+            return [n.gpu.ticks for n in self.nodes] != start, stalled
 
     def _interrupt(self, source: str, context_id: int) -> None:
         """An interrupt a GPU raised (RELEASE_MEM INT_SEL, SDMA TRAP): its context id names a signal event."""
         ev = self.events.get(context_id)
         if ev is not None:
             ev.signaled = True
+            self.waiters.notify_all()
+
+    def _vm_fault(self, n: Node, address: int, access: str) -> None:
+        """A VM fault, as event_interrupt_wq_v11 and kfd_signal_vm_fault_event deliver it: every memory event of the
+        process is signaled with the fault's data. The faulting queue is stopped (its engine's error), so it is
+        no longer active. amdkfd evicts all the process's queues on the GPU, and keeps them and any made later
+        evicted until the process ends; the mock evicts the faulting queue alone, so that a runtime that makes it
+        anew (usergpu's does) goes on."""
+        data = memory_exception(n.gpu_id, address, access)
+        for ev in self.events.values():
+            if ev.event_type == kfd.KFD_IOC_EVENT_MEMORY:
+                ev.data, ev.signaled = type(data).from_buffer_copy(data), True
+        self.waiters.notify_all()
+
+    def active(self, n: Node, queue_id: int) -> bool:
+        """QUEUE_IS_ACTIVE: a queue runs unless its percentage is 0 or it is evicted (its engine stopped it)."""
+        return bool(self.held[queue_id].percent) and n.queues[queue_id].error is None
 
     # ---- the lifetimes of the process's objects ---------------------------------------------------------------
     def charge(self, n: Node, kind: int, size: int) -> dict[str, int]:
         """amdgpu_amdkfd_reserve_mem_limit: count size bytes of a kind against the limits; ENOMEM past one."""
-        need = {kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM: {"vram": size},
+        vram = {"vram": size, "vram_aligned": -(-size // VRAM_AVAILABILITY_ALIGN) * VRAM_AVAILABILITY_ALIGN}
+        need = {kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM: vram,
                 kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT: {"system": size, "ttm": size},
                 kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR: {"system": size}}.get(kind, {})
         for what, bytes_ in need.items():
-            used = n.vram_used if what == "vram" else self.used[what]
-            if used + bytes_ > self.limits[what]:
+            used = self.counts(n, what)[what]
+            if what in self.limits and used + bytes_ > self.limits[what]:
                 raise fail(errno.ENOMEM, f"ALLOC_MEMORY_OF_GPU of {size:#x} bytes: {used:#x} of the {what} limit "
                                          f"{self.limits[what]:#x} are in use")
         self.uncharge(n, need, -1)
         return need
 
+    def counts(self, n: Node, what: str) -> Counter:
+        """Where a count is kept: VRAM's on its GPU, the rest (system, TTM) for the whole machine."""
+        return n.used if what.startswith("vram") else self.used
+
     def uncharge(self, n: Node, charge: dict[str, int], sign: int = 1) -> None:
         """Give back what an object counted against the limits (sign -1: count it)."""
         for what, bytes_ in charge.items():
-            if what == "vram":
-                n.vram_used -= sign * bytes_
-            else:
-                self.used[what] -= sign * bytes_
+            self.counts(n, what)[what] -= sign * bytes_
 
     def unmap(self, bo: BO, n: Node) -> None:
         n.gpu.mem.unmap(bo.va)
@@ -291,7 +331,9 @@ class MockKFD:
         del self.bos[bo.handle]
 
     def destroy_queue(self, n: Node, queue_id: int) -> None:
-        n.scheduler.remove(n.queues.pop(queue_id))
+        queue = n.queues.pop(queue_id)
+        if queue in n.scheduler.queues:  # an inactive queue was never scheduled
+            n.scheduler.remove(queue)
         for bo in self.held.pop(queue_id).bos:
             bo.queue_refs[n.gpu_id] -= 1
 
@@ -322,27 +364,7 @@ class MockKFD:
             for render in self.vms.values():
                 render.vm = None
             self.vms.clear()
-
-
-class RenderFile:
-    """A render node of one GPU: the process maps memory objects' pages at their GPU address through it, and
-    ACQUIRE_VM makes its VM the process's on that GPU."""
-
-    def __init__(self, kfd_: MockKFD, node: Node):
-        self.kfd, self.node = kfd_, node
-        self.vm: int | None = None  # the gpu_id whose process VM this file's VM became
-
-    def ioctl(self, request: int, arg: int) -> None:
-        raise fail(errno.ENOTTY, f"render node ioctl {request:#x}: the mock serves only mmap")
-
-    def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
-        bo = next((b for b in self.kfd.bos.values() if b.memfd is not None and b.handle * PAGE == offset), None)
-        if bo is None or length > bo.size:
-            raise fail(errno.EINVAL, f"mmap of {length:#x} bytes at offset {offset:#x}: no such memory object")
-        return os_mmap(address, length, prot, flags | MAP_SHARED, bo.memfd, 0)
-
-    def mmio(self, length: int, offset: int, width: int) -> CallbackMMIO:
-        raise fail(errno.EINVAL, "a render node has no MMIO")
+            self.runtime = kfd.struct_kfd_runtime_info()
 
 
 # amdkfd's ioctl table by number: it dispatches on _IOC_NR alone and uses its own direction and size
@@ -366,12 +388,20 @@ class KFDFile:
             kfd.AMDKFD_IOC_WAIT_EVENTS: self.wait_events, kfd.AMDKFD_IOC_GET_CLOCK_COUNTERS: self.clock_counters,
             kfd.AMDKFD_IOC_SET_MEMORY_POLICY: self.memory_policy,
             kfd.AMDKFD_IOC_SET_SCRATCH_BACKING_VA: self.scratch_backing_va,
-            kfd.AMDKFD_IOC_SET_XNACK_MODE: self.xnack_mode,
+            kfd.AMDKFD_IOC_SET_XNACK_MODE: self.xnack_mode, kfd.AMDKFD_IOC_RUNTIME_ENABLE: self.runtime_enable,
+            kfd.AMDKFD_IOC_AVAILABLE_MEMORY: self.available_memory,
+            kfd.AMDKFD_IOC_GET_QUEUE_WAVE_STATE: self.queue_wave_state,
         }
+        self.doorbells: dict[int, tuple[int, int]] = {}  # gpu_id -> the memfd and mock mapping of its doorbells
         kfd_.open_file(self)
 
     def close(self) -> None:
-        self.kfd.close_file(self)
+        with self.kfd.lock:
+            for memfd, address in self.doorbells.values():
+                self.kfd.agent.unwatch(address)
+                os_munmap(address, DOORBELL_PAGE)
+                os.close(memfd)
+            self.kfd.close_file(self)
 
     # ---- the ioctl entry, as kfd_ioctl() runs it --------------------------------------------------------------
     def ioctl(self, request: int, arg: int) -> None:
@@ -391,7 +421,8 @@ class KFDFile:
         if ioc.dir & IOC_IN:
             kdata[:usize] = copy_from_user(arg, usize, name)
         try:
-            self.handlers[ioc](ioc.struct.from_buffer(kdata))
+            with self.kfd.lock:
+                self.handlers[ioc](ioc.struct.from_buffer(kdata))
         finally:
             if ioc.dir & IOC_OUT:
                 copy_to_user(arg, kdata[:usize], name)
@@ -564,9 +595,10 @@ class KFDFile:
                                       a.write_pointer_address, f"{ENGINES[a.queue_type].kind} queue {queue_id}")
         for bo in held:
             bo.queue_refs[n.gpu_id] += 1
-        self.kfd.held[queue_id] = Held(self, held)
+        self.kfd.held[queue_id] = Held(self, held, a.queue_type, a.queue_percentage & 0xFF, a.ctl_stack_size)
         n.queues[queue_id] = queue
-        n.scheduler.add(queue)
+        if self.kfd.active(n, queue_id):  # an inactive queue is not mapped to the hardware: its doorbell does nothing
+            n.scheduler.add(queue)
         a.queue_id = queue_id
         a.doorbell_offset = (MMAP_TYPE_DOORBELL << MMAP_TYPE_SHIFT | n.gpu_id << MMAP_GPU_ID_SHIFT) + 8 * queue_id
 
@@ -653,16 +685,19 @@ class KFDFile:
 
     def set_event(self, a) -> None:
         self._event(a.event_id, "SET_EVENT", cpu=True).signaled = True
+        self.kfd.waiters.notify_all()  # a WAIT_EVENTS in another thread wakes
 
     def reset_event(self, a) -> None:
         self._event(a.event_id, "RESET_EVENT", cpu=True).signaled = False
 
     def wait_events(self, a) -> None:
         """kfd_wait_on_events: ENOMEM for more waiters than kmalloc gives, EFAULT for event data the caller
-        cannot read, EINVAL for an unknown event; the result FAIL on any error. The mock cannot make progress
-        while the caller is blocked, so it runs the GPUs first (what the waiter waits for happens as the queues
-        run), then takes each event's state as amdkfd's waiters do (an auto-reset event's signal is consumed) and
-        reports: an event still unsignaled is a timeout at once."""
+        cannot read, EINVAL for an unknown event; the result FAIL on any error. Then it waits up to the timeout
+        (milliseconds; KFD_EVENT_TIMEOUT_INFINITE forever) while the GPUs run: the caller's thread runs them
+        itself, and sleeps (the machine's lock given up, so the doorbell agent and other threads go on) until an
+        interrupt signals an event, or a poll's time when a queue is stalled on memory another thread may
+        write. Then it takes each event's state as amdkfd's waiters do (an auto-reset event's signal is
+        consumed) and reports."""
         what = "WAIT_EVENTS"
         a.wait_result = kfd.KFD_IOC_WAIT_RESULT_FAIL
         size = ctypes.sizeof(kfd.struct_kfd_event_data)
@@ -672,7 +707,17 @@ class KFDFile:
         for i in range(a.num_events):  # each event's data read, then looked up, in turn
             data = kfd.struct_kfd_event_data.from_buffer(copy_from_user(a.events_ptr + size * i, size, what))
             events.append(self._event(data.event_id, what))
-        self.kfd.run()
+        deadline = None if a.timeout == TIMEOUT_INFINITE else time.monotonic() + a.timeout / 1000
+
+        def done() -> bool:
+            on = [e.signaled for e in events]
+            return not a.num_events or (all(on) if a.wait_for_all else any(on))
+        while True:
+            _, stalled = self.kfd.run()
+            left = None if deadline is None else deadline - time.monotonic()
+            if done() or left is not None and left <= 0:
+                break
+            self.kfd.waiters.wait(min(left or POLL, POLL) if stalled else left)
         activated = []
         for e in events:
             activated.append(e.signaled)
@@ -712,18 +757,75 @@ class KFDFile:
         elif a.xnack_enabled:
             raise fail(errno.EPERM, "SET_XNACK_MODE: the mock GPUs do not support XNACK")
 
+    def runtime_enable(self, a) -> None:
+        """kfd_ioctl_runtime_enable, no debugger attached: enabling is EBUSY once enabled and EEXIST while the
+        process has an active queue, else it records r_debug and the TTMP setup; without the enable bit it
+        disables (always 0)."""
+        what = "RUNTIME_ENABLE"
+        if not a.mode_mask & kfd.KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK:
+            self.kfd.runtime = kfd.struct_kfd_runtime_info()
+            return
+        if self.kfd.runtime.runtime_state != kfd.DEBUG_RUNTIME_STATE_DISABLED:
+            raise fail(errno.EBUSY, f"{what}: the runtime is enabled already")
+        if any(self.kfd.active(n, q) for n in self.kfd.nodes for q in n.queues):
+            raise fail(errno.EEXIST, f"{what}: the process has active queues")
+        self.kfd.runtime = kfd.struct_kfd_runtime_info(
+            r_debug=a.r_debug, runtime_state=kfd.DEBUG_RUNTIME_STATE_ENABLED,
+            ttmp_setup=int(bool(a.mode_mask & kfd.KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK)))
+
+    def available_memory(self, a) -> None:
+        """amdgpu_amdkfd_get_available_memory of a dGPU: the VRAM left under the limit, each object counted in
+        2 MiB chunks, rounded down to 2 MiB; EINVAL for a GPU the process lacks (no ACQUIRE_VM needed)."""
+        left = self.kfd.limits["vram"] - self.kfd.node(a.gpu_id, "AVAILABLE_MEMORY").used["vram_aligned"]
+        a.available = max(left, 0) // VRAM_AVAILABILITY_ALIGN * VRAM_AVAILABILITY_ALIGN
+
+    def queue_wave_state(self, a) -> None:
+        """pqm_get_wave_state, then get_wave_state (mqd v11/v12): EFAULT for no such queue, EINVAL unless it is a
+        compute queue that is not active (evicted, or made with percentage 0); then the sizes of its saved control
+        stack and wave state, both growing from ctl_stack_size (the mock GPUs save no waves: 0 and 0), and their
+        offsets and sizes written at ctl_stack_address (EFAULT where that cannot be written)."""
+        what = "GET_QUEUE_WAVE_STATE"
+        n = next((n for n in self.kfd.nodes if a.queue_id in n.queues), None)
+        if n is None:
+            raise fail(errno.EFAULT, f"{what}: no queue {a.queue_id}")
+        held = self.kfd.held[a.queue_id]
+        if held.queue_type not in COMPUTE_TYPES or self.kfd.active(n, a.queue_id):
+            raise fail(errno.EINVAL, f"{what}: queue {a.queue_id} is not an inactive compute queue")
+        a.ctl_stack_used_size = a.save_area_used_size = 0
+        header = kfd.struct_kfd_context_save_area_header_wave_state(control_stack_offset=held.ctl_stack_size,
+                                                                     wave_state_offset=held.ctl_stack_size)
+        copy_to_user(a.ctl_stack_address, bytes(header), what)
+
     # ---- mmaps ----------------------------------------------------------------------------------------------------
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
-        """The event page (kfd_event_mmap: at most the KFD_SIGNAL_EVENT_LIMIT slots, EINVAL before one is set)."""
+        """The event page (kfd_event_mmap: at most the KFD_SIGNAL_EVENT_LIMIT slots, EINVAL before one is set), or
+        a GPU's doorbell page (kfd_doorbell_mmap: the whole page or EINVAL), memory that the doorbell agent
+        watches for the process's stores."""
+        if offset >> MMAP_TYPE_SHIFT == MMAP_TYPE_DOORBELL:
+            return os_mmap(address, length, prot, flags | MAP_SHARED, self._doorbells(length, offset), 0)
         if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_EVENTS:
-            raise fail(errno.EINVAL, f"/dev/kfd mmap at offset {offset:#x}: doorbells are MMIO (hal.mmio)")
+            raise fail(errno.EINVAL, f"/dev/kfd mmap at offset {offset:#x}: neither doorbells nor events")
         page = self.kfd.event_page
         if page is None or length > SIGNAL_EVENT_LIMIT * 8:
             raise fail(errno.EINVAL, f"/dev/kfd event page mmap of {length:#x} bytes")
         return os_mmap(address, length, prot, flags | MAP_SHARED, page.memfd, 0)
 
+    def _doorbells(self, length: int, offset: int) -> int:
+        """The memfd of this descriptor's doorbell page of the GPU an offset names (made, and watched, on first
+        use); EINVAL unless the whole page of a GPU of the process is asked for."""
+        if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_DOORBELL or length != DOORBELL_PAGE:
+            raise fail(errno.EINVAL, f"/dev/kfd doorbell mmap of {length:#x} bytes at offset {offset:#x}")
+        gpu_id = self.kfd.node((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF, "doorbell mmap").gpu_id
+        if gpu_id not in self.doorbells:
+            memfd = os.memfd_create(f"kfd-doorbells-{gpu_id:#x}", os.MFD_CLOEXEC)
+            os.ftruncate(memfd, DOORBELL_PAGE)
+            address = os_mmap(0, DOORBELL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)
+            self.doorbells[gpu_id] = (memfd, address)
+            self.kfd.agent.watch(address, np.frombuffer(view(address, DOORBELL_PAGE), np.uint64))
+        return self.doorbells[gpu_id][0]
+
     def mmio(self, length: int, offset: int, width: int) -> CallbackMMIO:
-        """The process's doorbell page of a GPU (kfd_doorbell_mmap: the whole page or EINVAL)."""
+        """The process's doorbell page of a GPU as MMIO (usergpu's drivers): a write runs the queues at once."""
         if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_DOORBELL or length != DOORBELL_PAGE:
             raise fail(errno.EINVAL, f"/dev/kfd MMIO of {length:#x} bytes at offset {offset:#x}")
         self.kfd.node((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF, "doorbell mmap")

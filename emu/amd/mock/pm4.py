@@ -6,11 +6,13 @@ A WAIT_REG_MEM whose condition is false stalls the queue on that packet; inside 
 each IB it stopped and resumes there (the ring's INDIRECT_BUFFER packet is consumed only when its IB completes).
 
 Semantics from nvd.h's field comments and gfx_v11_0.c's emitters: WAIT_REG_MEM compares (value & mask) with the
-reference; RELEASE_MEM's DATA_SEL 0 none, 1 low 32 bits, 2 64 bits, 3 GPU clock, 4 system clock (the same clock
-here), INT_SEL 0 none, 1 interrupt, 2 interrupt after the write; COPY_DATA's selects as Mesa's sid.h names them
-(0 register, 1/2 memory, 5 immediate, 9 timestamp; destination 0 register, 1/2/5 memory; COUNT_SEL bit 16 for 64
-bits). Cache operations (ACQUIRE_MEM, RELEASE_MEM's GCR bits) do nothing: memory is coherent here; EVENT_WRITE
-passes its event to the GPU (thread-trace events).
+reference; its OPERATION 1 (WR_WAIT_WR_REG) first writes the reference to a register, once (the HDP flush through
+NBIO's GPU_HDP_FLUSH_REQ/DONE, hdp.py); RELEASE_MEM's DATA_SEL 0 none, 1 low 32 bits, 2 64 bits, 3 GPU clock,
+4 system clock (the same clock here), INT_SEL 0 none, 1 interrupt, 2 interrupt after the write; COPY_DATA's selects
+as Mesa's sid.h names them (0 register, 1/2 memory, 5 immediate, 9 timestamp; destination 0 register, 1/2/5 memory;
+COUNT_SEL bit 16 for 64 bits); DISPATCH_DIRECT's initiator goes to COMPUTE_DISPATCH_INITIATOR (CS_W32_EN picks
+wave32), and its workgroups start at (0, 0, 0). Cache operations (ACQUIRE_MEM, RELEASE_MEM's GCR bits) do nothing:
+memory is coherent here; EVENT_WRITE passes its event to the GPU (thread-trace events).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from usergpu.emu.amd.mock.gpu import COMPARE, CP_EOP_INTERRUPT, GPU, RingQueue
 NOP_ONE_DWORD = 0x3FFF  # a NOP whose count is 0x3fff is the header alone (gfx11's ring nop, 0xffff1000)
 MAX_IB_DEPTH = 4
 WR_ONE_ADDR = 1 << 16
+WR_WAIT_WR_REG = 1  # WAIT_REG_MEM's OPERATION: write a register, then wait on another
+FORCE_START_AT_000 = 1 << 2  # COMPUTE_DISPATCH_INITIATOR: workgroups from (0, 0, 0), not from COMPUTE_START_X/Y/Z
+REG_ADDRESS = 0x3FFFF  # WAIT_REG_MEM's REG_POLL_ADDR / REG_WRITE_ADDR1 / REG_WRITE_ADDR2: 18-bit dword addresses
 COUNT_SEL = 1 << 16
 NAMES = {}
 for _name, _value in vars(nv).items():
@@ -93,6 +98,10 @@ class CommandProcessor:
     def _dispatch_direct(self, body: np.ndarray, depth: int) -> bool:
         if self.queue.running is None:
             self.gpu.regs["COMPUTE_DISPATCH_INITIATOR"] = int(body[3])
+            start = [self.gpu.regs.get(f"COMPUTE_START_{axis}", 0) for axis in "XYZ"]
+            if not int(body[3]) & FORCE_START_AT_000 and any(start):
+                raise self.queue.fail(f"a dispatch from COMPUTE_START_X/Y/Z {tuple(start)} (FORCE_START_AT_000 "
+                                      "clear) is not supported: the mock's dispatches start at workgroup (0, 0, 0)")
         return self.queue.run_dispatch(self.gpu.regs, (int(body[0]), int(body[1]), int(body[2])))
 
     def _release_mem(self, body: np.ndarray, depth: int) -> bool:
@@ -113,8 +122,24 @@ class CommandProcessor:
         value = self.gpu.load(address & ~3, size) if mem_space else self._read_reg(address, size)
         return COMPARE[function](value & mask, reference)
 
+    def _write_wait(self, control: int, write: int, poll: int, reference: int, mask: int) -> bool:
+        """WR_WAIT_WR_REG: REFERENCE written to the register at dword 2, then a wait on the one at dword 3 comparing
+        (value & MASK) with (REFERENCE & MASK). The packet stands for amdgpu's write-then-wait fallback
+        (amdgpu_ring_emit_reg_write_reg_wait_helper: reg0 = ref, then wait for reg1 & mask == mask), which
+        gmc_v11_0's TLB flush relies on with a ref of more bits than its mask."""
+        function, mem_space = control & 7, control >> 4 & 3
+        if function not in COMPARE or mem_space:
+            raise self.queue.fail(f"FUNCTION {function} MEM_SPACE {mem_space} not supported (WR_WAIT_WR_REG writes "
+                                  "and polls registers)")
+        return self.queue.write_then_wait(write, reference, lambda: COMPARE[function](
+            self.gpu.read_reg(poll) & mask, reference & mask))
+
     def _wait_reg_mem(self, body: np.ndarray, depth: int) -> bool:
-        return self._wait(int(body[0]), _qword(body[1], body[2]), 4, int(body[3]), int(body[4]))
+        control = int(body[0])
+        if control >> 6 & 3 == WR_WAIT_WR_REG:
+            return self._write_wait(control, int(body[1]) & REG_ADDRESS, int(body[2]) & REG_ADDRESS, int(body[3]),
+                                    int(body[4]))
+        return self._wait(control, _qword(body[1], body[2]), 4, int(body[3]), int(body[4]))
 
     def _wait_reg_mem64(self, body: np.ndarray, depth: int) -> bool:
         return self._wait(int(body[0]), _qword(body[1], body[2]), 8, _qword(body[3], body[4]),

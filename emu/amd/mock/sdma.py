@@ -2,34 +2,42 @@
 
 Ring: `size` bytes at `ring`; the read and write pointers count bytes, as sdma_v6_0.c writes them (wptr << 2), and
 packets may run across the ring's end. COPY_LINEAR and CONSTANT_FILL take count = bytes - 1 (sdma_v6_0.c's
-emit_copy_buffer / emit_fill_buffer); CONSTANT_FILL repeats the low 1 << FILLSIZE bytes of its data (FILLSIZE 2 is
-the dword fill). ATOMIC's operation is a TC op (soc21_enum.h TC_OP_ATOMIC_*): integer ops of 32 and 64 bits, with
-and without return (the no-return op is the returning one + 0x40); with LOOP set a failing CMPSWAP stalls the
-queue until it succeeds. POLL_REGMEM polls memory (MEM_POLL=1) or a register (its byte address in ADDR).
+emit_copy_buffer / emit_fill_buffer), WRITE_LINEAR count = dwords - 1 (its vm_write_pte, ring_test_ib);
+CONSTANT_FILL repeats the low 1 << FILLSIZE bytes of its data (FILLSIZE 2 is the dword fill). ATOMIC's operation is
+a TC op (soc21_enum.h TC_OP_ATOMIC_*): integer ops of 32 and 64 bits, with and without return (the no-return op is
+the returning one + 0x40); with LOOP set a failing CMPSWAP stalls the queue until it succeeds. POLL_REGMEM polls
+memory (MEM_POLL=1) or a register (its byte address in ADDR); with HDP_FLUSH it first writes VALUE to the register
+ADDR_HI names, once, then polls the one ADDR_LO names (sdma_v6_0_ring_emit_hdp_flush: NBIO's GPU_HDP_FLUSH_REQ and
+_DONE, hdp.py). INDIRECT runs IB_SIZE dwords of packets at IB_BASE (its low 5 bits ignored, as IB_BASE_LO's ADDR
+field is bits 31:5); a queue has one IB level (one set of SDMA*_QUEUE*_IB_* registers), so IBs do not nest, and a
+stall inside one resumes there (IB_RPTR). GCR_REQ's cache operations do nothing: memory is coherent here.
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import usergpu.autogen.sdma_v6 as s6
-from usergpu.emu.amd.mock.gpu import COMPARE, SDMA_TRAP, RingQueue
+from usergpu.emu.amd.mock.gpu import COMPARE, GPU, SDMA_TRAP, RingQueue
+
+IB_ALIGN = 0x1F  # the low bits of IB_BASE the engine ignores
+WRITE_DATA = s6.SDMA_PKT_WRITE_UNTILED.data0.offset  # where WRITE_LINEAR's dwords begin
 
 
 def _addr(pkt: Any, field: str = "addr") -> int:
     return getattr(pkt, f"{field}_31_0") | getattr(pkt, f"{field}_63_32") << 32
 
 
-def _copy_linear(q: SDMAQueue, pkt: Any) -> bool:
+def _copy_linear(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     mem = q.gpu.mem
     with q.gpu.busy("memory"):
         mem.write_bytes(_addr(pkt, "dst_addr"), mem.read_bytes(_addr(pkt, "src_addr"), pkt.count + 1))
     return True
 
 
-def _constant_fill(q: SDMAQueue, pkt: Any) -> bool:
+def _constant_fill(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     if pkt.fillsize > 2:
         raise q.fail(f"FILLSIZE {pkt.fillsize} is not supported")
     n, unit = pkt.count + 1, (pkt.src_data_31_0).to_bytes(4, "little")[: 1 << pkt.fillsize]
@@ -37,24 +45,49 @@ def _constant_fill(q: SDMAQueue, pkt: Any) -> bool:
     return True
 
 
-def _fence(q: SDMAQueue, pkt: Any) -> bool:
+def _fence(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     q.gpu.store(_addr(pkt), 4, pkt.data)
     return True
 
 
-def _trap(q: SDMAQueue, pkt: Any) -> bool:
+def _trap(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     q.gpu.interrupt(SDMA_TRAP, pkt.int_context)
     return True
 
 
-def _poll_regmem(q: SDMAQueue, pkt: Any) -> bool:
-    if pkt.func not in COMPARE:
-        raise q.fail(f"FUNC {pkt.func} is not supported")
+def _poll_regmem(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
+    if pkt.func not in COMPARE or pkt.hdp_flush and pkt.mem_poll:
+        raise q.fail(f"FUNC {pkt.func} MEM_POLL {pkt.mem_poll} HDP_FLUSH {pkt.hdp_flush} is not supported")
+    if pkt.hdp_flush:
+        return q.write_then_wait(pkt.addr_63_32 >> 2, pkt.value, lambda: COMPARE[pkt.func](
+            q.gpu.read_reg(pkt.addr_31_0 >> 2) & pkt.mask, pkt.value))
     value = q.gpu.load(_addr(pkt) & ~3, 4) if pkt.mem_poll else q.gpu.read_reg(_addr(pkt) >> 2)
     return COMPARE[pkt.func](value & pkt.mask, pkt.value)
 
 
-def _timestamp(q: SDMAQueue, pkt: Any) -> bool:
+def _write_linear(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
+    q.gpu.mem.write_bytes(_addr(pkt, "dst_addr"), data[WRITE_DATA:])
+    return True
+
+
+def _indirect(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
+    if q.in_ib:
+        raise q.fail("an INDIRECT inside an IB: an SDMA queue has one IB level, IBs do not nest")
+    base, size, mem = _addr(pkt, "ib_base") & ~IB_ALIGN, 4 * pkt.ib_size, q.gpu.mem
+    q.in_ib = True
+    try:
+        while q.ib_rptr < size:
+            nxt = q.execute(lambda pos, n: mem.read_bytes(base + pos, n), q.ib_rptr, size, f"IB {base:#x}", q.ib_rptr)
+            if nxt is None:
+                return False
+            q.ib_rptr = nxt
+    finally:
+        q.in_ib = False
+    q.ib_rptr = 0
+    return True
+
+
+def _timestamp(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     q.gpu.store(pkt.write_addr_31_3 << 3 | pkt.write_addr_63_32 << 32, 8, q.gpu.timestamp())
     return True
 
@@ -86,7 +119,7 @@ ATOMIC_OPS: dict[int, Callable[[int, int, int, int], int]] = {
 CMPSWAP = 0x08
 
 
-def _atomic(q: SDMAQueue, pkt: Any) -> bool:
+def _atomic(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     op, bits = pkt.atomic_op & ~0x60, 64 if pkt.atomic_op & 0x20 else 32
     if op not in ATOMIC_OPS:
         raise q.fail(f"atomic operation {pkt.atomic_op:#x} is not supported")
@@ -99,18 +132,30 @@ def _atomic(q: SDMAQueue, pkt: Any) -> bool:
     return True
 
 
-# (op, sub_op) -> (name, packet structure, handler); NOP's length is 1 + its COUNT
-PACKETS: dict[tuple[int, int], tuple[str, type[ctypes.Structure], Callable[[SDMAQueue, Any], bool]]] = {
-    (s6.SDMA_OP_NOP, 0): ("NOP", s6.SDMA_PKT_NOP, lambda q, pkt: True),
-    (s6.SDMA_OP_COPY, s6.SDMA_SUBOP_COPY_LINEAR): ("COPY_LINEAR", s6.SDMA_PKT_COPY_LINEAR, _copy_linear),
-    (s6.SDMA_OP_CONST_FILL, 0): ("CONSTANT_FILL", s6.SDMA_PKT_CONSTANT_FILL, _constant_fill),
-    (s6.SDMA_OP_FENCE, 0): ("FENCE", s6.SDMA_PKT_FENCE, _fence),
-    (s6.SDMA_OP_TRAP, 0): ("TRAP", s6.SDMA_PKT_TRAP, _trap),
-    (s6.SDMA_OP_POLL_REGMEM, 0): ("POLL_REGMEM", s6.SDMA_PKT_POLL_REGMEM, _poll_regmem),
-    (s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET): ("TIMESTAMP_GET", s6.SDMA_PKT_TIMESTAMP_GET, _timestamp),
-    (s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL): ("TIMESTAMP_GET_GLOBAL",
-                                                                 s6.SDMA_PKT_TIMESTAMP_GET_GLOBAL, _timestamp),
-    (s6.SDMA_OP_ATOMIC, 0): ("ATOMIC", s6.SDMA_PKT_ATOMIC, _atomic),
+class Packet(NamedTuple):
+    name: str
+    struct: type[ctypes.Structure]
+    run: Callable[[SDMAQueue, Any, bytes], bool]  # (queue, the packet's structure, its bytes) -> done (False: stall)
+    length: Callable[[Any], int] | None = None  # its bytes, where its fields say (else the structure's size)
+
+
+# (op, sub_op) -> the packet
+PACKETS: dict[tuple[int, int], Packet] = {
+    (s6.SDMA_OP_NOP, 0): Packet("NOP", s6.SDMA_PKT_NOP, lambda q, pkt, data: True, lambda pkt: 4 + 4 * pkt.count),
+    (s6.SDMA_OP_COPY, s6.SDMA_SUBOP_COPY_LINEAR): Packet("COPY_LINEAR", s6.SDMA_PKT_COPY_LINEAR, _copy_linear),
+    (s6.SDMA_OP_WRITE, s6.SDMA_SUBOP_WRITE_LINEAR): Packet("WRITE_LINEAR", s6.SDMA_PKT_WRITE_UNTILED, _write_linear,
+                                                           lambda pkt: WRITE_DATA + 4 * (pkt.count + 1)),
+    (s6.SDMA_OP_INDIRECT, 0): Packet("INDIRECT", s6.SDMA_PKT_INDIRECT, _indirect),
+    (s6.SDMA_OP_CONST_FILL, 0): Packet("CONSTANT_FILL", s6.SDMA_PKT_CONSTANT_FILL, _constant_fill),
+    (s6.SDMA_OP_FENCE, 0): Packet("FENCE", s6.SDMA_PKT_FENCE, _fence),
+    (s6.SDMA_OP_TRAP, 0): Packet("TRAP", s6.SDMA_PKT_TRAP, _trap),
+    (s6.SDMA_OP_POLL_REGMEM, 0): Packet("POLL_REGMEM", s6.SDMA_PKT_POLL_REGMEM, _poll_regmem),
+    (s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET): Packet("TIMESTAMP_GET", s6.SDMA_PKT_TIMESTAMP_GET,
+                                                                _timestamp),
+    (s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL): Packet(
+        "TIMESTAMP_GET_GLOBAL", s6.SDMA_PKT_TIMESTAMP_GET_GLOBAL, _timestamp),
+    (s6.SDMA_OP_ATOMIC, 0): Packet("ATOMIC", s6.SDMA_PKT_ATOMIC, _atomic),
+    (s6.SDMA_OP_GCR_REQ, 0): Packet("GCR_REQ", s6.SDMA_PKT_GCR_REQ, lambda q, pkt, data: True),
 }
 OP_NAMES = {v: k.removeprefix("SDMA_OP_") for k, v in reversed(vars(s6).items()) if k.startswith("SDMA_OP_")}
 
@@ -120,18 +165,31 @@ class SDMAQueue(RingQueue):
 
     unit, kind = 1, "sdma"
 
+    def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None):
+        super().__init__(gpu, ring, size, rptr_address, wptr_address, name)
+        self.in_ib = False  # executing an IB's packets
+        self.ib_rptr = 0  # the byte offset in the IB of its next packet (a stalled one waits there)
+
     def _packet(self, rptr: int, wptr: int) -> int | None:
-        header = int.from_bytes(self.read_ring(rptr, 4), "little")
+        return self.execute(self.read_ring, rptr, wptr, "ring", rptr % self.size)
+
+    def execute(self, read: Callable[[int, int], bytes], pos: int, end: int, where: str, offset: int) -> int | None:
+        """Execute the packet at byte pos of a stream (ring or IB) that read(pos, n) reads and that ends at byte end;
+        the position after it, or None when it stalls. offset is its byte offset in that stream, for errors."""
+        header = int.from_bytes(read(pos, 4), "little")
         op, sub_op = header & 0xFF, header >> 8 & 0xFF
-        name, struct, handler = PACKETS.get((op, sub_op), (None, None, None))
-        self.at(f"{name or OP_NAMES.get(op, 'unknown')} (op {op:#x} sub_op {sub_op:#x})", "ring", rptr % self.size)
-        if struct is None:
+        packet = PACKETS.get((op, sub_op))
+        name = packet.name if packet else OP_NAMES.get(op, "unknown")
+        self.at(f"{name} (op {op:#x} sub_op {sub_op:#x})", where, offset)
+        if packet is None:
             raise self.fail("unknown or unsupported packet")
-        length = 4 + 4 * (header >> 16 & 0x3FFF) if op == s6.SDMA_OP_NOP else ctypes.sizeof(struct)
-        if rptr + length > wptr:
-            raise self.fail(f"truncated: it is {length} bytes, only {wptr - rptr} are there")
-        pkt = struct.from_buffer_copy(self.read_ring(rptr, length).ljust(ctypes.sizeof(struct), b"\0"))
-        if not handler(self, pkt):
+        size = ctypes.sizeof(packet.struct)
+        head = read(pos, min(size, end - pos))
+        pkt = packet.struct.from_buffer_copy(head.ljust(size, b"\0"))
+        length = packet.length(pkt) if packet.length else size
+        if pos + length > end:
+            raise self.fail(f"truncated: it is {length} bytes, only {end - pos} are there")
+        if not packet.run(self, pkt, head[:length] if length <= len(head) else read(pos, length)):
             return None
         self.gpu.packet_done()
-        return rptr + length
+        return pos + length

@@ -33,8 +33,13 @@ for _name in ("process_vm_readv", "process_vm_writev"):
     _CALLS[_name] = _call
 
 
+def fail(code: int, what: str) -> OSError:
+    """The errno a mock kernel call answers, after what failed."""
+    return OSError(code, f"{what}: {os.strerror(code)}")
+
+
 def efault(what: str, address: int, size: int) -> OSError:
-    return OSError(errno.EFAULT, f"{what}: {size:#x} bytes at {address:#x}: {os.strerror(errno.EFAULT)}")
+    return fail(errno.EFAULT, f"{what}: {size:#x} bytes at {address:#x}")
 
 
 def access_ok(address: int, size: int) -> bool:

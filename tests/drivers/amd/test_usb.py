@@ -175,7 +175,7 @@ def test_streams_match_single_dwords_in_far_fewer_transfers(gpu, dev, backend):
 
 def test_streams_go_in_64k_chunks(dev, backend):
     regs = dev.map_bar(0)
-    data = bytes(range(256)) * 320  # 80 KiB: the mock stalls a stream over 64 KiB
+    data = bytes(range(256)) * 320  # 80 KiB: two streams
     regs.write(0x10000, data)
     assert regs.read(0x10000, len(data)) == data
 

@@ -10,43 +10,18 @@ import os
 import resource
 
 import pytest
+from kfdrig import ioctl, refused
 
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD
-from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.exec.memory import MemoryFault
-from usergpu.emu.amd.mock.kfd import FIRST_NONSIGNAL_EVENT_ID, MockKFD
+from usergpu.emu.amd.mock.kfd import FIRST_NONSIGNAL_EVENT_ID
 from usergpu.errors import DriverError
 from usergpu.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PAGE, PROT_READ, PROT_WRITE, os_mmap, os_munmap
 
 GTT, VRAM, USERPTR = (kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT, kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
                       kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
 BAD_POINTERS = [0, 0xFFFF_8000_0000_0000, (1 << 64) - 16, 1 << 47]
-
-
-@pytest.fixture
-def hal(tmp_path):
-    h = MockHAL(tmp_path)
-    h.kfd = MockKFD(h, "gfx1100", 2)
-    return h
-
-
-def ioctl(hal, fd: int, ioc, **fields):
-    """The raw ioctl on a descriptor; its struct after (the kernel writes it back even on failure)."""
-    arg = ioc.struct(**fields)
-    try:
-        hal.ioctl(fd, ioc.request, arg)
-    except OSError as e:
-        e.args_after = arg
-        raise
-    return arg
-
-
-def refused(code: int, hal, fd: int, ioc, **fields):
-    with pytest.raises(OSError) as e:
-        ioctl(hal, fd, ioc, **fields)
-    assert e.value.errno == code, (errno.errorcode.get(e.value.errno), fields)
-    return e.value.args_after
 
 
 def resources() -> tuple[int, int]:
@@ -134,7 +109,7 @@ def test_absurd_allocations_are_refused_and_leave_nothing_behind(hal, size, flag
     before, objects = resources(), dict(hal.kfd.bos)
     refused(code, hal, dev.fd, kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=1 << 40, size=size, gpu_id=dev.gpu_id,
             flags=flags, mmap_offset=1 << 46)  # user pages where nothing is mapped
-    assert resources() == before and hal.kfd.bos == objects and hal.kfd.nodes[0].vram_used == 0
+    assert resources() == before and hal.kfd.bos == objects and hal.kfd.nodes[0].used["vram"] == 0
 
 
 def test_vram_is_counted_against_the_boards_size(hal):
@@ -144,7 +119,7 @@ def test_vram_is_counted_against_the_boards_size(hal):
     refused(errno.ENOMEM, hal, dev.fd, kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, va_addr=2 << 40, size=8 << 30,
             gpu_id=dev.gpu_id, flags=VRAM)  # 24 GiB less the page tables' share
     ioctl(hal, dev.fd, kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, handle=big.handle)
-    assert hal.kfd.nodes[0].vram_used == 0
+    assert hal.kfd.nodes[0].used["vram"] == 0
 
 
 def test_a_failed_memfd_size_or_mapping_closes_the_memfd(hal):
@@ -267,7 +242,7 @@ def test_closing_the_last_kfd_descriptor_releases_everything(hal):
     dev.close()
     m = hal.kfd
     assert not (m.bos or m.events or m.held or m.vms or m.event_page or any(n.queues for n in m.nodes))
-    assert m.used["system"] == 0 and m.nodes[0].vram_used == 0
+    assert m.used["system"] == 0 and m.nodes[0].used["vram"] == 0
     for n in m.nodes:  # the GPUs' VMs hold none of it
         with pytest.raises(MemoryFault):
             n.gpu.mem.mapping(ring.va)

@@ -8,10 +8,13 @@ from mockrig import Rig, load, lohi, u32, u64
 
 import usergpu.autogen.pm4_nv as nv
 from usergpu.emu.amd.exec.dispatch import kernel_registers, user_sgpr_values
-from usergpu.emu.amd.mock import PM4Queue, QueueError
+from usergpu.emu.amd.mock import GPU, PM4Queue, QueueError
 
 P3 = nv.PACKET3
 SCRATCH_REG0 = 0xC040  # SOC21: GC seg1 base 0xA000 + regSCRATCH_REG0 0x2040
+# NBIO's BIF_BX_PF0_GPU_HDP_FLUSH_REQ / _DONE on Navi31 and Navi44 alike: NBIO seg2 base 0xD20 (tinygrad's navi_offsets
+# NBIO_BASE__INST0_SEG2) + 0x106 / 0x107 (nbio_4_3_0_offset.h and nbif_6_3_1_offset.h agree)
+HDP_FLUSH_REQ, HDP_FLUSH_DONE = 0xE26, 0xE27
 
 
 def write_data(address: int, *words: int, dst_sel: int = 5) -> list[int]:
@@ -28,6 +31,12 @@ def release_mem(address: int, data_sel: int, data: int = 0, int_sel: int = 0, ct
 def wait_mem(address: int, ref: int, function: int = 3, mask: int = 0xFFFFFFFF) -> list[int]:
     return [P3(nv.PACKET3_WAIT_REG_MEM, 5), nv.WAIT_REG_MEM_FUNCTION(function) | nv.WAIT_REG_MEM_MEM_SPACE(1),
             *lohi(address), ref, mask, 4]
+
+
+def write_wait(write: int, poll: int, ref: int, mask: int, function: int = 3) -> list[int]:
+    """WAIT_REG_MEM's WR_WAIT_WR_REG, as gfx_v11_0_wait_reg_mem emits it (and tinygrad's memory_barrier)."""
+    return [P3(nv.PACKET3_WAIT_REG_MEM, 5), nv.WAIT_REG_MEM_FUNCTION(function) | nv.WAIT_REG_MEM_OPERATION(1), write,
+            poll, ref, mask, 0x20]
 
 
 def ib(address: int, dwords: int) -> list[int]:
@@ -141,12 +150,46 @@ def test_wait_reg_mem64(gpu, rig):
     assert u32(gpu, out) == 1
 
 
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("function,ref", [(5, 0xFFFFFFFF), (3, 0x4 << 1)])  # tinygrad's; amdgpu's (CP2 << pipe 1)
+def test_write_wait_flushes_the_hdp_through_nbio(arch, function, ref):
+    gpu = GPU(arch)
+    rig = Rig(gpu, PM4Queue, 4096, pointers=0)
+    out = gpu.mem.map(4)
+    rig.submit([*write_wait(HDP_FLUSH_REQ, HDP_FLUSH_DONE, ref, ref, function), *write_data(out, 1)])
+    assert rig.queue.step() and not rig.queue.busy and u32(gpu, out) == 1
+    assert gpu.read_reg(HDP_FLUSH_DONE) == ref and gpu.hdp.flushes == 1
+    assert (gpu.reg_name(HDP_FLUSH_REQ), gpu.reg_address("BIF_BX_PF0_GPU_HDP_FLUSH_DONE")) == (
+        "BIF_BX_PF0_GPU_HDP_FLUSH_REQ", HDP_FLUSH_DONE)
+
+
+def test_write_wait_writes_once_then_stalls_until_the_register_matches(gpu, rig):
+    out = gpu.mem.map(4)
+    body = np.array([*write_wait(SCRATCH_REG0, SCRATCH_REG0 + 1, 0x35, 0x0F), *write_data(out, 1)], np.uint32)
+    rig.submit(ib(gpu.mem.map(body), len(body)))
+    assert rig.queue.step() and rig.queue.busy and gpu.regs["SCRATCH_REG0"] == 0x35  # written: work another may see
+    gpu.regs["SCRATCH_REG0"] = 0
+    assert not rig.queue.step() and rig.queue.busy and gpu.regs["SCRATCH_REG0"] == 0  # polls, does not write again
+    gpu.regs["SCRATCH_REG1"] = 0x15  # (0x15 & 0xF) == (0x35 & 0xF): the reference counts under the mask
+    assert rig.queue.step() and not rig.queue.busy and u32(gpu, out) == 1 and gpu.regs["SCRATCH_REG0"] == 0
+
+
+def test_a_dispatch_from_compute_start_is_refused(gpu, rig):
+    rig.submit([P3(nv.PACKET3_SET_SH_REG, 1), gpu.reg_address("COMPUTE_START_X") - nv.PACKET3_SET_SH_REG_START, 2,
+                P3(nv.PACKET3_DISPATCH_DIRECT, 3), 4, 1, 1, 1])  # COMPUTE_SHADER_EN without FORCE_START_AT_000
+    with pytest.raises(QueueError, match=r"COMPUTE_START_X/Y/Z \(2, 0, 0\)"):
+        rig.queue.step()
+
+
 @pytest.mark.parametrize("words,says", [
     ([P3(0xEE, 0), 0], r"unknown \(0xee\) at ring offset 0x14"),
     ([P3(nv.PACKET3_WRITE_DATA, 6), 5 << 8, 0, 0], "truncated"),
     ([0x00001234], "type-0"),
     ([P3(nv.PACKET3_RELEASE_MEM, 2), 0, 0, 0], "malformed"),
     (write_data(0x10, 1), "GPU memory fault"),
+    ([P3(nv.PACKET3_WAIT_REG_MEM, 5), nv.WAIT_REG_MEM_OPERATION(1) | nv.WAIT_REG_MEM_MEM_SPACE(1), 0, 0, 0, 0, 4],
+     "WR_WAIT_WR_REG writes and polls registers"),
+    ([P3(nv.PACKET3_WAIT_REG_MEM64, 7), nv.WAIT_REG_MEM_OPERATION(1), *[0] * 7], "OPERATION 1 not supported"),
 ])
 def test_bad_packets_stop_the_queue(gpu, rig, words, says):
     rig.submit([P3(nv.PACKET3_NOP, 3), 0, 0, 0, 0, *words])

@@ -1,4 +1,5 @@
-"""The SDMA queue: copies, fills, fences, traps, timestamps, atomics, polls, ring wrap-around and typed errors."""
+"""The SDMA queue: copies, fills, writes, fences, traps, timestamps, atomics, polls, IBs, ring wrap-around and typed
+errors."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from mockrig import Rig, lohi, u32, u64
 
 import usergpu.autogen.sdma_v6 as s6
-from usergpu.emu.amd.mock import QueueError, SDMAQueue
+from usergpu.emu.amd.mock import GPU, QueueError, SDMAQueue
 
 
 def header(op: int, sub_op: int = 0, extra: int = 0) -> int:
@@ -22,6 +23,28 @@ def copy(dst: int, src: int, n: int) -> list[int]:
 
 def fence(address: int, value: int) -> list[int]:
     return [header(s6.SDMA_OP_FENCE), *lohi(address), value]
+
+
+def write_linear(address: int, *words: int) -> list[int]:
+    return [header(s6.SDMA_OP_WRITE, s6.SDMA_SUBOP_WRITE_LINEAR), *lohi(address), len(words) - 1, *words]
+
+
+def poll_mem(address: int, ref: int, function: int = 5) -> list[int]:
+    """A wait as tinygrad's copy queue emits it: >= (or ==) on memory, retried forever."""
+    poll = header(s6.SDMA_OP_POLL_REGMEM, extra=s6.SDMA_PKT_POLL_REGMEM_HEADER_FUNC(function)
+                  | s6.SDMA_PKT_POLL_REGMEM_HEADER_MEM_POLL(1))
+    return [poll, *lohi(address), ref, 0xFFFFFFFF,
+            s6.SDMA_PKT_POLL_REGMEM_DW5_INTERVAL(4) | s6.SDMA_PKT_POLL_REGMEM_DW5_RETRY_COUNT(0xFFF)]
+
+
+def indirect(address: int, dwords: int) -> list[int]:
+    return [header(s6.SDMA_OP_INDIRECT, extra=s6.SDMA_PKT_INDIRECT_HEADER_VMID(0)), *lohi(address), dwords, 0, 0]
+
+
+def ib(gpu, words: list[int]) -> tuple[int, int]:
+    """An IB in GPU memory, padded with NOPs to 8 dwords as sdma_v6_0_ring_pad_ib does: its address and dwords."""
+    words = words + [header(s6.SDMA_OP_NOP)] * (-len(words) % 8)
+    return gpu.mem.map(np.array(words, np.uint32)), len(words)
 
 
 def atomic(op: int, address: int, src: int, cmp: int = 0, loop: int = 0) -> list[int]:
@@ -102,6 +125,64 @@ def test_poll_regmem_stalls_then_resumes(gpu, rig):
     assert rig.queue.step() and u32(gpu, out) == 1
 
 
+def test_write_linear(gpu, rig):
+    out = gpu.mem.map(32)
+    rig.submit([*write_linear(out, 0xDEADBEEF), *write_linear(out + 8, 0x11223344, 0x55667788),  # tinygrad's write
+                *write_linear(out + 16, 1, 2, 3, 4)])
+    rig.queue.step()
+    assert np.frombuffer(gpu.mem.read_bytes(out, 32), np.uint32).tolist() == [
+        0xDEADBEEF, 0, 0x11223344, 0x55667788, 1, 2, 3, 4]
+    assert rig.read_ptr() == 20 + 24 + 32 and not rig.queue.busy
+
+
+def test_indirect_runs_an_ib_of_packets(gpu, rig, interrupts):
+    src = gpu.mem.map(np.arange(16, dtype=np.uint8))
+    out = gpu.mem.map(32)
+    gcr = [header(s6.SDMA_OP_GCR_REQ), 0, 0, 0, 0]  # sdma_v6_0_ring_emit_mem_sync: the caches, coherent here
+    body, dwords = ib(gpu, [*copy(out, src, 16), *gcr, *write_linear(out + 16, 7), *fence(out + 20, 9),
+                            header(s6.SDMA_OP_TRAP), 3])
+    rig.submit([header(s6.SDMA_OP_NOP)] * 2 + indirect(body, dwords) + fence(out + 24, 1))
+    rig.queue.step()
+    assert gpu.mem.read_bytes(out, 16) == bytes(range(16))
+    assert np.frombuffer(gpu.mem.read_bytes(out + 16, 12), np.uint32).tolist() == [7, 9, 1]
+    assert interrupts == [("SDMA_TRAP", 3)] and rig.read_ptr() == 8 + 24 + 16
+
+
+def test_a_poll_inside_an_ib_stalls_and_resumes_there(gpu, rig):
+    counter, flag, out = gpu.mem.map(8), gpu.mem.map(8), gpu.mem.map(4)
+    body, dwords = ib(gpu, [*atomic(0x6F, counter, 1), *poll_mem(flag, 2), *fence(out, 5)])  # ADD_64 before the wait
+    rig.submit(indirect(body, dwords))
+    assert rig.queue.step() and rig.queue.busy and u64(gpu, counter) == 1 and rig.read_ptr() == 0
+    assert not rig.queue.step()
+    gpu.mem.write_bytes(flag, (3).to_bytes(4, "little"))  # 3 >= 2
+    assert rig.queue.step() and not rig.queue.busy
+    assert u64(gpu, counter) == 1 and u32(gpu, out) == 5 and rig.read_ptr() == 24  # the add ran once
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_poll_regmem_flushes_the_hdp_through_nbio(arch):
+    gpu = GPU(arch)
+    rig = Rig(gpu, SDMAQueue, 4096, pointers=0)
+    req, done = 0xE26, 0xE27  # NBIO's BIF_BX_PF0_GPU_HDP_FLUSH_REQ / _DONE (test_pm4.py says where from)
+    sdma0 = 1 << 10  # nbio_v4_3_hdp_flush_reg.ref_and_mask_sdma0
+    out = gpu.mem.map(4)
+    flush = header(s6.SDMA_OP_POLL_REGMEM, extra=s6.SDMA_PKT_POLL_REGMEM_HEADER_HDP_FLUSH(1)
+                   | s6.SDMA_PKT_POLL_REGMEM_HEADER_FUNC(3))
+    rig.submit([flush, done << 2, req << 2, sdma0, sdma0, s6.SDMA_PKT_POLL_REGMEM_DW5_RETRY_COUNT(0xFFF)
+                | s6.SDMA_PKT_POLL_REGMEM_DW5_INTERVAL(10), *fence(out, 1)])  # as sdma_v6_0_ring_emit_hdp_flush
+    rig.queue.step()
+    assert not rig.queue.busy and u32(gpu, out) == 1
+    assert gpu.read_reg(done) == sdma0 and gpu.hdp.flushes == 1
+
+
+def test_ibs_do_not_nest(gpu, rig):
+    inner, n = ib(gpu, fence(gpu.mem.map(4), 1))
+    outer, m = ib(gpu, [header(s6.SDMA_OP_NOP)] * 8 + indirect(inner, n))
+    rig.submit(indirect(outer, m))
+    with pytest.raises(QueueError, match=f"IBs do not nest: packet INDIRECT .* at IB {outer:#x} offset 0x20 bytes"):
+        rig.queue.step()
+
+
 def test_ring_wraps(gpu):
     rig = Rig(gpu, SDMAQueue, 64, pointers=0)  # 16-byte fences straddle a 64-byte ring's end after the first 3
     out = gpu.mem.map(4 * 30)
@@ -120,6 +201,9 @@ def test_ring_wraps(gpu):
     ([header(s6.SDMA_OP_COPY, s6.SDMA_SUBOP_COPY_LINEAR), 0, 0], "truncated.*COPY_LINEAR"),
     (atomic(0x01, 0, 0), "atomic operation 0x1"),
     (fence(0x10, 1), "GPU memory fault.*FENCE "),
+    (write_linear(0x1000, 1, 2, 3)[:5], "truncated: it is 28 bytes, only 20.*WRITE_LINEAR"),
+    ([header(s6.SDMA_OP_POLL_REGMEM, extra=s6.SDMA_PKT_POLL_REGMEM_HEADER_HDP_FLUSH(1)
+             | s6.SDMA_PKT_POLL_REGMEM_HEADER_MEM_POLL(1)), 0, 0, 0, 0, 0], "MEM_POLL 1 HDP_FLUSH 1"),
 ])
 def test_bad_packets_stop_the_queue(gpu, rig, words, says):
     rig.submit([header(s6.SDMA_OP_NOP, extra=s6.SDMA_PKT_NOP_HEADER_COUNT(1)), 0, *words])

@@ -1,0 +1,52 @@
+"""The mock machines of this process, one per (interface, arch, GPU count): amdkfd and its GPUs (MOCKKFD+AMD) or GPU
+boards on the PCI bus (MOCKPCI+AMD) or behind USB–PCIe bridges (MOCKUSB+AMD), each behind the MockHAL that
+drivers, usergpu's runtime and a foreign runtime (through emu/amd/mock/fileio) all reach it by."""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import shutil
+import tempfile
+
+from usergpu.drivers.hal import MockHAL
+from usergpu.errors import DeviceNotFound
+
+MAX_MOCK_GPUS = 64
+# the machines of GPU boards (their state shared between processes) -> the module that makes them
+BOARD_MACHINES = {"MOCKPCI+AMD": "usergpu.emu.amd.mock.pci_machine", "MOCKUSB+AMD": "usergpu.emu.amd.mock.usb_machine"}
+_machines: dict[tuple, MockHAL] = {}  # one mock machine per (interface, arch, GPU count, MOCKPCI_DIR)
+
+
+def mock_count(count: int | None = None) -> int:
+    """How many GPUs a mock machine has: count, else MOCKGPU_COUNT (default 1), checked."""
+    text = str(count) if count is not None else os.environ.get("MOCKGPU_COUNT", "1")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_MOCK_GPUS:
+        raise DeviceNotFound(f"MOCKGPU_COUNT {text!r}: a mock machine has 1..{MAX_MOCK_GPUS} GPUs")
+    return int(text)
+
+
+def mock_hal(arch: str | None = None, count: int | None = None, interface: str = "MOCKKFD+AMD") -> MockHAL:
+    """The HAL of this process's mock machine with MOCKGPU_COUNT GPUs of MOCKGPU_ARCH (made on first use): amdkfd
+    and its GPUs (MOCKKFD+AMD), or GPU boards on the PCI bus (MOCKPCI+AMD) or in USB enclosures (MOCKUSB+AMD),
+    whose state other processes share.
+    The mock KFD's sysfs tree is a temporary folder, removed when the process exits."""
+    arch = arch or os.environ.get("MOCKGPU_ARCH", "gfx1100")
+    count = mock_count(count)
+    key: tuple = (interface, arch, count)
+    boards = importlib.import_module(BOARD_MACHINES[interface]) if interface in BOARD_MACHINES else None
+    if boards is not None:  # one HAL per machine folder: two would make two drivers of one board
+        key = (interface, arch, count, boards.folder(arch))
+    if key not in _machines:
+        if boards is not None:
+            _machines[key] = boards.machine(arch, count)
+        else:
+            from usergpu.emu.amd.mock.kfd import MockKFD
+
+            root = tempfile.mkdtemp(prefix="usergpu-mock-")
+            atexit.register(shutil.rmtree, root, ignore_errors=True)
+            hal = MockHAL(root)
+            hal.kfd = MockKFD(hal, arch, count)
+            _machines[key] = hal
+    return _machines[key]

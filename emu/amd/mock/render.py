@@ -1,0 +1,204 @@
+"""The render node of a mock GPU (/dev/dri/renderD<128+i>, amdgpu's DRM file): the process maps memory objects'
+pages through it, ACQUIRE_VM makes its VM the process's on that GPU, and it answers DRM_IOCTL_AMDGPU_INFO as
+amdgpu_info_ioctl (amdgpu_kms.c, Linux 6.12) does, from what amdgpu knows of the mock GPU (amdgpu_device.py).
+
+The ioctl entry is drm_ioctl's (drm_ioctl.c): a request of another type than DRM's is ENOTTY; its number picks an
+entry of amdgpu's table (from DRM_COMMAND_BASE) or the core's, and a number with none is EINVAL; the caller's
+struct is copied in by the size its request encodes (zero-filled up to the kernel's own) and back only where the
+request and the kernel's definition both say so, failure or not. An ioctl the mock does not model is ENOTTY.
+
+The structs are libdrm 2.4.114's (usergpu.autogen.amdgpu_drm), older than 6.12's uapi: its drm_amdgpu_info_device
+ends before 6.12's minimum clocks, PCIe link and cache sizes, so DEV_INFO answers its 368 bytes at most.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+
+from usergpu.autogen import amd_discovery as hw
+from usergpu.autogen import amdgpu_drm as drm
+from usergpu.autogen import amdgpu_ucode as ucode
+from usergpu.autogen._support import Ioctl
+from usergpu.emu.amd.mock.amdgpu_device import PCI_REVISION, REV_ID, VM_RESERVED_VRAM, VRAM_BUS, AmdgpuDevice
+from usergpu.emu.amd.mock.uaccess import copy_from_user, copy_to_user, fail
+from usergpu.emu.amd.soc import TIMESTAMP_HZ
+from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap
+
+IOC_IN, IOC_OUT = 1, 2  # _IOC_WRITE (the kernel reads the struct), _IOC_READ (it writes it back)
+# DRM's ioctl numbers, amdgpu's and the core's (drm_ioctls, amdgpu_ioctls_kms: the same entries as libdrm's)
+IOCTL_NAMES = {(v.request if isinstance(v, Ioctl) else v) & 0xFF: name.removeprefix("DRM_IOCTL_")
+               for name, v in vars(drm).items() if name.startswith("DRM_IOCTL_") and name != "DRM_IOCTL_BASE"}
+# 6.12's uapi values that libdrm 2.4.114's header predates: amdgpu_discovery.c's family by GC version, the VPE type
+FAMILY = {(11, 0, 0): 145, (12, 0, 0): 152, (12, 0, 1): 152}  # AMDGPU_FAMILY_GC_11_0_0, AMDGPU_FAMILY_GC_12_0_0
+HW_IP_VPE = 9
+EXTERNAL_REV = {(11, 0, 0): 0x1, (12, 0, 0): 0x40, (12, 0, 1): 0x50}  # soc21/soc24 common_early_init: rev_id + it
+MAX_HW_CONTEXTS = 8  # gfx_v11_0/gfx_v12_0_gpu_early_init
+# the GPUVM of gmc_v11/v12 (amdgpu_vm_adjust_size(adev, 256 * 1024, 9, 3, 48)): 256 TiB in 2 MiB PTE fragments,
+# less what amdgpu_vm.h reserves at the bottom and the top (the trap handler, SEQ64 and CSA areas), split around
+# the GMC hole (amdgpu_gmc.h)
+VM_SIZE, FRAGMENT_SIZE = 1 << 48, 9
+VA_RESERVED_BOTTOM, VA_RESERVED_TOP = 1 << 16, (1 << 16) + (2 << 20) + (2 << 20)
+GMC_HOLE_START, GMC_HOLE_END = 0x0000_8000_0000_0000, 0xFFFF_8000_0000_0000
+# AMDGPU_HW_IP_* of the mock GPUs' blocks -> (the block's hw id, the rings amdgpu makes (None: one per SDMA
+# instance), the most a context may use (amdgpu_ctx_num_entities), IB start and size alignment)
+HW_IPS = {drm.AMDGPU_HW_IP_GFX: (hw.GC_HWID, 1, 1, 32, 32),  # GFX11/12_NUM_GFX_RINGS
+          drm.AMDGPU_HW_IP_COMPUTE: (hw.GC_HWID, 8, 4, 32, 32),  # amdgpu_gfx_get_num_kcq's default
+          drm.AMDGPU_HW_IP_DMA: (hw.SDMA0_HWID, None, 2, 256, 4)}
+# the types whose blocks the mock GPUs' discovery tables lack (no UVD, VCE, VCN, JPEG or VPE): no IP block
+ABSENT_IPS = (drm.AMDGPU_HW_IP_UVD, drm.AMDGPU_HW_IP_VCE, drm.AMDGPU_HW_IP_UVD_ENC, drm.AMDGPU_HW_IP_VCN_DEC,
+              drm.AMDGPU_HW_IP_VCN_ENC, drm.AMDGPU_HW_IP_VCN_JPEG, HW_IP_VPE)
+FW_TYPES = {v for name, v in vars(drm).items()
+            if name.startswith("AMDGPU_INFO_FW_") and name != "AMDGPU_INFO_FW_VERSION"}
+
+
+class RenderFile:
+    """A render node of one GPU, opened."""
+
+    def __init__(self, kfd_, node):
+        self.kfd, self.node = kfd_, node
+        self.adev = AmdgpuDevice(kfd_, node)
+        self.vm: int | None = None  # the gpu_id whose process VM this file's VM became
+        self.handlers = {drm.DRM_IOCTL_AMDGPU_INFO.nr: (drm.DRM_IOCTL_AMDGPU_INFO, self.info)}
+        usage = self.adev.usage
+        self.queries = {
+            drm.AMDGPU_INFO_ACCEL_WORKING: lambda a: ctypes.c_uint32(1),
+            drm.AMDGPU_INFO_HW_IP_INFO: self.hw_ip_info, drm.AMDGPU_INFO_HW_IP_COUNT: self.hw_ip_count,
+            drm.AMDGPU_INFO_TIMESTAMP: lambda a: ctypes.c_uint64(node.gpu.timestamp()),
+            drm.AMDGPU_INFO_FW_VERSION: self.firmware,
+            drm.AMDGPU_INFO_VRAM_USAGE: lambda a: ctypes.c_uint64(usage()["vram"]),
+            drm.AMDGPU_INFO_VIS_VRAM_USAGE: lambda a: ctypes.c_uint64(usage()["vis_vram"]),
+            drm.AMDGPU_INFO_GTT_USAGE: lambda a: ctypes.c_uint64(usage()["gtt"]),
+            drm.AMDGPU_INFO_VRAM_GTT: self.vram_gtt, drm.AMDGPU_INFO_MEMORY: self.memory,
+            drm.AMDGPU_INFO_DEV_INFO: self.dev_info,
+        }
+
+    # ---- the ioctl entry, as drm_ioctl() runs it --------------------------------------------------------------
+    def ioctl(self, request: int, arg: int) -> None:
+        nr, usize, udir = request & 0xFF, (request >> 16) & 0x3FFF, request >> 30
+        if (request >> 8) & 0xFF != drm.DRM_IOCTL_BASE:
+            raise fail(errno.ENOTTY, f"render node ioctl {request:#x}: not a DRM request")
+        if nr not in IOCTL_NAMES:
+            raise fail(errno.EINVAL, f"render node ioctl {request:#x}: DRM has no ioctl {nr:#x}")
+        if nr not in self.handlers:
+            raise fail(errno.ENOTTY, f"{IOCTL_NAMES[nr]}: the mock render node does not model this ioctl")
+        ioc, handler = self.handlers[nr]
+        in_size = usize if udir & ioc.dir & IOC_IN else 0
+        out_size = usize if udir & ioc.dir & IOC_OUT else 0
+        kdata = bytearray(max(in_size, out_size, ctypes.sizeof(ioc.struct)))
+        kdata[:in_size] = copy_from_user(arg, in_size, IOCTL_NAMES[nr])
+        try:
+            with self.kfd.lock:
+                handler(ioc.struct.from_buffer(kdata))
+        finally:
+            if out_size:
+                copy_to_user(arg, kdata[:out_size], IOCTL_NAMES[nr])
+
+    def info(self, a) -> None:
+        """amdgpu_info_ioctl: EINVAL without a return pointer and size, or for a query the mock does not answer;
+        else the answer's first min(return_size, its size) bytes at return_pointer (EFAULT where they cannot be
+        written)."""
+        what = f"AMDGPU_INFO query {a.query:#x}"
+        if not a.return_size or not a.return_pointer:
+            raise fail(errno.EINVAL, f"{what}: return_pointer {a.return_pointer:#x}, return_size {a.return_size}")
+        if a.query not in self.queries:
+            raise fail(errno.EINVAL, f"{what}: the mock answers queries {', '.join(map(hex, sorted(self.queries)))}")
+        answer = bytes(self.queries[a.query](a))
+        copy_to_user(a.return_pointer, answer[: a.return_size], what)
+
+    # ---- queries --------------------------------------------------------------------------------------------------
+    def hw_ip_info(self, a) -> drm.struct_drm_amdgpu_info_hw_ip:
+        """amdgpu_hw_ip_info: the block's version (its IP block driver's: the discovery major, minor 0), the rings
+        a context may use and the IB alignments; all zero for a type whose block the GPU lacks; EINVAL for an
+        instance past the first or an unknown type."""
+        q = a.query_hw_ip
+        if q.ip_instance >= drm.AMDGPU_HW_IP_INSTANCE_MAX_COUNT or q.type not in (*HW_IPS, *ABSENT_IPS):
+            raise fail(errno.EINVAL, f"AMDGPU_INFO_HW_IP_INFO: type {q.type}, instance {q.ip_instance}")
+        if q.type in ABSENT_IPS:
+            return drm.struct_drm_amdgpu_info_hw_ip()
+        hw_id, rings, entities, start, size = HW_IPS[q.type]
+        rings = min(entities, self.adev.sdma_instances if rings is None else rings)
+        return drm.struct_drm_amdgpu_info_hw_ip(hw_ip_version_major=self.adev.version(hw_id)[0],
+                                                ib_start_alignment=start, ib_size_alignment=size,
+                                                available_rings=(1 << rings) - 1)
+
+    def hw_ip_count(self, a) -> ctypes.c_uint32:
+        """The instances of a type's block: one GFX (for GFX and COMPUTE), an SDMA per instance; EINVAL for a type
+        whose block the GPU lacks."""
+        if a.query_hw_ip.type not in HW_IPS:
+            raise fail(errno.EINVAL, f"AMDGPU_INFO_HW_IP_COUNT: the GPU has no block of type {a.query_hw_ip.type}")
+        return ctypes.c_uint32(self.adev.sdma_instances if a.query_hw_ip.type == drm.AMDGPU_HW_IP_DMA else 1)
+
+    def firmware(self, a) -> drm.struct_drm_amdgpu_info_firmware:
+        """amdgpu_firmware_info: the versions of the firmware the mock GPU runs as its KFD topology gives them (MEC's,
+        every SDMA instance's); the rest it does not run and reads 0, as amdgpu reports firmware it has not loaded.
+        EINVAL for an instance but 0, an unknown type, or an index the type lacks (MEC 0 and 1, an SDMA instance, a
+        TA type)."""
+        fw, props, sdmas = a.query_fw, self.node.props, self.adev.sdma_instances
+        indices = {drm.AMDGPU_INFO_FW_GFX_MEC: range(2), drm.AMDGPU_INFO_FW_SDMA: range(sdmas),
+                   drm.AMDGPU_INFO_FW_TA: range(ucode.TA_FW_TYPE_PSP_XGMI, ucode.TA_FW_TYPE_MAX_INDEX)}
+        if fw.ip_instance or fw.fw_type not in FW_TYPES or fw.index not in indices.get(fw.fw_type, [fw.index]):
+            raise fail(errno.EINVAL, f"AMDGPU_INFO_FW_VERSION: type {fw.fw_type}, instance {fw.ip_instance}, "
+                                     f"index {fw.index}")
+        versions = {(drm.AMDGPU_INFO_FW_GFX_MEC, 0): props["fw_version"],
+                    **{(drm.AMDGPU_INFO_FW_SDMA, i): props["sdma_fw_version"] for i in range(sdmas)}}
+        return drm.struct_drm_amdgpu_info_firmware(ver=versions.get((fw.fw_type, fw.index), 0))
+
+    def _usable_vram(self) -> int:
+        """VRAM less what is pinned (nothing, on the mock) and AMDGPU_VM_RESERVED_VRAM."""
+        return self.adev.vram_size - VM_RESERVED_VRAM
+
+    def vram_gtt(self, a) -> drm.struct_drm_amdgpu_info_vram_gtt:
+        usable = self._usable_vram()
+        return drm.struct_drm_amdgpu_info_vram_gtt(vram_size=usable, gtt_size=self.adev.gtt_size,
+                                                   vram_cpu_accessible_size=min(self.adev.visible_vram_size, usable))
+
+    def memory(self, a) -> drm.struct_drm_amdgpu_memory_info:
+        """Each heap's total, what of it is usable, its usage, and the largest allocation (3/4 of the usable)."""
+        adev, usage, usable = self.adev, self.adev.usage(), self._usable_vram()
+        heaps = {"vram": (adev.vram_size, usable), "cpu_accessible_vram": (adev.visible_vram_size,
+                 min(adev.visible_vram_size, usable)), "gtt": (adev.gtt_size, adev.gtt_size)}
+        used = {"vram": usage["vram"], "cpu_accessible_vram": usage["vis_vram"], "gtt": usage["gtt"]}
+        return drm.struct_drm_amdgpu_memory_info(**{
+            heap: drm.struct_drm_amdgpu_heap_info(total, usable_, used[heap], usable_ * 3 // 4)
+            for heap, (total, usable_) in heaps.items()})
+
+    def dev_info(self, a) -> drm.struct_drm_amdgpu_info_device:
+        """DEV_INFO as amdgpu fills it for a dGPU with DPM: the PCI ids and revisions, the family, the gfx shape of
+        gc_info with every CU active (the mock GPUs harvest none, so each shader array's bitmap has a bit per CU,
+        in gfx11's layout: SE s, SA a at [s % 4][a + s // 4 * 2]), the clocks in kHz (the 100 MHz counter, the
+        topology's top engine clock), the GPUVM layout and the VRAM bus. What the mock has no source for stays 0:
+        the memory clock, the flags (no APU, MCBP or TMZ), the CE RAM (none on gfx11/12)."""
+        adev, props, gc = self.adev, self.node.props, self.adev.gc
+        gfx = adev.version(hw.GC_HWID)
+        ses, sas, rbs = gc.gc_num_se, gc.gc_num_sa_per_se, gc.gc_num_rb_per_se * gc.gc_num_se
+        cus = 2 * (gc.gc_num_wgp0_per_sa + gc.gc_num_wgp1_per_sa)  # max_cu_per_sh: a WGP is two CUs
+        vm_size = VM_SIZE - VA_RESERVED_TOP
+        vram_type, vram_width = VRAM_BUS[self.node.arch]
+        info = drm.struct_drm_amdgpu_info_device(
+            device_id=props["device_id"], chip_rev=REV_ID, external_rev=REV_ID + EXTERNAL_REV[gfx],
+            pci_rev=PCI_REVISION, family=FAMILY[gfx], num_shader_engines=ses, num_shader_arrays_per_engine=sas,
+            gpu_counter_freq=TIMESTAMP_HZ // 1000, max_engine_clock=props["max_engine_clk_fcompute"] * 1000,
+            enabled_rb_pipes_mask=(1 << rbs) - 1, num_rb_pipes=rbs, num_hw_gfx_contexts=MAX_HW_CONTEXTS,
+            virtual_address_offset=VA_RESERVED_BOTTOM, virtual_address_max=min(vm_size, GMC_HOLE_START),
+            virtual_address_alignment=PAGE, pte_fragment_size=(1 << FRAGMENT_SIZE) * PAGE, gart_page_size=PAGE,
+            vram_type=vram_type, vram_bit_width=vram_width, gc_double_offchip_lds_buf=gc.gc_double_offchip_lds_buffer,
+            wave_front_size=gc.gc_wave_size, num_shader_visible_vgprs=gc.gc_num_gprs, num_cu_per_sh=cus,
+            num_tcc_blocks=gc.gc_num_gl2c, gs_vgt_table_depth=gc.gc_gs_table_depth,
+            gs_prim_buffer_depth=gc.gc_gsprim_buff_depth, max_gs_waves_per_vgt=gc.gc_num_max_gs_thds,
+            high_va_offset=GMC_HOLE_END, high_va_max=GMC_HOLE_END | vm_size)
+        for se in range(ses):
+            for sa in range(sas):
+                info.cu_bitmap[se % 4][sa + se // 4 * 2] = (1 << cus) - 1
+        info.cu_active_number = sum(bin(mask).count("1") for row in info.cu_bitmap for mask in row)
+        return info
+
+    # ---- mmaps ----------------------------------------------------------------------------------------------------
+    def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
+        bo = next((b for b in self.kfd.bos.values() if b.memfd is not None and b.handle * PAGE == offset), None)
+        if bo is None or length > bo.size:
+            raise fail(errno.EINVAL, f"mmap of {length:#x} bytes at offset {offset:#x}: no such memory object")
+        return os_mmap(address, length, prot, flags | MAP_SHARED, bo.memfd, 0)
+
+    def mmio(self, length: int, offset: int, width: int) -> CallbackMMIO:
+        raise fail(errno.EINVAL, "a render node has no MMIO")

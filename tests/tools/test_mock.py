@@ -1,0 +1,86 @@
+"""`usergpu mock -- CMD`: the command's Python finds tinygrad's mock seam as usergpu's (also inside a repository
+whose own `test` package has a mockgpu), with DEV, MOCKGPU_ARCH, MOCKGPU_COUNT set; bad input is one error line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_errors import Case, check
+
+USERGPU = Path(sys.executable).parent / "usergpu"
+PROBE = ("import json, os, test.mockgpu.mockgpu as m, test.mockgpu.usb as u; "
+         "print(json.dumps({'fileio': m.MockFileIOInterface.__module__, 'usb': u.MockUSB3.__module__, "
+         "**{k: os.environ.get(k) for k in ('DEV', 'MOCKGPU_ARCH', 'MOCKGPU_COUNT', 'MOCKGPU')}}))")
+
+
+def mock(*args: str, cwd=None, env: dict | None = None) -> dict:
+    """What the probe sees under usergpu mock: this environment without DEV and MOCKGPU*, plus env."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEV", "MOCKGPU"))} | (env or {})
+    out = subprocess.run([str(USERGPU), "mock", *args, "--", sys.executable, "-c", PROBE], capture_output=True,
+                         text=True, cwd=cwd, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_seam_is_usergpus_with_the_environment_set(tmp_path):
+    got = mock("--arch", "gfx1200", "--count", "2", cwd=tmp_path)
+    assert got == {"fileio": "usergpu.emu.amd.mock.fileio", "usb": "usergpu.emu.amd.mock.usb3",
+                   "DEV": "MOCKKFD+AMD", "MOCKGPU_ARCH": "gfx1200", "MOCKGPU_COUNT": "2", "MOCKGPU": "1"}
+
+
+def test_dev_is_kept_when_set_and_replaced_by_the_option(tmp_path):
+    env = {"DEV": "MOCKKFD+AMD:LLVM"}
+    assert mock(cwd=tmp_path, env=env)["DEV"] == "MOCKKFD+AMD:LLVM"
+    assert mock("--dev", "mockpci+amd", cwd=tmp_path, env=env)["DEV"] == "MOCKPCI+AMD"
+
+
+def test_a_repository_test_package_does_not_win(tmp_path):
+    """Inside tinygrad's repository its `test/mockgpu/mockgpu.py` would be found first; the hook's name wins, and
+    the package's other modules still import from it."""
+    pkg = tmp_path / "test" / "mockgpu"
+    pkg.mkdir(parents=True)
+    (tmp_path / "test" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mockgpu.py").write_text("raise SystemExit('the repository mock was imported')\n")
+    (pkg / "usb.py").write_text("raise SystemExit('the repository mock was imported')\n")
+    (pkg / "helpers.py").write_text("WHERE = 'repository'\n")
+    got = mock(cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)})
+    assert got["fileio"] == "usergpu.emu.amd.mock.fileio"
+    out = subprocess.run([str(USERGPU), "mock", "--", sys.executable, "-c",
+                          "import test.mockgpu.helpers as h; print(h.WHERE)"], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60)
+    assert out.stdout.strip() == "repository", out.stderr
+
+
+def test_another_sitecustomize_still_runs(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['OTHER_SITE'] = 'ran'\n")
+    out = subprocess.run([str(USERGPU), "mock", "--", sys.executable, "-c",
+                          "import os; print(os.environ.get('OTHER_SITE'))"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60)
+    assert out.stdout.strip() == "ran", out.stderr
+
+
+def test_the_exit_status_is_the_commands(tmp_path):
+    out = subprocess.run([str(USERGPU), "mock", "--", sys.executable, "-c", "raise SystemExit(7)"], timeout=60)
+    assert out.returncode == 7
+
+
+MOCK = ["usergpu", "mock"]
+CASES = [
+    Case([*MOCK], "mock: no command given"),
+    Case([*MOCK, "--"], "mock: no command given"),
+    Case([*MOCK, "--", "no-such-command-anywhere"], "mock: no-such-command-anywhere: command not found"),
+    Case([*MOCK, "--arch", "gfx9", "--", "true"], "'gfx9': the mock GPUs are gfx1100, gfx1200", 2),
+    Case([*MOCK, "--count", "0", "--", "true"], "'0': a GPU count must be 1..64", 2),
+    Case([*MOCK, "--dev", "KFD+AMD", "--", "true"], "'KFD+AMD': the mocks are MOCKKFD+AMD, MOCKPCI+AMD", 2),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_bad_input_is_one_error_line(case):
+    check(case)

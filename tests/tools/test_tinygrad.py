@@ -1,0 +1,35 @@
+"""An unmodified tinygrad (PyPI, the `tinygrad` extra) on usergpu's mock GPUs: the program suite
+(tinygrad_programs/test_programs.py, each program checked against numpy) run through `usergpu mock` for each arch,
+queue kind and renderer. tinygrad's AMD renderers: HIP (the default where ROCm's comgr >= 6 loads; Debian 12's 5.2
+does not know gfx11) and LLVM (DEV=...:LLVM); the default run takes whichever tinygrad picks."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tinygrad")
+
+SUITE = Path(__file__).parent / "tinygrad_programs" / "test_programs.py"
+USERGPU = Path(sys.executable).parent / "usergpu"
+CONFIGS = {  # name -> (usergpu mock options, environment)
+    "gfx1100-pm4-llvm": (["--arch", "gfx1100"], {"DEV": "MOCKKFD+AMD:LLVM"}),
+    "gfx1100-aql-llvm": (["--arch", "gfx1100"], {"DEV": "MOCKKFD+AMD:LLVM", "AMD_AQL": "1"}),
+    "gfx1200-pm4-llvm": (["--arch", "gfx1200"], {"DEV": "MOCKKFD+AMD:LLVM"}),
+    "gfx1200-aql-llvm": (["--arch", "gfx1200"], {"DEV": "MOCKKFD+AMD:LLVM", "AMD_AQL": "1"}),
+    "gfx1100-pm4-default-2gpus": (["--arch", "gfx1100", "--count", "2"], {"DEV": "MOCKKFD+AMD"}),
+}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_program_suite(config, tmp_path):
+    options, env = CONFIGS[config]
+    env = {**os.environ, **env, "CACHEDB": str(tmp_path / "cache.db"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    run = subprocess.run([str(USERGPU), "mock", *options, "--", sys.executable, "-m", "pytest", "-q", "-x",
+                          "-p", "no:cacheprovider", "-p", "no:xdist", str(SUITE)],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    assert " passed" in run.stdout and " failed" not in run.stdout

@@ -1,0 +1,74 @@
+"""usergpu mock [--dev ..] [--arch ..] [--count N] -- CMD ARGS...: run a command (a tinygrad program, tinygrad's own
+tests) with usergpu's mock machines behind the seam tinygrad offers for mocks. The command's Python finds
+`test.mockgpu.mockgpu.MockFileIOInterface` (and `test.mockgpu.usb.MockUSB3`) as usergpu's through an import hook on
+its PYTHONPATH (tools/mock_site/sitecustomize.py); DEV is set when absent, MOCKGPU_ARCH and MOCKGPU_COUNT from the
+options. Nothing of the command is changed beyond that seam."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+from usergpu.autogen.generator.toolchain import LLVM
+from usergpu.emu.amd.mock.fileio import MACHINES
+from usergpu.emu.amd.mock.machines import MAX_MOCK_GPUS
+from usergpu.errors import Error
+from usergpu.tools.common import BadArgument, ranged
+
+SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mock_site")
+DEVICES = tuple(f"{k}+AMD" for k in MACHINES if k != "MOCK")
+ARCHS = ("gfx1100", "gfx1200")  # the mock KFD's and the mock board's GPUs
+# the LLVM tinygrad's LLVM renderer loads (its LLVM_PATH): the project's llvm-22, which tinygrad's own search
+# (libLLVM.so[.N], then LLVM-21 down to -14) passes over for Debian's older libLLVM-15
+LIBLLVM = f"/usr/lib/llvm-{LLVM}/lib/libLLVM.so"
+
+
+def _device(text: str) -> str:
+    if text.upper() not in DEVICES:
+        raise BadArgument(f"{text!r}: the mocks are {', '.join(DEVICES)}")
+    return text.upper()
+
+
+def _arch(text: str) -> str:
+    if text not in ARCHS:
+        raise BadArgument(f"{text!r}: the mock GPUs are {', '.join(ARCHS)}")
+    return text
+
+
+def add_parser(sub, help_line: str) -> None:
+    p = sub.add_parser("mock", help=help_line, description=__doc__.split("\n\n")[0],
+                       usage="usergpu mock [--dev DEV] [--arch ARCH] [--count N] -- CMD [ARGS ...]")
+    p.add_argument("--dev", type=_device, help=f"the mock interface, one of {', '.join(DEVICES)} (default: $DEV, "
+                                                 "else MOCKKFD+AMD)")
+    p.add_argument("--arch", type=_arch, help=f"the mock GPUs' arch, {' or '.join(ARCHS)} (MOCKGPU_ARCH)")
+    p.add_argument("--count", type=ranged(1, MAX_MOCK_GPUS, "a GPU count"), help="how many GPUs (MOCKGPU_COUNT)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
+    p.set_defaults(run=run)
+
+
+def environment(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
+    """The command's environment: the hook first on its PYTHONPATH, DEV, MOCKGPU_ARCH / MOCKGPU_COUNT, MOCKGPU,
+    LLVM_PATH (the ones not given kept from env)."""
+    env = dict(env)
+    env["PYTHONPATH"] = os.pathsep.join([SITE, *filter(None, [env.get("PYTHONPATH")])])
+    env["DEV"] = args.dev or env.get("DEV") or "MOCKKFD+AMD"
+    env.setdefault("MOCKGPU", "1")  # what tinygrad's tests read to skip what no mock does
+    if os.path.exists(LIBLLVM):
+        env.setdefault("LLVM_PATH", LIBLLVM)
+    for name, value in (("MOCKGPU_ARCH", args.arch), ("MOCKGPU_COUNT", args.count)):
+        if value is not None:
+            env[name] = str(value)
+    return env
+
+
+def run(args: argparse.Namespace, hal=None) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise Error("mock: no command given (usergpu mock [options] -- CMD ARGS...)")
+    if shutil.which(command[0]) is None:
+        raise Error(f"mock: {command[0]}: command not found")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(command[0], command, environment(args, dict(os.environ)))
