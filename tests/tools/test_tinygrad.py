@@ -6,6 +6,7 @@ does not know gfx11) and LLVM (DEV=...:LLVM); the default run takes whichever ti
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,32 @@ def test_program_suite(config, tmp_path):
                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert " passed" in run.stdout and " failed" not in run.stdout
+
+
+@pytest.fixture(scope="session")
+def tinygrad_sdist(tmp_path_factory) -> Path:
+    """tinygrad's source distribution of the installed version (it holds tinygrad's own test/test_tiny.py), from
+    the package registry, unpacked; the test skips where the registry cannot be reached."""
+    from importlib.metadata import version
+
+    where = tmp_path_factory.mktemp("sdist")
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                          f"tinygrad=={version('tinygrad')}", "-d", str(where)], capture_output=True, text=True,
+                         timeout=300)
+    archives = list(where.glob("tinygrad-*.tar.gz"))
+    if got.returncode or not archives:
+        pytest.skip(f"tinygrad's sdist could not be fetched: {got.stderr.strip()[-300:]}")
+    with tarfile.open(archives[0]) as tar:
+        tar.extractall(where, filter="data")
+    return next(where.glob("tinygrad-*/test")).parent
+
+
+def test_tinygrads_own_test_file(tinygrad_sdist):
+    """tinygrad's test/test_tiny.py, run in tinygrad's source tree (its own `test` package next to it) as its CI
+    runs it, on the mock (its CPU-device parts compile with clang-22)."""
+    env = {**os.environ, "DEV": "MOCKKFD+AMD:LLVM", "CC": "clang-22", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    run = subprocess.run([str(USERGPU), "mock", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-p", "no:xdist", "test/test_tiny.py"], env=env, cwd=tinygrad_sdist, capture_output=True,
+                         text=True, timeout=900)
+    assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-6000:] + run.stderr[-3000:]

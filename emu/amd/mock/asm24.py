@@ -56,6 +56,7 @@ from usergpu.autogen._asm24 import (
 from usergpu.emu.amd.mock.pcie import SC, UR, CompletionError, Target, Unplugged
 
 NO_COMPLETION = 1  # the return status when nothing answered (link down)
+PACKET = 1024  # bytes of a SuperSpeed bulk packet: what the firmware reads from PCIe for each bulk IN packet
 
 # libusb's errors as pyusb's libusb1 backend raises them (strerror, libusb code, errno)
 NO_DEVICE = ("No such device (it may have been disconnected)", -4, errno.ENODEV)
@@ -178,7 +179,8 @@ class ASM24Backend(usb.backend.IBackend):
         self.control_transfers = self.bulk_bytes = 0
         self._reply: bytes | None = None  # what the next 0xF0 IN returns
         self._write_stream: tuple[int, int, int] | None = None  # (address, bytes left, return status so far)
-        self._read_data = b""  # a read stream's bytes awaiting bulk IN
+        self._read_data = bytearray()  # a read stream's bytes awaiting bulk IN
+        self._reading: tuple[int, int, int, int] | None = None  # a read stream's next address, dwords left, statuses
         self._requests = {(IN, XDATA_READ): self._xdata_read, (OUT, XDATA_WRITE): self._xdata_write,
                           (OUT, TLP): self._tlp_out, (IN, TLP): self._tlp_in, (OUT, POWER): self._power,
                           (STANDARD_IN, GET_DESCRIPTOR): self._get_descriptor}
@@ -310,14 +312,16 @@ class ASM24Backend(usb.backend.IBackend):
         return len(data)
 
     def bulk_read(self, dev_handle: int, ep: int, intf: int, buff: array, timeout: int) -> int:
-        self._alive()
-        if ep & 0xFF != BULK_IN:
-            raise USBError(*PIPE)
+        with self._cable():
+            if ep & 0xFF != BULK_IN:
+                raise USBError(*PIPE)
+            while len(self._read_data) < len(buff) and self._reading is not None:
+                self._fetch()
         if not self._read_data:
             raise USBTimeoutError("Operation timed out", -7, errno.ETIMEDOUT)  # nothing queued: the host waits
         n = min(len(buff), len(self._read_data))
         buff[:n] = array("B", self._read_data[:n])
-        self._read_data = self._read_data[n:]
+        del self._read_data[:n]
         self.bulk_bytes += n
         return n
 
@@ -366,7 +370,8 @@ class ASM24Backend(usb.backend.IBackend):
         stream = mode in (WRITE_STREAM, READ_STREAM) and word > 0  # word: the stream's dword count
         if not (stream or mode == SINGLE and fmt_type in self._tlps):
             raise USBError(*PIPE)
-        self._reply, self._read_data, self._write_stream = None, b"", None  # a new request drops what was pending
+        # a new request drops what was pending
+        self._reply, self._read_data, self._write_stream, self._reading = None, bytearray(), None, None
         if mode == SINGLE:
             self._reply = self._single(fmt_type, address, word, byte_enable)
         elif mode == WRITE_STREAM:
@@ -384,10 +389,21 @@ class ASM24Backend(usb.backend.IBackend):
             return completion(status=e.status)
 
     def _read_stream(self, address: int, count: int) -> None:
-        """Reads dword by dword until the first failure; the rest of the data is all ones, as a master abort."""
-        words, status, returned = self._each_dword(address, [0] * count, lambda a, _: self.target.mem_read(a))
-        words += [0xFFFFFFFF] * (count - len(words))
-        self._read_data = struct.pack(f"<{count}I", *words)
+        """The firmware reads the first packet's dwords as the request arrives, the next ones as the host takes
+        packets (bulk IN), so a stream of any length costs only what is read of it."""
+        self._reading = (address, count, SC, 0)
+        self._fetch()
+
+    def _fetch(self) -> None:
+        """The read stream's next packet: dword by dword until the first failure, all ones from there on (a master
+        abort), the completion so far readable by 0xF0 IN."""
+        address, left, status, returned = self._reading
+        n = min(left, PACKET // 4)
+        words: list[int] = []
+        if status == SC and not returned:
+            words, status, returned = self._each_dword(address, [0] * n, lambda a, _: self.target.mem_read(a))
+        self._read_data += struct.pack(f"<{n}I", *words, *[0xFFFFFFFF] * (n - len(words)))
+        self._reading = (address + 4 * n, left - n, status, returned) if left > n else None
         self._reply = completion(0, status, returned)
 
     def _each_dword(self, address: int, values: Sequence[int], access: Callable[[int, int], int]

@@ -8,9 +8,23 @@ import struct
 from array import array
 
 import pytest
+import usb.core
+import usb.util
 from usb.core import USBError
 
-from usergpu.autogen._asm24 import BULK_IN, BULK_OUT, IN, MRD32, OUT, SINGLE, TLP, XDATA_READ, XDATA_WRITE
+from usergpu.autogen._asm24 import (
+    BULK_IN,
+    BULK_OUT,
+    IN,
+    MRD32,
+    MRD64,
+    OUT,
+    READ_STREAM,
+    SINGLE,
+    TLP,
+    XDATA_READ,
+    XDATA_WRITE,
+)
 from usergpu.emu.amd.mock.asm24 import ASM24Backend
 from usergpu.emu.amd.mock.board import BARS, Navi31Board
 
@@ -57,3 +71,34 @@ def test_what_the_firmware_lacks_stalls(backend):
     stalls(backend.bulk_write, 0, BULK_OUT, 0, array("B", bytes(4)), 1000)  # no write stream set up
     stalls(backend.bulk_read, 0, BULK_OUT, 0, array("B", bytes(4)), 1000)
     stalls(backend.bulk_write, 0, BULK_IN | 0x100, 0, array("B", bytes(4)), 1000)
+
+
+def read_stream(backend, address: int, dwords: int) -> None:
+    backend.ctrl_transfer(0, OUT, TLP, MRD64 | 0xF << 8, READ_STREAM, array("B", struct.pack(
+        "<III", address & 0xFFFFFFFF, address >> 32, dwords)), 1000)
+
+
+def test_a_streams_count_is_in_dwords(backend):
+    """The firmware keeps a stream's length as a 32-bit dword count (its dma_dwords): 4 is 16 bytes, and a stream
+    of 2**32 - 1 dwords reads from PCIe only the packets the host takes."""
+    base = BARS[0][0]
+    backend.target.vram[0:16] = bytes(range(16))
+    read_stream(backend, base, 4)
+    got = array("B", bytes(64))
+    assert backend.bulk_read(0, BULK_IN, 0, got, 1000) == 16 and bytes(got[:16]) == bytes(range(16))
+    read_stream(backend, base, 0xFFFF_FFFF)
+    assert backend.bulk_read(0, BULK_IN, 0, got, 1000) == 64 and bytes(got[:16]) == bytes(range(16))
+
+
+def test_descriptors_over_the_default_pipe(backend):
+    """GET_DESCRIPTOR answers as much as wLength asks: the device, the configuration with its interface and
+    endpoints, and the strings (US English) pyusb and libusb read the product name from."""
+    dev = usb.core.find(backend=backend)
+    assert usb.util.get_string(dev, dev.iManufacturer) == "tiny"
+    assert usb.util.get_string(dev, dev.iProduct).startswith("custom")
+    device = dev.ctrl_transfer(0x80, 6, 0x0100, 0, 64)
+    assert bytes(device[:2]) == b"\x12\x01" and struct.unpack_from("<HH", device, 8) == (0xADD1, 0x0001)
+    configuration = dev.ctrl_transfer(0x80, 6, 0x0200, 0, 255)
+    assert len(configuration) == struct.unpack_from("<H", configuration, 2)[0] == 32
+    assert bytes(dev.ctrl_transfer(0x80, 6, 0x0200, 0, 4)) == bytes(configuration[:4])
+    stalls(backend.ctrl_transfer, 0, 0x80, 6, 0x0600, 0, array("B", bytes(10)), 1000)  # no device qualifier
