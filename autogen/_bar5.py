@@ -20,6 +20,6 @@ MP0_COMMAND, MP0_COMMAND_DATA, MP0_DOORBELL = 0x582CC, 0x582D0, 0x58224
 MP0_READY = 1 << 31  # COMMAND: the firmware is ready / finished; its error code is in the low 16 bits
 PSP_BOOT_PARTITION, PSP_FB_STATE, PSP_TRANSFER_TYPE = 0x01, 0x06, 0x07
 PSP_START_TRANSFER, PSP_TRANSFER_DATA, PSP_END_TRANSFER, PSP_SPI_MODEL_ID = 0x08, 0x09, 0x0A, 0x0B
-# How the mailbox's IFWI transfer is driven (the mock's model of it, emu/amd/mock/psp_boot.py): transfer type
+# How the mailbox's IFWI transfer is driven (the mock's model of it, emu/amd/mock/flash/psp_boot.py): transfer type
 # IFWI_ALL; the firmware's requests read `phase << 24 | size_4k << 12 | offset_4k`, the last one phase TERMINAL.
 PSP_IFWI_ALL, PSP_PHASE_TERMINAL = 0x1, 0xFF

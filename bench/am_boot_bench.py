@@ -14,7 +14,7 @@ import tempfile
 from timing import median_seconds  # bench/timing.py: run as python bench/<name>.py
 
 from usergpu.drivers.amd.am.driver import AM
-from usergpu.emu.amd.mock.pci_machine import machine
+from usergpu.emu.amd.mock.pci.machine import machine
 
 
 def main(boots: int = 10) -> None:

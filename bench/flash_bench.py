@@ -17,7 +17,7 @@ import numpy as np
 from usergpu.drivers.amd.pspboot import PSPBoot
 from usergpu.drivers.amd.romsw import PAGE, ROMSW, SECTOR, SIZE
 from usergpu.drivers.hal import HAL
-from usergpu.emu.amd.mock.spiflash import SPIFlash
+from usergpu.emu.amd.mock.flash.spiflash import SPIFlash
 from usergpu.tools.amdflash import open_board, parser
 
 SECTORS = 64

@@ -46,7 +46,7 @@ import numpy as np
 import pytest
 
 from usergpu.drivers.amd.romsw import SECTOR
-from usergpu.emu.amd.mock.spiflash import default_image
+from usergpu.emu.amd.mock.flash.spiflash import default_image
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's: usergpu, am_smi, amdflash and python

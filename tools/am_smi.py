@@ -39,7 +39,7 @@ NEEDS = (("kill", "pids"), ("iterations", "watch"), ("watch_time", "watch"))
 def hals(args: argparse.Namespace) -> list[HAL]:
     """This machine, or with --mock the mock machines of MOCKPCI_DIR (there must be one)."""
     if args.mock or os.environ.get("DEV", "").upper().startswith("MOCKPCI"):
-        from usergpu.emu.amd.mock.pci_machine import machine, machines, root
+        from usergpu.emu.amd.mock.pci.machine import machine, machines, root
 
         found = machines()
         if not found:

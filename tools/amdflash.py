@@ -135,8 +135,8 @@ def usb_bridges(hal: HAL) -> list[ASM24]:
 def mock_hal(dev: str) -> MockHAL:
     """A mock HAL holding the mock Navi31 board (its flash in $MOCKFLASH_IMAGE) on the transport dev names: behind
     the mock USB bridge, or as a native PCI function. Its sysfs folder goes with it (or at exit)."""
-    from usergpu.emu.amd.mock.asm24 import ASM24Backend
-    from usergpu.emu.amd.mock.board import Navi31Board, install
+    from usergpu.emu.amd.mock.flash.board import Navi31Board, install
+    from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
 
     root = tempfile.mkdtemp(prefix="amdflash-mock-")
     hal = MockHAL(root)

@@ -13,7 +13,7 @@ import pytest
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD
 from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock.kfd import MockKFD
+from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 from usergpu.errors import DriverError
 from usergpu.hostmem import PAGE
 
@@ -85,7 +85,7 @@ def test_a_buffer_smaller_than_the_request_is_efault_and_the_copy_shields_what_f
     # vfio_region_info), and only the caller's 8 bytes come back, as through fcntl.ioctl's 1024-byte copy
     from usergpu.autogen import vfio
     from usergpu.drivers.vfio import VFIOPCIDevice
-    from usergpu.emu.amd.mock.pci_machine import bus, machine
+    from usergpu.emu.amd.mock.pci.machine import bus, machine
 
     vhal = machine("gfx1200", directory=hal.root / "pci", vfio=True)
     fd = VFIOPCIDevice(vhal, bus(0)).device

@@ -9,7 +9,7 @@ import pytest
 from usergpu.autogen._bar5 import ROM_CNTL, ROM_SW_STATUS
 from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
-from usergpu.emu.amd.mock.board import BARS, Navi31Board, install
+from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board, install
 from usergpu.errors import DriverError
 
 

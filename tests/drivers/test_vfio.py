@@ -1,4 +1,4 @@
-"""A PCI function through VFIO, on the mock (emu/amd/mock/vfio.py): the container, group and device ioctls as
+"""A PCI function through VFIO, on the mock (emu/amd/mock/pci/vfio.py): the container, group and device ioctls as
 vfio-pci answers them (linux/vfio.h's request numbers, the kernel's errno), the regions, and DMA mappings that the
 board's MMU follows."""
 
@@ -13,10 +13,10 @@ import pytest
 from usergpu.autogen import vfio
 from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.vfio import VFIOPCIDevice
-from usergpu.emu.amd.mock.pci_function import install_pci
-from usergpu.emu.amd.mock.pci_gpu import RCC_CONFIG_MEMSIZE, MockPCIGPU
-from usergpu.emu.amd.mock.pci_machine import machine
-from usergpu.emu.amd.mock.vfio import install_vfio
+from usergpu.emu.amd.mock.pci.board import RCC_CONFIG_MEMSIZE, MockPCIGPU
+from usergpu.emu.amd.mock.pci.function import install_pci
+from usergpu.emu.amd.mock.pci.machine import machine
+from usergpu.emu.amd.mock.pci.vfio import install_vfio
 from usergpu.errors import DeviceNotFound, DriverError
 
 BUS = "0000:03:00.0"

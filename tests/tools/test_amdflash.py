@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from usergpu.drivers.amd.romsw import SECTOR, SIZE
-from usergpu.emu.amd.mock.spiflash import default_image
+from usergpu.emu.amd.mock.flash.spiflash import default_image
 from usergpu.tools import amdflash
 
 TRANSPORTS = ("MOCKUSB+AMD", "MOCKPCI+AMD")
@@ -185,7 +185,7 @@ def test_fw_dump_restores_the_controller_and_refuses_a_dead_board(tmp_path):
     from usergpu.drivers.amd.romsw import FlashError
     from usergpu.drivers.hal import MockHAL
     from usergpu.drivers.pci import pci_devices
-    from usergpu.emu.amd.mock.board import Navi31Board, install
+    from usergpu.emu.amd.mock.flash.board import Navi31Board, install
 
     hal = MockHAL(tmp_path / "root")
     board = Navi31Board(tmp_path / "flash.bin", fault="", gated=True)
@@ -267,7 +267,7 @@ def test_two_boards_in_one_machine_share_no_state(tmp_path, capsys):
     """Two mock boards as two PCI functions of one machine, each on its own image: --device picks one, a power
     loss on board 0 leaves board 1 answering under its number, and a third is not there."""
     from usergpu.drivers.hal import MockHAL
-    from usergpu.emu.amd.mock.board import Navi31Board, install
+    from usergpu.emu.amd.mock.flash.board import Navi31Board, install
 
     data = new_image(11)
     image = tmp_path / "new.bin"

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from cli_errors import Case, check
 
-from usergpu.emu.amd.mock.spiflash import SIZE, default_image
+from usergpu.emu.amd.mock.flash.spiflash import SIZE, default_image
 
 PCI, USB = ["amdflash", "--dev", "MOCKPCI+AMD"], ["amdflash", "--dev", "MOCKUSB+AMD"]
 IMAGE = "{tmp}/image.bin"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 
-from usergpu.drivers.hal import MockHAL
+from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.emu.amd.mock.machines import mock_hal
 from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import os_mmap, os_munmap

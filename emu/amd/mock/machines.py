@@ -10,12 +10,12 @@ import os
 import shutil
 import tempfile
 
-from usergpu.drivers.hal import MockHAL
+from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound
 
 MAX_MOCK_GPUS = 64
 # the machines of GPU boards (their state shared between processes) -> the module that makes them
-BOARD_MACHINES = {"MOCKPCI+AMD": "usergpu.emu.amd.mock.pci_machine", "MOCKUSB+AMD": "usergpu.emu.amd.mock.usb_machine"}
+BOARD_MACHINES = {"MOCKPCI+AMD": "usergpu.emu.amd.mock.pci.machine", "MOCKUSB+AMD": "usergpu.emu.amd.mock.usb.machine"}
 _machines: dict[tuple, MockHAL] = {}  # one mock machine per (interface, arch, GPU count, MOCKPCI_DIR)
 
 
@@ -42,7 +42,7 @@ def mock_hal(arch: str | None = None, count: int | None = None, interface: str =
         if boards is not None:
             _machines[key] = boards.machine(arch, count)
         else:
-            from usergpu.emu.amd.mock.kfd import MockKFD
+            from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 
             root = tempfile.mkdtemp(prefix="usergpu-mock-")
             atexit.register(shutil.rmtree, root, ignore_errors=True)

@@ -18,8 +18,8 @@ from usergpu.drivers.amd.am.firmware import FirmwareError, search_path
 from usergpu.drivers.amd.am.lock import DeviceBusy
 from usergpu.drivers.amd.am.psp import PSPError
 from usergpu.emu.amd.mock import discovery
-from usergpu.emu.amd.mock import psp_ring as psp_ring_mock
-from usergpu.emu.amd.mock.pci_machine import machine
+from usergpu.emu.amd.mock.pci import psp_ring as psp_ring_mock
+from usergpu.emu.amd.mock.pci.machine import machine
 
 BUS = "0000:03:00.0"
 
@@ -76,7 +76,7 @@ def check_copy_through_sdma(am: AM, kind: str = "vram"):
 
 def test_a_board_another_process_drives_is_refused_politely(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from usergpu.emu.amd.mock.pci_machine import machine; "
+        [sys.executable, "-c", "import sys; from usergpu.emu.amd.mock.pci.machine import machine; "
          "from usergpu.drivers.amd.am.driver import AM; "
          f"am = AM(machine('gfx1200', directory={str(tmp_path)!r})); print('up', flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -152,8 +152,8 @@ def test_queues_need_the_mec_firmware(tmp_path, monkeypatch):
 def test_a_bar_smaller_than_vram_is_explained(tmp_path):
     from usergpu.drivers.amd.am.device import SmallBAR
     from usergpu.drivers.hal import MockHAL
-    from usergpu.emu.amd.mock.pci_function import install_pci
-    from usergpu.emu.amd.mock.pci_gpu import MockPCIGPU
+    from usergpu.emu.amd.mock.pci.board import MockPCIGPU
+    from usergpu.emu.amd.mock.pci.function import install_pci
 
     board = MockPCIGPU("gfx1200")
     board.bars[0] = (board.bars[0][0], 256 << 20, True, True)  # a 256 MiB window, as without Resizable BAR

@@ -15,8 +15,8 @@ from usergpu.drivers.amd.am.firmware import load, sos_binaries
 from usergpu.drivers.amd.am.lock import DeviceBusy
 from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
-from usergpu.emu.amd.mock.pci_function import install_pci
-from usergpu.emu.amd.mock.pci_gpu import MockPCIGPU
+from usergpu.emu.amd.mock.pci.board import MockPCIGPU
+from usergpu.emu.amd.mock.pci.function import install_pci
 
 VERSIONS = {"gfx1100": ((11, 0, 0), (78, 75, 0)), "gfx1200": ((12, 0, 0), (104, 59, 0))}  # smu_13_0_0.bin: 78.75.0
 

@@ -9,8 +9,8 @@ from usergpu.drivers.amd.am import discovery
 from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
 from usergpu.emu.amd.mock import discovery as table
-from usergpu.emu.amd.mock.pci_function import install_pci
-from usergpu.emu.amd.mock.pci_gpu import RCC_CONFIG_MEMSIZE, MockPCIGPU
+from usergpu.emu.amd.mock.pci.board import RCC_CONFIG_MEMSIZE, MockPCIGPU
+from usergpu.emu.amd.mock.pci.function import install_pci
 
 
 @pytest.fixture(params=["gfx1100", "gfx1200"])
@@ -50,7 +50,7 @@ def test_the_gc_shape_matches_the_mock_kfds_node(gpu):
     """The GC table gives the same shader engines, arrays and CUs as the mock KFD publishes for this GPU, so the
     runtime (the profiler's trace units) sees one GPU whichever driver runs it."""
     from usergpu.drivers.amd.am.driver import node_properties
-    from usergpu.emu.amd.mock.kfd import Node
+    from usergpu.emu.amd.mock.kfd.kfd import Node
 
     mock, dev = gpu
     gc = discovery.read_gc_info(dev.map_bar(5), dev.map_bar(0))

@@ -11,7 +11,7 @@ import usergpu
 from usergpu.drivers.amd.am import ip
 from usergpu.drivers.amd.am.driver import AM
 from usergpu.emu.amd.exec.memory import MemoryFault
-from usergpu.emu.amd.mock.pci_machine import machine
+from usergpu.emu.amd.mock.pci.machine import machine
 from usergpu.errors import GPUFault
 from usergpu.hostmem import view
 

@@ -9,7 +9,7 @@ import usergpu
 from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.codeobj import parse
 from usergpu.emu.amd.mock import GPU
-from usergpu.emu.amd.mock.kfd import MockKFD
+from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 
 
 @pytest.fixture

@@ -232,7 +232,7 @@ def kfd_machine(tmp: Path):
     structs the driver passed on the way, as seeds."""
     from usergpu.drivers.amd.kfd import KFD
     from usergpu.drivers.hal import MockHAL
-    from usergpu.emu.amd.mock.kfd import MockKFD
+    from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 
     hal = MockHAL(tmp)
     hal.kfd = MockKFD(hal, "gfx1100", 2)
@@ -251,7 +251,7 @@ def kfd_machine(tmp: Path):
 
 def kfd_pools(f: Fuzzer, hal, driver, reserve: int) -> dict[str, list]:
     """Values the mock knows (its GPUs, objects, events, queues, files), near misses and absurd ones."""
-    from usergpu.emu.amd.mock.kfd import ctx_save_restore_sizes
+    from usergpu.emu.amd.mock.kfd.kfd import ctx_save_restore_sizes
 
     m = hal.kfd
     sizes = ctx_save_restore_sizes(m.nodes[0].props)
@@ -310,7 +310,7 @@ def fuzz_render(f: Fuzzer, tmp: Path, count: int) -> None:
 
 def vfio_machine(tmp: Path):
     from usergpu.drivers.vfio import VFIOPCIDevice
-    from usergpu.emu.amd.mock.pci_machine import bus, machine
+    from usergpu.emu.amd.mock.pci.machine import bus, machine
 
     hal = machine("gfx1200", directory=tmp, vfio=True)
     return hal, VFIOPCIDevice(hal, bus(0))
@@ -369,7 +369,7 @@ def fuzz_vfio(which: str):
 
 def fuzz_pci(which: str):
     def fuzz(f: Fuzzer, tmp: Path, count: int) -> None:
-        from usergpu.emu.amd.mock.pci_machine import bus, machine
+        from usergpu.emu.amd.mock.pci.machine import bus, machine
 
         hal = machine("gfx1200", directory=tmp)
         base = f"/sys/bus/pci/devices/{bus(0)}"
@@ -387,8 +387,8 @@ def fuzz_pci(which: str):
 
 def fuzz_usb(f: Fuzzer, tmp: Path, count: int) -> None:
     from usergpu.autogen import _asm24 as asm
-    from usergpu.emu.amd.mock.asm24 import ASM24Backend
-    from usergpu.emu.amd.mock.board import Navi31Board
+    from usergpu.emu.amd.mock.flash.board import Navi31Board
+    from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
 
     backend = ASM24Backend(Navi31Board(tmp / "flash.bin", fault="", gated=False))
     handle = backend.open_device(0)

@@ -16,7 +16,7 @@ from usergpu.drivers.amd.am.discovery import parse
 from usergpu.drivers.amd.kfd import KFD
 from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock import discovery
-from usergpu.emu.amd.mock.kfd import MockKFD
+from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 from usergpu.hostmem import PAGE
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"

@@ -25,8 +25,8 @@ from usergpu.autogen._asm24 import (
     XDATA_READ,
     XDATA_WRITE,
 )
-from usergpu.emu.amd.mock.asm24 import ASM24Backend
-from usergpu.emu.amd.mock.board import BARS, Navi31Board
+from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board
+from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from usergpu.autogen._bar5 import (
     ROM_SW_RETURN_DATA_ENABLE,
     ROM_SW_STATUS,
 )
-from usergpu.emu.amd.mock.board import BARS, Navi31Board
-from usergpu.emu.amd.mock.pcie import UR, CompletionError, Unplugged
-from usergpu.emu.amd.mock.spiflash import default_image
+from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board
+from usergpu.emu.amd.mock.flash.spiflash import default_image
+from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError, Unplugged
 
 BAR5 = BARS[5][0]
 

@@ -13,7 +13,7 @@ import pytest
 
 from usergpu.autogen import vfio
 from usergpu.drivers.vfio import VFIOPCIDevice
-from usergpu.emu.amd.mock.pci_machine import bus, machine
+from usergpu.emu.amd.mock.pci.machine import bus, machine
 from usergpu.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PAGE, PROT_READ, os_mmap
 
 BAD = [0, 0xFFFF_8000_0000_0000, (1 << 64) - 8]

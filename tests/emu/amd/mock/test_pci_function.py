@@ -9,7 +9,7 @@ import errno
 
 import pytest
 
-from usergpu.emu.amd.mock.pci_machine import bus, machine
+from usergpu.emu.amd.mock.pci.machine import bus, machine
 from usergpu.errors import DriverError
 from usergpu.hostmem import PAGE
 

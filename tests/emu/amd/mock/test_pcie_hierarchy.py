@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from usergpu.emu.amd.mock.pci_function import PCIFunction
-from usergpu.emu.amd.mock.pcie import UR, CompletionError
-from usergpu.emu.amd.mock.pcie_hierarchy import DOWNSTREAM, PCIE_CAP, UPSTREAM, Hierarchy, enclosure_bridges
+from usergpu.emu.amd.mock.pci.function import PCIFunction
+from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError
+from usergpu.emu.amd.mock.usb.pcie_hierarchy import DOWNSTREAM, PCIE_CAP, UPSTREAM, Hierarchy, enclosure_bridges
 
 BAR0 = 0x80_0000_0000
 GPU_BUS = 4

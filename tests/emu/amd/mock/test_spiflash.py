@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from usergpu.emu.amd.mock import spiflash
-from usergpu.emu.amd.mock.spiflash import (
+from usergpu.emu.amd.mock.flash import spiflash
+from usergpu.emu.amd.mock.flash.spiflash import (
     SECTOR_SIZE,
     SIZE,
     T_CE,

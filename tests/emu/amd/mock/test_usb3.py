@@ -17,10 +17,11 @@ import pytest
 
 from usergpu.autogen.generator.toolchain import LLVM
 from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock import asm24, usb3
+from usergpu.emu.amd.mock import usb3
 from usergpu.emu.amd.mock.fileio import interface
 from usergpu.emu.amd.mock.machines import mock_hal
-from usergpu.emu.amd.mock.pci_gpu import FB_BASE
+from usergpu.emu.amd.mock.pci.board import FB_BASE
+from usergpu.emu.amd.mock.usb import asm24
 from usergpu.emu.amd.mock.usb3 import MockUSB3, USBCallError
 from usergpu.errors import DeviceNotFound, Error
 

@@ -18,16 +18,17 @@ from pathlib import Path
 import numpy as np
 
 from usergpu.autogen import _ipmaps
-from usergpu.emu.amd.mock import activity, discovery
-from usergpu.emu.amd.mock.cp import CommandProcessor
+from usergpu.emu.amd.mock import discovery
 from usergpu.emu.amd.mock.gpu import GPU
 from usergpu.emu.amd.mock.hdp import HDP
-from usergpu.emu.amd.mock.ih import IH
-from usergpu.emu.amd.mock.mmu import MMU
-from usergpu.emu.amd.mock.pci_function import PCIFunction
-from usergpu.emu.amd.mock.psp import MockPSP
-from usergpu.emu.amd.mock.smu import MockSMU
-from usergpu.emu.amd.mock.vfio import IOMMU
+from usergpu.emu.amd.mock.pci import activity
+from usergpu.emu.amd.mock.pci.cp import CommandProcessor
+from usergpu.emu.amd.mock.pci.function import PCIFunction
+from usergpu.emu.amd.mock.pci.gmc import MMU
+from usergpu.emu.amd.mock.pci.ih import IH
+from usergpu.emu.amd.mock.pci.psp import MockPSP
+from usergpu.emu.amd.mock.pci.smu import MockSMU
+from usergpu.emu.amd.mock.pci.vfio import IOMMU
 from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
 
 RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in MiB

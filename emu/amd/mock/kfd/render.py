@@ -20,7 +20,7 @@ from usergpu.autogen import amd_discovery as hw
 from usergpu.autogen import amdgpu_drm as drm
 from usergpu.autogen import amdgpu_ucode as ucode
 from usergpu.autogen._support import Ioctl
-from usergpu.emu.amd.mock.amdgpu_device import PCI_REVISION, REV_ID, VM_RESERVED_VRAM, VRAM_BUS, AmdgpuDevice
+from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, REV_ID, VM_RESERVED_VRAM, VRAM_BUS, AmdgpuDevice
 from usergpu.emu.amd.mock.uaccess import copy_from_user, copy_to_user, fail
 from usergpu.emu.amd.soc import TIMESTAMP_HZ
 from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap

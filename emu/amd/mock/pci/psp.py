@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from usergpu.autogen import _psp
-from usergpu.emu.amd.mock.psp_ring import MockSOS
+from usergpu.emu.amd.mock.pci.psp_ring import MockSOS
 
 COMMANDS = {command for _, command in _psp.ORDER}
 ERROR_ORDER, ERROR_COMMAND, ERROR_EMPTY = 0x01, 0x02, 0x03

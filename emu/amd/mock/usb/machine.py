@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock.asm24 import ASM24Backend
-from usergpu.emu.amd.mock.pci_gpu import MockPCIGPU
-from usergpu.emu.amd.mock.pci_machine import root
-from usergpu.emu.amd.mock.pcie_hierarchy import Hierarchy, enclosure_bridges
-from usergpu.emu.amd.mock.usb_bus import USBBus
+from usergpu.emu.amd.mock.hal import MockHAL
+from usergpu.emu.amd.mock.pci.board import MockPCIGPU
+from usergpu.emu.amd.mock.pci.machine import root
+from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
+from usergpu.emu.amd.mock.usb.bus import USBBus
+from usergpu.emu.amd.mock.usb.pcie_hierarchy import Hierarchy, enclosure_bridges
 
 
 def folder(arch: str) -> Path:

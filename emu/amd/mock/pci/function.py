@@ -9,8 +9,8 @@ import errno
 import os
 import struct
 
-from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock.pcie import UR, CompletionError, Unplugged
+from usergpu.emu.amd.mock.hal import MockHAL
+from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError, Unplugged
 from usergpu.hostmem import MAP_SHARED, MMIO, PAGE, CallbackMMIO, os_mmap
 
 BUS, DEVFN = 1, 0  # where the function sits behind a bridge

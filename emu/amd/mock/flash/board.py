@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock.pci_function import PCIFunction, install_pci
-from usergpu.emu.amd.mock.pcie import Unplugged
-from usergpu.emu.amd.mock.psp_boot import PSPBoot
-from usergpu.emu.amd.mock.smuio_rom import SMUIORom
-from usergpu.emu.amd.mock.spiflash import PowerLoss, SPIFlash
+from usergpu.emu.amd.mock.flash.psp_boot import PSPBoot
+from usergpu.emu.amd.mock.flash.smuio_rom import SMUIORom
+from usergpu.emu.amd.mock.flash.spiflash import PowerLoss, SPIFlash
+from usergpu.emu.amd.mock.hal import MockHAL
+from usergpu.emu.amd.mock.pci.function import PCIFunction, install_pci
+from usergpu.emu.amd.mock.pci.pcie import Unplugged
 
 VENDOR, DEVICE, REVISION, CLASS = 0x1002, 0x744C, 0xC8, 0x030000  # Radeon RX 7900 XTX
 STAGING = 1 << 20  # bytes of VRAM the model backs (the rest of BAR0 reads as zero)

@@ -17,7 +17,7 @@ import errno
 from collections.abc import Callable
 from pathlib import Path
 
-from usergpu.emu.amd.mock.amdgpu_device import PCI_REVISION, AmdgpuDevice
+from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, AmdgpuDevice
 from usergpu.emu.amd.mock.uaccess import fail
 from usergpu.hostmem import PAGE
 

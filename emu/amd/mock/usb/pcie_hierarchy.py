@@ -20,8 +20,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from usergpu.emu.amd.mock.pci_function import BUS as FUNCTION_BUS
-from usergpu.emu.amd.mock.pcie import UR, CompletionError, Target
+from usergpu.emu.amd.mock.pci.function import BUS as FUNCTION_BUS
+from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError, Target
 
 UPSTREAM, DOWNSTREAM = 0x5, 0x6  # PCIe Capabilities' Device/Port Type of a switch's upstream and downstream ports
 PCIE_CAP = 0x40  # where each bridge's PCI Express capability sits

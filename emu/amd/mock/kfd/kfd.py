@@ -29,13 +29,13 @@ import numpy as np
 
 from usergpu.autogen import kfd
 from usergpu.autogen._support import Ioctl
-from usergpu.emu.amd.mock import amdgpu_sysfs
 from usergpu.emu.amd.mock.agent import DoorbellAgent
-from usergpu.emu.amd.mock.amdgpu_device import VM_RESERVED_VRAM, VRAM
 from usergpu.emu.amd.mock.aql import AQLQueue
 from usergpu.emu.amd.mock.gpu import GPU, RingQueue
+from usergpu.emu.amd.mock.kfd import amdgpu_sysfs
+from usergpu.emu.amd.mock.kfd.amdgpu_device import VM_RESERVED_VRAM, VRAM
+from usergpu.emu.amd.mock.kfd.render import RenderFile
 from usergpu.emu.amd.mock.pm4 import PM4Queue
-from usergpu.emu.amd.mock.render import RenderFile
 from usergpu.emu.amd.mock.scheduler import Scheduler
 from usergpu.emu.amd.mock.sdma import SDMAQueue
 from usergpu.emu.amd.mock.uaccess import access_ok, copy_from_user, copy_to_user, pin_user_pages

@@ -53,7 +53,7 @@ from usergpu.autogen._asm24 import (
     XDATA_SIZE,
     XDATA_WRITE,
 )
-from usergpu.emu.amd.mock.pcie import SC, UR, CompletionError, Target, Unplugged
+from usergpu.emu.amd.mock.pci.pcie import SC, UR, CompletionError, Target, Unplugged
 
 NO_COMPLETION = 1  # the return status when nothing answered (link down)
 PACKET = 1024  # bytes of a SuperSpeed bulk packet: what the firmware reads from PCIe for each bulk IN packet
