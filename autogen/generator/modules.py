@@ -15,8 +15,9 @@ def _header(path: str, package: str) -> Path:
 
 
 def _kfd() -> str:
-    """From linux-source-6.12's uapi header: the ABI of the amdkfd the mock models (linux-libc-dev's is older)."""
-    h, origin = toolchain.linux_file(toolchain.KFD_IOCTL)
+    """From linux-source-6.12's uapi header (installed): the ABI of the amdkfd the mock models (linux-libc-dev's is
+    older)."""
+    h, origin = toolchain.uapi_header(toolchain.KFD_IOCTL)
     return cstructs.render(
         "amdkfd ioctl interface (/dev/kfd): structs, enums, constants and AMDKFD_IOC_* requests.",
         [h],
@@ -36,11 +37,13 @@ def _vfio() -> str:
 
 
 def _amdgpu_drm() -> str:
-    hs = [_header(f"/usr/include/libdrm/{n}", "libdrm-dev") for n in ("amdgpu_drm.h", "drm.h", "drm_mode.h")]
+    """From linux-source-6.12's uapi headers (installed), as _kfd: the render node of the amdgpu the mock models
+    (libdrm-dev's copy is older). amdgpu_drm.h's "drm.h" is the installed one beside it."""
+    files = [toolchain.uapi_header(f) for f in toolchain.AMDGPU_DRM]
     return cstructs.render(
         "amdgpu DRM render-node interface: structs, enums, constants and DRM_IOCTL_* requests (core DRM included).",
-        hs,
-        [f"libdrm-dev: {h}" for h in hs],
+        [h for h, _ in files],
+        [origin for _, origin in files],
         ("DRM_IOCTL_",),
     )
 
@@ -81,7 +84,7 @@ def _amdhsa() -> str:
 MODULES: list[Module] = [
     Module("kfd", toolchain.LINUX_SOURCE, _kfd),
     Module("vfio", "linux-libc-dev", _vfio),
-    Module("amdgpu_drm", "libdrm-dev", _amdgpu_drm),
+    Module("amdgpu_drm", toolchain.LINUX_SOURCE, _amdgpu_drm),
     Module("amdhsa", "llvm-22-dev libhsa-runtime-dev", _amdhsa),
     *amdkernel.MODULES,
     *hwmodules.MODULES,

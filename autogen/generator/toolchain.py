@@ -1,6 +1,6 @@
 """Where the generator finds its real inputs: libclang 22 and its Python bindings, the C compiler,
-and the headers of Debian's packages (linux-source-6.12's amd headers and amdkfd's uapi header are
-extracted to a cache).
+and the headers of Debian's packages (linux-source-6.12's amd headers and the uapi headers of amdkfd and amdgpu's
+DRM are extracted to a cache, the uapi ones then installed there as `make headers_install` exports them).
 
 Every missing piece is a ToolchainError naming the Debian package that provides it.
 """
@@ -11,6 +11,7 @@ import fcntl
 import importlib.util
 import logging
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -60,9 +61,14 @@ LINUX_AMD_FILES = (
     "pm/swsmu/inc/smu_v14_0_2_pptable.h",
     *(f"include/asic_reg/{b}_{k}.h" for b in REG_BLOCKS for k in ("offset", "sh_mask")),
 )
-KFD_IOCTL = "include/uapi/linux/kfd_ioctl.h"  # amdkfd's ABI as 6.12 answers it (linux-libc-dev's may be older)
+UAPI = "include/uapi"
+KFD_IOCTL = f"{UAPI}/linux/kfd_ioctl.h"  # amdkfd's ABI as 6.12 answers it (linux-libc-dev's may be older)
+# the render node's ABI as 6.12 answers it (libdrm-dev's copy is older); amdgpu_drm.h first, it includes "drm.h"
+AMDGPU_DRM = tuple(f"{UAPI}/drm/{h}" for h in ("amdgpu_drm.h", "drm.h", "drm_mode.h"))
+HEADERS_INSTALL_SH = "scripts/headers_install.sh"  # what headers_install() does (tests/autogen runs its sed)
 # every file of linux-source-6.12 the generator reads, relative to the tree's root
-LINUX_FILES = (*(f"{AMD_DRM}/{f}" for f in LINUX_AMD_FILES), KFD_IOCTL)
+LINUX_FILES = (*(f"{AMD_DRM}/{f}" for f in LINUX_AMD_FILES), KFD_IOCTL, *AMDGPU_DRM, HEADERS_INSTALL_SH)
+INSTALLED = f"{LINUX_SOURCE}-headers"  # the cache's folder of installed uapi headers (uapi_include)
 
 
 def require(path: Path, package: str) -> Path:
@@ -104,13 +110,16 @@ def ctypeslib() -> tuple[ModuleType, ModuleType]:
 
 
 def shim_include() -> Path:
-    """Debian ships the uapi drm headers in libdrm-dev as /usr/include/libdrm; kernel headers include <drm/...>."""
+    """A folder whose drm/ is linux-source-6.12's installed uapi drm (uapi_include), for the <drm/drm.h> of
+    kfd_ioctl.h: the drm.h amdgpu_drm's bindings come from (Debian's are libdrm-dev's older copy). The link dangles
+    until uapi_include() installs the headers; only headers of that tree include <drm/...>."""
     shim = CACHE / "include"
-    link = shim / "drm"
-    if not link.exists():
+    link, target = shim / "drm", CACHE / INSTALLED / "drm"
+    if not link.is_symlink() or link.readlink() != target:  # also replaces an older cache's link to libdrm
         shim.mkdir(parents=True, exist_ok=True)
         tmp = shim / f".drm.{os.getpid()}"
-        tmp.symlink_to(require(Path("/usr/include/libdrm"), "libdrm-dev"))
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target)
         tmp.replace(link)
     return shim
 
@@ -146,6 +155,49 @@ def linux_tree() -> Path:
     if missing:
         raise ToolchainError(f"{LINUX_TARBALL} lacks {', '.join(missing)}")
     return root
+
+
+# scripts/headers_install.sh's sed, in order: what `make headers_install` rewrites in a uapi header for userspace
+# ([[:space:]] is a blank within the line sed holds). Its unifdef -U__KERNEL__ is what a userspace parse does anyway
+# (nothing defines __KERNEL__).
+_S = r" \t\r\f\v"
+HEADERS_INSTALL = (
+    (rf"([{_S}(])(__user|__force|__iomem)[{_S}]", r"\1"),
+    (rf"__attribute_const__([{_S}]|$)", r"\1"),
+    (r"^#include <linux/compiler(|_types).h>", ""),
+    (r"(^|[^a-zA-Z0-9])__packed([^a-zA-Z0-9_]|$)", r"\1__attribute__((packed))\2"),
+    (rf"(^|[{_S}(])(inline|asm|volatile)([{_S}(]|$)", r"\1__\2__\3"),
+    (rf"#(ifndef|define|endif[{_S}]*/[*])[{_S}]*_UAPI", r"#\1 "),
+)
+
+
+def headers_install(text: str) -> str:
+    """A uapi header as headers_install.sh exports it (sed works line by line; so does each pattern here)."""
+    for pattern, replacement in HEADERS_INSTALL:
+        text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
+    return text
+
+
+def uapi_include() -> Path:
+    """The uapi headers of LINUX_FILES installed (headers_install) in the cache's INSTALLED folder, each path less
+    include/uapi (drm/drm.h, linux/kfd_ioctl.h); written again where the cache's copy differs."""
+    tree, root = linux_tree(), CACHE / INSTALLED
+    for rel in LINUX_FILES:
+        if rel.startswith(f"{UAPI}/"):
+            dest = root / rel.removeprefix(f"{UAPI}/")
+            text = headers_install((tree / rel).read_text())
+            if not dest.exists() or dest.read_text() != text:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
+                tmp.write_text(text)
+                tmp.replace(dest)  # parallel test workers may install at once
+    return root
+
+
+def uapi_header(rel: str) -> tuple[Path, str]:
+    """A uapi header of LINUX_FILES (relative to the tree's root) as installed, and how a banner names it (its file
+    in the tarball)."""
+    return uapi_include() / rel.removeprefix(f"{UAPI}/"), linux_file(rel)[1]
 
 
 def linux_amd() -> Path:

@@ -1,5 +1,5 @@
-"""A generated module for a test: those made from linux-source-6.12's headers (amdgpu's, amdkfd's uapi) skip
-(saying why) only where that package is not installed."""
+"""A generated module for a test: those made from linux-source-6.12's headers (amdgpu's, the uapi of amdkfd and
+amdgpu's DRM) skip (saying why) only where that package is not installed."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from usergpu.autogen.generator import amdkernel, toolchain
 from usergpu.errors import ToolchainError
 
-KERNEL = {i.name for i in amdkernel.INTERFACES} | {"kfd"}  # the modules made from linux-source-6.12
+KERNEL = {i.name for i in amdkernel.INTERFACES} | {"kfd", "amdgpu_drm"}  # the modules made from linux-source-6.12
 
 
 def module(name: str):

@@ -20,18 +20,17 @@ MASK64 = (1 << 64) - 1
 
 def _abi(name: str) -> tuple[str, list[str], list[str], str]:
     """(language, includes, flags, preamble) to compile a probe against what module `name` was made from."""
-    if name == "kfd":  # linux-source-6.12's uapi header, which the module is made from (not linux-libc-dev's)
-        return "c", [str(toolchain.linux_file(toolchain.KFD_IOCTL)[0])], toolchain.c_flags(), ""
+    if name in UAPI:  # linux-source-6.12's installed uapi header the module is made from (not Debian's older ones)
+        return "c", [str(toolchain.uapi_header(UAPI[name])[0])], toolchain.c_flags(), ""
     if name == "vfio":
         return "c", ["linux/vfio.h"], toolchain.c_flags(), ""
-    if name == "amdgpu_drm":
-        return "c", ["libdrm/amdgpu_drm.h"], toolchain.c_flags(), ""
     if name in KERNEL:  # the generator's translation unit: its kernel prelude, then the amd headers
         return "c", [str(KERNEL[name].translation_unit())], toolchain.c_flags(), ""
     kd, aql = kdesc.header(), modules.aql_header()
     return "c++", [str(kd), str(aql)], [*toolchain.c_flags(), *kdesc.cxx_flags()], "using namespace llvm::amdhsa;"
 
 
+UAPI = {"kfd": toolchain.KFD_IOCTL, "amdgpu_drm": toolchain.AMDGPU_DRM[0]}  # amdgpu_drm.h includes the other two
 KERNEL = {i.name: i for i in amdkernel.INTERFACES}  # amdgpu's in-kernel headers (linux-source-6.12)
 MODULES = ["kfd", "vfio", "amdgpu_drm", "amdhsa", *KERNEL]
 
@@ -168,6 +167,28 @@ def test_kfd_requests_the_driver_knows():
     assert kfd.AMDKFD_IOC_GET_VERSION.request == 0x80084B01
     assert kfd.AMDKFD_IOC_CREATE_QUEUE.struct is kfd.struct_kfd_ioctl_create_queue_args
     assert kfd.AMDKFD_IOC_CREATE_QUEUE.type == ord("K")
+
+
+def test_amdgpu_drm_is_the_render_node_of_6_12():
+    module("amdgpu_drm")
+    from usergpu.autogen import amdgpu_drm as drm
+
+    # libdrm 2.4.114's drm_amdgpu_info_device ends at tcc_disabled_mask (368 bytes); 6.12's goes on to the gfx11
+    # shadow and CSA sizes, and its HW_IP_INFO answer carries the discovery version where libdrm's had a pad
+    assert ctypes.sizeof(drm.struct_drm_amdgpu_info_device) == 440
+    assert drm.struct_drm_amdgpu_info_device.csa_alignment.offset == 432  # then 4 bytes of tail padding
+    assert drm.struct_drm_amdgpu_info_hw_ip.ip_discovery_version.offset == 28
+    assert (drm.AMDGPU_FAMILY_GC_11_0_0, drm.AMDGPU_FAMILY_GC_12_0_0, drm.AMDGPU_HW_IP_VPE) == (145, 152, 9)
+    assert drm.DRM_IOCTL_AMDGPU_INFO.request == 0x40206445  # _IOW('d', 0x40 + 5, struct drm_amdgpu_info)
+
+
+@pytest.mark.parametrize("name", UAPI)
+def test_uapi_modules_need_linux_source(name, tmp_path, monkeypatch):
+    monkeypatch.setattr(toolchain, "CACHE", tmp_path)
+    monkeypatch.setattr(toolchain, "LINUX_TARBALL", tmp_path / "absent.tar.xz")
+    row = next(m for m in modules.MODULES if m.name == name)
+    with pytest.raises(ToolchainError, match="linux-source-6.12"):
+        row.render()
 
 
 def test_vfio_requests_the_driver_uses():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import re
+import subprocess
 
 import pytest
 
@@ -92,3 +94,39 @@ def test_check_reports_up_to_date_stale_and_skipped(monkeypatch, capsys, tmp_pat
     assert "absent: skipped (/usr/include/nothing.h not found: install the Debian package nothing-dev)" in out
     assert autogen_main.main(["--check", "--only", "fine"]) == 0
     assert committed.read_text() == "x = 1\n"  # --check never writes the committed files
+
+
+# every rule of headers_install.sh's sed at work (the real uapi headers the generator reads only have __user)
+UAPI_TOY = """#ifndef _UAPI_TOY_H
+#define _UAPI_TOY_H
+#include <linux/compiler.h>
+#include <linux/compiler_types.h>
+struct toy { char __user *name; void (__force *f)(void); int __iomem\tx; int __user
+    y; } __packed;
+struct toy2 { int a; } __packed__x;
+static inline int f(int x) __attribute_const__;
+int g(void) __attribute_const__ ;
+asm volatile("nop");
+#endif /* _UAPI_TOY_H */
+"""
+
+
+def test_uapi_headers_are_installed_as_headers_install_sh_does(tmp_path):
+    """headers_install() gives what the sed of linux-source-6.12's scripts/headers_install.sh gives, on each uapi
+    header the generator reads and on a header using every rule; the installed drm.h has no __user left."""
+    try:
+        tree = toolchain.linux_tree()
+    except ToolchainError as e:
+        pytest.skip(str(e))
+    script = (tree / toolchain.HEADERS_INSTALL_SH).read_text()
+    program = re.search(r"^sed -E -e '(.*?)' \$INFILE", script, re.S | re.M).group(1)
+    toy = tmp_path / "toy.h"
+    toy.write_text(UAPI_TOY)
+    uapi = [tree / f for f in toolchain.LINUX_FILES if f.startswith(f"{toolchain.UAPI}/")]
+    assert len(uapi) == 4
+    for src in (*uapi, toy):
+        sed = subprocess.run(["sed", "-E", "-e", program, str(src)], capture_output=True, text=True, check=True)
+        assert toolchain.headers_install(src.read_text()) == sed.stdout, src.name
+    assert toolchain.headers_install(UAPI_TOY) != UAPI_TOY
+    drm_h = toolchain.uapi_header(toolchain.AMDGPU_DRM[1])[0].read_text()
+    assert "char *name;" in drm_h and "__user" not in drm_h

@@ -7,8 +7,8 @@ entry of amdgpu's table (from DRM_COMMAND_BASE) or the core's, and a number with
 struct is copied in by the size its request encodes (zero-filled up to the kernel's own) and back only where the
 request and the kernel's definition both say so, failure or not. An ioctl the mock does not model is ENOTTY.
 
-The structs are libdrm 2.4.114's (usergpu.autogen.amdgpu_drm), older than 6.12's uapi: its drm_amdgpu_info_device
-ends before 6.12's minimum clocks, PCIe link and cache sizes, so DEV_INFO answers its 368 bytes at most.
+The structs are 6.12's uapi (usergpu.autogen.amdgpu_drm, from linux-source-6.12's amdgpu_drm.h), so DEV_INFO answers
+6.12's drm_amdgpu_info_device (440 bytes) and HW_IP_INFO its ip_discovery_version.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from usergpu.emu.amd.soc import TIMESTAMP_HZ
 from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap
 
 IOC_IN, IOC_OUT = 1, 2  # _IOC_WRITE (the kernel reads the struct), _IOC_READ (it writes it back)
-# DRM's ioctl numbers, amdgpu's and the core's (drm_ioctls, amdgpu_ioctls_kms: the same entries as libdrm's)
+# DRM's ioctl numbers, amdgpu's and the core's (drm_ioctls, amdgpu_ioctls_kms: the entries of 6.12's uapi headers)
 IOCTL_NAMES = {(v.request if isinstance(v, Ioctl) else v) & 0xFF: name.removeprefix("DRM_IOCTL_")
                for name, v in vars(drm).items() if name.startswith("DRM_IOCTL_") and name != "DRM_IOCTL_BASE"}
-# 6.12's uapi values that libdrm 2.4.114's header predates: amdgpu_discovery.c's family by GC version, the VPE type
-FAMILY = {(11, 0, 0): 145, (12, 0, 0): 152, (12, 0, 1): 152}  # AMDGPU_FAMILY_GC_11_0_0, AMDGPU_FAMILY_GC_12_0_0
-HW_IP_VPE = 9
+# amdgpu_discovery.c's family by GC version
+FAMILY = {(11, 0, 0): drm.AMDGPU_FAMILY_GC_11_0_0, (12, 0, 0): drm.AMDGPU_FAMILY_GC_12_0_0,
+          (12, 0, 1): drm.AMDGPU_FAMILY_GC_12_0_0}
 EXTERNAL_REV = {(11, 0, 0): 0x1, (12, 0, 0): 0x40, (12, 0, 1): 0x50}  # soc21/soc24 common_early_init: rev_id + it
 MAX_HW_CONTEXTS = 8  # gfx_v11_0/gfx_v12_0_gpu_early_init
 # the GPUVM of gmc_v11/v12 (amdgpu_vm_adjust_size(adev, 256 * 1024, 9, 3, 48)): 256 TiB in 2 MiB PTE fragments,
@@ -47,7 +47,7 @@ HW_IPS = {drm.AMDGPU_HW_IP_GFX: (hw.GC_HWID, 1, 1, 32, 32),  # GFX11/12_NUM_GFX_
           drm.AMDGPU_HW_IP_DMA: (hw.SDMA0_HWID, None, 2, 256, 4)}
 # the types whose blocks the mock GPUs' discovery tables lack (no UVD, VCE, VCN, JPEG or VPE): no IP block
 ABSENT_IPS = (drm.AMDGPU_HW_IP_UVD, drm.AMDGPU_HW_IP_VCE, drm.AMDGPU_HW_IP_UVD_ENC, drm.AMDGPU_HW_IP_VCN_DEC,
-              drm.AMDGPU_HW_IP_VCN_ENC, drm.AMDGPU_HW_IP_VCN_JPEG, HW_IP_VPE)
+              drm.AMDGPU_HW_IP_VCN_ENC, drm.AMDGPU_HW_IP_VCN_JPEG, drm.AMDGPU_HW_IP_VPE)
 FW_TYPES = {v for name, v in vars(drm).items()
             if name.startswith("AMDGPU_INFO_FW_") and name != "AMDGPU_INFO_FW_VERSION"}
 
@@ -108,7 +108,8 @@ class RenderFile:
 
     # ---- queries --------------------------------------------------------------------------------------------------
     def hw_ip_info(self, a) -> drm.struct_drm_amdgpu_info_hw_ip:
-        """amdgpu_hw_ip_info: the block's version (its IP block driver's: the discovery major, minor 0), the rings
+        """amdgpu_hw_ip_info: the block's version (its IP block driver's: the discovery major, minor 0) and its
+        first instance's discovery version (IP_VERSION_MAJ_MIN_REV: major << 16 | minor << 8 | revision), the rings
         a context may use and the IB alignments; all zero for a type whose block the GPU lacks; EINVAL for an
         instance past the first or an unknown type."""
         q = a.query_hw_ip
@@ -118,9 +119,10 @@ class RenderFile:
             return drm.struct_drm_amdgpu_info_hw_ip()
         hw_id, rings, entities, start, size = HW_IPS[q.type]
         rings = min(entities, self.adev.sdma_instances if rings is None else rings)
-        return drm.struct_drm_amdgpu_info_hw_ip(hw_ip_version_major=self.adev.version(hw_id)[0],
-                                                ib_start_alignment=start, ib_size_alignment=size,
-                                                available_rings=(1 << rings) - 1)
+        major, minor, revision = self.adev.version(hw_id)
+        return drm.struct_drm_amdgpu_info_hw_ip(hw_ip_version_major=major, ib_start_alignment=start,
+                                                ib_size_alignment=size, available_rings=(1 << rings) - 1,
+                                                ip_discovery_version=major << 16 | minor << 8 | revision)
 
     def hw_ip_count(self, a) -> ctypes.c_uint32:
         """The instances of a type's block: one GFX (for GFX and COMPUTE), an SDMA per instance; EINVAL for a type
@@ -167,8 +169,13 @@ class RenderFile:
         """DEV_INFO as amdgpu fills it for a dGPU with DPM: the PCI ids and revisions, the family, the gfx shape of
         gc_info with every CU active (the mock GPUs harvest none, so each shader array's bitmap has a bit per CU,
         in gfx11's layout: SE s, SA a at [s % 4][a + s // 4 * 2]), the clocks in kHz (the 100 MHz counter, the
-        topology's top engine clock), the GPUVM layout and the VRAM bus. What the mock has no source for stays 0:
-        the memory clock, the flags (no APU, MCBP or TMZ), the CE RAM (none on gfx11/12)."""
+        topology's top engine clock), the GPUVM layout and the VRAM bus. Of 6.12's fields after tcc_disabled_mask,
+        amdgpu reads the cache sizes from gc_info v1.2 and mall_size from a MALL_INFO table: the mock's table has
+        gc_info v1.0 and no MALL_INFO, so they are 0 as amdgpu leaves them; so are the gfx11 shadow and CSA sizes
+        (gfx_v11_0 gives them only under SR-IOV, gfx12 not at all) and enabled_rb_pipes_mask_hi (6.12 never sets
+        it). What the mock has no source for stays 0: the memory clock and the minimum clocks (the SMU's DPM levels),
+        the PCIe link (pcie_gen, pcie_num_lanes: the link capabilities of the GPU and its ports), the flags (no APU,
+        MCBP or TMZ; TA_CNTL2's truncate-coord mode), the CE RAM (none on gfx11/12)."""
         adev, props, gc = self.adev, self.node.props, self.adev.gc
         gfx = adev.version(hw.GC_HWID)
         ses, sas, rbs = gc.gc_num_se, gc.gc_num_sa_per_se, gc.gc_num_rb_per_se * gc.gc_num_se

@@ -18,12 +18,15 @@ from usergpu.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PAGE, PROT_READ, os_mmap
 
 ARCHS = ("gfx1100", "gfx1200")
 BAD_POINTERS = [0xFFFF_8000_0000_0000, (1 << 64) - 16, 1 << 47, 0x800]
-# what amdgpu 6.12 reports for these GPUs: AMDGPU_FAMILY_GC_11_0_0 and GC_12_0_0, rev_id + soc21/soc24's offset,
-# the boards' VRAM (bytes, GDDR6, bus width), the GC and SDMA IP block driver majors
-BOARD = {"gfx1100": {"family": 145, "external_rev": 0x1, "vram": (24 << 30, drm.AMDGPU_VRAM_TYPE_GDDR6, 384),
-                     "gc": 11, "sdma": 6},
-         "gfx1200": {"family": 152, "external_rev": 0x40, "vram": (16 << 30, drm.AMDGPU_VRAM_TYPE_GDDR6, 256),
-                     "gc": 12, "sdma": 7}}
+# what amdgpu 6.12 reports for these GPUs: their family, rev_id + soc21/soc24's offset, the boards' VRAM (bytes,
+# GDDR6, bus width), the GC and SDMA IP block driver majors and their discovery versions (major.minor.revision)
+BOARD = {"gfx1100": {"family": drm.AMDGPU_FAMILY_GC_11_0_0, "external_rev": 0x1,
+                     "vram": (24 << 30, drm.AMDGPU_VRAM_TYPE_GDDR6, 384), "gc": 11, "sdma": 6,
+                     "gc_ip": 0x0B_00_00, "sdma_ip": 0x06_00_00},
+         "gfx1200": {"family": drm.AMDGPU_FAMILY_GC_12_0_0, "external_rev": 0x40,
+                     "vram": (16 << 30, drm.AMDGPU_VRAM_TYPE_GDDR6, 256), "gc": 12, "sdma": 7,
+                     "gc_ip": 0x0C_00_00, "sdma_ip": 0x07_00_00}}
+DEV_INFO_6_12 = 440  # sizeof(struct drm_amdgpu_info_device) in 6.12's uapi (libdrm 2.4.114's: 368)
 RESERVED = 8 << 20  # AMDGPU_VM_RESERVED_VRAM
 
 
@@ -98,6 +101,20 @@ def test_every_wgp_of_the_shape_is_active_as_tinygrad_reads_it(hal, render):
                       for w in range(wgps)}
 
 
+def test_dev_info_answers_6_12_s_whole_struct(hal, render):
+    """A caller whose struct is newer (tinygrad 0.14's is 448 bytes) gets 6.12's 440: min(return_size, sizeof). Its
+    fields past libdrm 2.4.114's end are written too, as amdgpu derives them from the mock's facts: the cache sizes
+    and MALL of a gc_info v1.0 table without MALL_INFO, no gfx11 shadow outside SR-IOV, 0 where there is no source."""
+    buf = (ctypes.c_uint8 * 448)(*[0xAA] * 448)
+    info(hal, render, drm.AMDGPU_INFO_DEV_INFO, buf)
+    raw = bytes(buf)
+    assert ctypes.sizeof(drm.struct_drm_amdgpu_info_device) == DEV_INFO_6_12
+    assert raw[DEV_INFO_6_12:] == b"\xaa" * (448 - DEV_INFO_6_12)
+    assert raw[368:DEV_INFO_6_12] == bytes(DEV_INFO_6_12 - 368)  # min_engine_clock ... csa_alignment
+    d = drm.struct_drm_amdgpu_info_device.from_buffer_copy(raw[:DEV_INFO_6_12])
+    assert d.device_id == props(hal)["device_id"] and (d.pcie_gen, d.pcie_num_lanes) == (0, 0)
+
+
 def test_a_short_return_size_gets_that_many_bytes(hal, render):
     d = drm.struct_drm_amdgpu_info_device()
     ctypes.memset(ctypes.addressof(d), 0xAA, ctypes.sizeof(d))
@@ -134,9 +151,12 @@ def test_hw_ip_info_of_gfx_compute_and_dma(hal, render):
     board = BOARD[hal.kfd.arch]
     expect = {drm.AMDGPU_HW_IP_GFX: (board["gc"], 0x1, 32, 32), drm.AMDGPU_HW_IP_COMPUTE: (board["gc"], 0xF, 32, 32),
               drm.AMDGPU_HW_IP_DMA: (board["sdma"], 0x3, 256, 4)}
+    discovery = {drm.AMDGPU_HW_IP_GFX: board["gc_ip"], drm.AMDGPU_HW_IP_COMPUTE: board["gc_ip"],
+                 drm.AMDGPU_HW_IP_DMA: board["sdma_ip"]}
     for kind, (major, rings, start, size) in expect.items():
         ip = hw_ip(hal, render, kind)
         assert (ip.hw_ip_version_major, ip.hw_ip_version_minor, ip.available_rings) == (major, 0, rings), kind
+        assert ip.ip_discovery_version == discovery[kind], kind  # 6.12's field, a pad in libdrm 2.4.114's
         assert (ip.ib_start_alignment, ip.ib_size_alignment, ip.capabilities_flags) == (start, size, 0), kind
     assert bytes(hw_ip(hal, render, drm.AMDGPU_HW_IP_VCN_DEC)) == bytes(32)  # no VCN block: zeros, no error
     count = {kind: info(hal, render, drm.AMDGPU_INFO_HW_IP_COUNT, ctypes.c_uint32(), query_hw_ip={"type": kind}).value
