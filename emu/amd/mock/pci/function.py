@@ -209,12 +209,14 @@ class SysfsFile:
 
 
 def install_pci(hal: MockHAL, board: PCIFunction, address: str) -> None:
-    """The function as a native PCI function in the HAL's sysfs: ids, class, `resource`, `config`, `resource<N>`."""
+    """The function as a native PCI function in the HAL's sysfs: ids, class, `enable`, `resource`, `config`,
+    `resource<N>`."""
     d = hal.root / f"sys/bus/pci/devices/{address}"
     d.mkdir(parents=True, exist_ok=True)
     ids = struct.unpack_from("<HHI", board.config, 0)
     for name, value in (("vendor", ids[0]), ("device", ids[1]), ("class", ids[2] >> 8)):
         (d / name).write_text(f"{value:#06x}\n")
+    (d / "enable").write_text("0\n")  # enable_show: the function's enable count, 0 until a driver enables it
     lines = []
     for n in range(6):
         if n in board.bars:
