@@ -123,3 +123,20 @@ def pin_user_pages(address: int, size: int, write: bool, what: str) -> None:
             if at >= end:
                 return
     raise efault(what, address, size)
+
+
+IOC_IN, IOC_OUT = 1, 2  # _IOC_WRITE (the kernel reads the struct), _IOC_READ (it writes it back)
+
+
+def with_user_struct(arg: int, struct: type, in_size: int, out_size: int, what: str, handler) -> None:
+    """An ioctl's struct as the kernel's entry copies it (kfd_ioctl, drm_ioctl): in_size bytes of the caller's copied
+    in, zero-filled up to the kernel's own size; handler run on that copy; out_size bytes copied back whether it
+    failed or not (a MAP's n_success, a WAIT's wait_result). A copy that faults is EFAULT."""
+    kdata = bytearray(max(in_size, out_size, ctypes.sizeof(struct)))
+    if in_size:
+        kdata[:in_size] = copy_from_user(arg, in_size, what)
+    try:
+        handler(struct.from_buffer(kdata))
+    finally:
+        if out_size:
+            copy_to_user(arg, kdata[:out_size], what)

@@ -38,7 +38,16 @@ from usergpu.emu.amd.mock.kfd.render import RenderFile
 from usergpu.emu.amd.mock.pm4 import PM4Queue
 from usergpu.emu.amd.mock.scheduler import Scheduler
 from usergpu.emu.amd.mock.sdma import SDMAQueue
-from usergpu.emu.amd.mock.uaccess import access_ok, copy_from_user, copy_to_user, pin_user_pages
+from usergpu.emu.amd.mock.uaccess import (
+    IOC_IN,
+    IOC_OUT,
+    access_ok,
+    copy_from_user,
+    copy_to_user,
+    fail,
+    pin_user_pages,
+    with_user_struct,
+)
 from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import MAP_SHARED, PAGE, PROT_READ, PROT_WRITE, CallbackMMIO, os_mmap, os_munmap, page_align, view
 
@@ -87,10 +96,6 @@ def ctx_save_restore_sizes(props: dict[str, int]) -> dict[str, int]:
         ctl_stack = min(ctl_stack, 0x7000)  # the hardware's limit on gfx10
     return {"ctl_stack_size": ctl_stack, "cwsr_size": ctl_stack + wave_state,
             "debug_memory_size": -(-waves * 32 // 64) * 64, "eop_buffer_size": 0x8000 if gfxv == 80002 else 4096}
-
-
-def fail(code: int, what: str) -> OSError:
-    return OSError(code, f"{what}: {os.strerror(code)}")
 
 
 def memory_exception(gpu_id: int, address: int, access: str) -> kfd.struct_kfd_hsa_memory_exception_data:
@@ -369,7 +374,6 @@ class MockKFD:
 
 # amdkfd's ioctl table by number: it dispatches on _IOC_NR alone and uses its own direction and size
 IOCTLS = {v.nr: v for k, v in vars(kfd).items() if k.startswith("AMDKFD_IOC_") and isinstance(v, Ioctl)}
-IOC_IN, IOC_OUT = 1, 2  # _IOC_WRITE (the kernel reads the struct), _IOC_READ (it writes it back)
 
 
 class KFDFile:
@@ -417,15 +421,9 @@ class KFDFile:
             raise fail(errno.EBADF, f"{name}: /dev/kfd was opened by process {self.pid}")
         if ioc not in self.handlers:
             raise fail(errno.ENOTTY, f"{name}: the mock does not model this ioctl")
-        kdata = bytearray(max(usize, ctypes.sizeof(ioc.struct)))
-        if ioc.dir & IOC_IN:
-            kdata[:usize] = copy_from_user(arg, usize, name)
-        try:
-            with self.kfd.lock:
-                self.handlers[ioc](ioc.struct.from_buffer(kdata))
-        finally:
-            if ioc.dir & IOC_OUT:
-                copy_to_user(arg, kdata[:usize], name)
+        with self.kfd.lock:
+            with_user_struct(arg, ioc.struct, usize if ioc.dir & IOC_IN else 0, usize if ioc.dir & IOC_OUT else 0,
+                             name, self.handlers[ioc])
 
     # ---- ioctls ---------------------------------------------------------------------------------------------------
     def get_version(self, a) -> None:
@@ -494,7 +492,7 @@ class KFDFile:
         address, memfd = a.mmap_offset, None
         if not userptr:
             try:
-                address, memfd = self._pages(handle, size)
+                address, memfd = self._pages(f"kfd-bo-{handle:#x}", size)
             except OSError as e:
                 self.kfd.uncharge(n, charge)
                 raise fail(errno.ENOMEM, f"{what}: {e.strerror}") from None
@@ -503,9 +501,10 @@ class KFDFile:
         a.handle = handle
 
     @staticmethod
-    def _pages(handle: int, size: int) -> tuple[int, int]:
-        """Shared memory for an object and the mock's own mapping of it; closed again if either fails."""
-        memfd = os.memfd_create(f"kfd-bo-{handle:#x}", os.MFD_CLOEXEC)
+    def _pages(name: str, size: int) -> tuple[int, int]:
+        """Shared memory (a memory object's, a doorbell page's) and the mock's own mapping of it; closed again if
+        either fails."""
+        memfd = os.memfd_create(name, os.MFD_CLOEXEC)
         try:
             os.ftruncate(memfd, size)
             return os_mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0), memfd
@@ -810,25 +809,25 @@ class KFDFile:
             raise fail(errno.EINVAL, f"/dev/kfd event page mmap of {length:#x} bytes")
         return os_mmap(address, length, prot, flags | MAP_SHARED, page.memfd, 0)
 
-    def _doorbells(self, length: int, offset: int) -> int:
-        """The memfd of this descriptor's doorbell page of the GPU an offset names (made, and watched, on first
-        use); EINVAL unless the whole page of a GPU of the process is asked for."""
+    def _doorbell_gpu(self, length: int, offset: int, what: str) -> int:
+        """The GPU whose doorbell page an offset names (kfd_doorbell_mmap: the whole page of a GPU of the process,
+        else EINVAL)."""
         if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_DOORBELL or length != DOORBELL_PAGE:
-            raise fail(errno.EINVAL, f"/dev/kfd doorbell mmap of {length:#x} bytes at offset {offset:#x}")
-        gpu_id = self.kfd.node((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF, "doorbell mmap").gpu_id
+            raise fail(errno.EINVAL, f"/dev/kfd {what} of {length:#x} bytes at offset {offset:#x}")
+        return self.kfd.node((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF, "doorbell mmap").gpu_id
+
+    def _doorbells(self, length: int, offset: int) -> int:
+        """The memfd of this descriptor's doorbell page of that GPU, made (and watched) on first use."""
+        gpu_id = self._doorbell_gpu(length, offset, "doorbell mmap")
         if gpu_id not in self.doorbells:
-            memfd = os.memfd_create(f"kfd-doorbells-{gpu_id:#x}", os.MFD_CLOEXEC)
-            os.ftruncate(memfd, DOORBELL_PAGE)
-            address = os_mmap(0, DOORBELL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)
+            address, memfd = self._pages(f"kfd-doorbells-{gpu_id:#x}", DOORBELL_PAGE)
             self.doorbells[gpu_id] = (memfd, address)
             self.kfd.agent.watch(address, np.frombuffer(view(address, DOORBELL_PAGE), np.uint64))
         return self.doorbells[gpu_id][0]
 
     def mmio(self, length: int, offset: int, width: int) -> CallbackMMIO:
         """The process's doorbell page of a GPU as MMIO (usergpu's drivers): a write runs the queues at once."""
-        if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_DOORBELL or length != DOORBELL_PAGE:
-            raise fail(errno.EINVAL, f"/dev/kfd MMIO of {length:#x} bytes at offset {offset:#x}")
-        self.kfd.node((offset >> MMAP_GPU_ID_SHIFT) & 0xFFFF, "doorbell mmap")
+        self._doorbell_gpu(length, offset, "MMIO")
         values: dict[int, int] = {}
 
         def write(index: int, value: int) -> None:

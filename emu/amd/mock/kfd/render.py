@@ -21,11 +21,10 @@ from usergpu.autogen import amdgpu_drm as drm
 from usergpu.autogen import amdgpu_ucode as ucode
 from usergpu.autogen._support import Ioctl
 from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, REV_ID, VM_RESERVED_VRAM, VRAM_BUS, AmdgpuDevice
-from usergpu.emu.amd.mock.uaccess import copy_from_user, copy_to_user, fail
+from usergpu.emu.amd.mock.uaccess import IOC_IN, IOC_OUT, copy_to_user, fail, with_user_struct
 from usergpu.emu.amd.soc import TIMESTAMP_HZ
 from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap
 
-IOC_IN, IOC_OUT = 1, 2  # _IOC_WRITE (the kernel reads the struct), _IOC_READ (it writes it back)
 # DRM's ioctl numbers, amdgpu's and the core's (drm_ioctls, amdgpu_ioctls_kms: the entries of 6.12's uapi headers)
 IOCTL_NAMES = {(v.request if isinstance(v, Ioctl) else v) & 0xFF: name.removeprefix("DRM_IOCTL_")
                for name, v in vars(drm).items() if name.startswith("DRM_IOCTL_") and name != "DRM_IOCTL_BASE"}
@@ -83,16 +82,9 @@ class RenderFile:
         if nr not in self.handlers:
             raise fail(errno.ENOTTY, f"{IOCTL_NAMES[nr]}: the mock render node does not model this ioctl")
         ioc, handler = self.handlers[nr]
-        in_size = usize if udir & ioc.dir & IOC_IN else 0
-        out_size = usize if udir & ioc.dir & IOC_OUT else 0
-        kdata = bytearray(max(in_size, out_size, ctypes.sizeof(ioc.struct)))
-        kdata[:in_size] = copy_from_user(arg, in_size, IOCTL_NAMES[nr])
-        try:
-            with self.kfd.lock:
-                handler(ioc.struct.from_buffer(kdata))
-        finally:
-            if out_size:
-                copy_to_user(arg, kdata[:out_size], IOCTL_NAMES[nr])
+        with self.kfd.lock:
+            with_user_struct(arg, ioc.struct, usize if udir & ioc.dir & IOC_IN else 0,
+                             usize if udir & ioc.dir & IOC_OUT else 0, IOCTL_NAMES[nr], handler)
 
     def info(self, a) -> None:
         """amdgpu_info_ioctl: EINVAL without a return pointer and size, or for a query the mock does not answer;

@@ -6,11 +6,11 @@ answers nothing: Unplugged to the USB bridge, all ones to native reads."""
 from __future__ import annotations
 
 import errno
-import os
 import struct
 
 from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError, Unplugged
+from usergpu.emu.amd.mock.uaccess import fail
 from usergpu.hostmem import MAP_SHARED, MMIO, PAGE, CallbackMMIO, os_mmap
 
 BUS, DEVFN = 1, 0  # where the function sits behind a bridge
@@ -126,10 +126,6 @@ def config_write(board: PCIFunction, data: bytes, offset: int) -> int:
         except Unplugged:
             pass
     return len(data)
-
-
-def fail(code: int, what: str) -> OSError:
-    return OSError(code, f"{what}: {os.strerror(code)}")
 
 
 class SysfsFile:
