@@ -21,14 +21,14 @@ from usergpu.emu.amd.codeobj import CodeObject, parse
 from usergpu.emu.amd.codeobj import kd as kdesc
 from usergpu.emu.amd.codeobj.kernargs import LaunchError, check_launch, dispatch_packet, pack_kernargs
 from usergpu.emu.amd.codeobj.target import version
-from usergpu.emu.amd.exec.executor import Executor
 from usergpu.emu.amd.exec.memory import Memory, MemoryFault
+from usergpu.emu.amd.exec.native import executor_class
 from usergpu.emu.amd.exec.trace import tracer
 from usergpu.emu.amd.exec.waves import EXEC, Waves
 from usergpu.errors import GPUFault
 
 PT_LOAD = 1
-BATCH_WAVES = 1024  # waves run together (numpy arrays of waves x lanes); workgroups are never split
+BATCH_VGPR_BYTES = 64 << 20  # most VGPR bytes a batch of waves holds; workgroups are never split
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
 REGS = {11: regs_gc_11_0_0.REGS, 12: regs_gc_12_0_0.REGS}  # the register maps by GFX major version
 LDS_GRANULE = 512  # bytes per COMPUTE_PGM_RSRC2.LDS_SIZE step (128 dwords from gfx7 on)
@@ -163,7 +163,9 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     denorm = {bits: rsrc1["FLOAT_MODE"] >> shift & 3 for bits, shift in DENORM_SHIFT.items()}
     waves_per_group = -(-block[0] * block[1] * block[2] // lanes)
     groups = np.indices(grid[::-1]).reshape(3, -1).T[:, ::-1]  # (x, y, z), x fastest
-    per_batch = max(1, BATCH_WAVES // waves_per_group)
+    backend = executor_class()
+    batch_waves = min(backend.BATCH_WAVES, BATCH_VGPR_BYTES // (vgprs * lanes * 4))
+    per_batch = max(1, batch_waves // waves_per_group)
     trace = tracer() if os.environ.get("USERGPU_TRACE") else None
     fetch, program = _Code(code), {}  # instructions decoded and compiled once for all batches
     for start in range(0, len(groups), per_batch):
@@ -173,7 +175,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
         _setup(w, batch[owner], np.tile(np.arange(waves_per_group), len(batch)), block, arch, user, system,
                waves_per_group, min(rsrc2["TIDIG_COMP_CNT"], 2) + 1)
         w.pc[:] = entry
-        ex = Executor(arch, fetch, base, mem, w, owner, lds, scratch, kernel, budget, program)
+        ex = backend(arch, fetch, base, mem, w, owner, lds, scratch, kernel, budget, program)
         ex.denorm = dict(denorm)  # s_denorm_mode changes it
         ex.trace = trace
         if observer:
@@ -198,14 +200,16 @@ def _setup(w: Waves, gids: np.ndarray, index: np.ndarray, block: tuple, arch: st
         w.s[len(user) + i] = values[name]
     if version(arch)[0] == 12:
         w.s[TTMP + 9], w.s[TTMP + 7] = gids[:, 0], gids[:, 1] | gids[:, 2] << 16
-    flat = index[:, None] * w.lanes + np.arange(w.lanes)
+    # v0 and EXEC depend on the wave's number within its workgroup only: worked out once per number
+    first = np.arange(waves_per_group)
+    flat = first[:, None] * w.lanes + np.arange(w.lanes)
     ids = (flat % block[0], flat // block[0] % block[1], flat // (block[0] * block[1]))
-    w.v[0] = sum(ids[i] << WORKITEM_ID_BITS * i for i in range(dims)).astype(np.uint32)
+    w.v[0] = sum(ids[i] << WORKITEM_ID_BITS * i for i in range(dims)).astype(np.uint32)[index]
     threads = block[0] * block[1] * block[2]
-    active = np.clip(threads - index * w.lanes, 0, w.lanes).astype(np.uint64)  # EXEC: the wave's real lanes
+    active = np.clip(threads - first * w.lanes, 0, w.lanes).astype(np.uint64)  # EXEC: the wave's real lanes
     bits = np.where(active >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(active, 63)) - 1)
-    w.s[EXEC], w.s[EXEC + 1] = (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32), (bits >> np.uint64(32)).astype(
-        np.uint32)
+    w.s[EXEC], w.s[EXEC + 1] = ((bits & np.uint64(0xFFFFFFFF)).astype(np.uint32)[index],
+                                (bits >> np.uint64(32)).astype(np.uint32)[index])
 
 
 def image(co: CodeObject) -> bytes:

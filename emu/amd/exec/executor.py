@@ -37,6 +37,7 @@ class Compiled:
 
 
 class Executor:
+    BATCH_WAVES = 1024  # waves a dispatch runs together: numpy arrays of waves x lanes, long enough to pay
     def __init__(self, arch: str, code: bytes, code_base: int, memory: Memory, waves: Waves, groups: np.ndarray,
                  lds_bytes: int, scratch_bytes: int, kernel: str, budget: int, cache: dict | None = None):
         self.arch, self.code, self.code_base, self.mem, self.w = arch, code, code_base, memory, waves
@@ -74,19 +75,9 @@ class Executor:
         if NOOPS.match(name):
             return _nothing
         text = inst.text
-        texts, items = [o.text for o in inst.operands], [m.strip() for m in inst.modifiers]
-        if texts and " " in texts[-1] and not texts[-1].startswith("["):  # gfx12: the cache policy rides on the
-            texts[-1], tail = texts[-1].split(" ", 1)                   # last operand's text
-            items = tail.split() + items
-        if name == "s_sendmsg_rtn_b32":  # its source is a message name, not a value
-            texts = texts[:1]
-        if name in ("s_getreg_b32", "s_setreg_b32", "s_setreg_imm32_b32"):  # hwreg(..) is no value either
+        if name in HWREG:
             return _hwreg(name, inst)
-        try:
-            ops = [parse(t) if t != "::" else Operand("sep", text="::") for t in texts]
-        except ValueError:
-            ops = None
-        mods = {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
+        ops, mods = operands(inst)
         for builder in (scalar_step, valu.step, memops.step) if ops is not None else ():
             step = builder(self, name, ops, mods, inst)
             if step is not None:
@@ -114,29 +105,36 @@ class Executor:
             if until is not None and count % CLOCK_EVERY == 0 and time.monotonic() > until:
                 return False
             pc = int(w.pc[live].min())
-            idx = np.flatnonzero(live & (w.pc == pc))
-            g = slice(None) if len(idx) == w.n else idx
-            try:
-                step = self.at(pc)
-            except MemoryFault as f:
-                raise GPUFault(f.address, f.access, self.kernel, int(idx[0]), pc, f.why, w.dump(int(idx[0]))) from None
-            w.steps[g] += 1
-            if w.steps[idx[0]] > self.budget:
-                raise GPUHang(f"wave {int(idx[0])} ran {self.budget} instructions without ending (pc {pc:#x}: "
-                              f"{step.text})", self.kernel, "raise the instruction budget (MOCKGPU_BUDGET on a mock "
-                              "GPU, budget= of the bare emulator's launch) if it is meant to run that long")
-            before = self._snapshot(g) if self.trace else None
-            w.pc[g] = pc + step.size
-            try:
-                with np.errstate(all="ignore"):  # NaN, inf and wrapping are the hardware's results, not warnings
-                    step.run(self, g)
-            except MemoryFault as f:
-                wave = int(idx[0])
-                raise GPUFault(f.address, f.access, self.kernel, wave, pc, f.why, w.dump(wave)) from None
-            if self.trace:
-                self.trace(self, step, g, before)
-            if self.observe:
-                self.observe(self, idx, pc, step)
+            self.step(np.flatnonzero(live & (w.pc == pc)), pc)
+
+    def step(self, idx: np.ndarray, pc: int) -> None:
+        """Run the instruction at pc for the waves idx (all at that PC)."""
+        w = self.w
+        g = slice(None) if len(idx) == w.n else idx
+        try:
+            step = self.at(pc)
+        except MemoryFault as f:
+            raise GPUFault(f.address, f.access, self.kernel, int(idx[0]), pc, f.why, w.dump(int(idx[0]))) from None
+        w.steps[g] += 1
+        if w.steps[idx[0]] > self.budget:
+            raise self.hang(int(idx[0]), pc, step.text)
+        before = self._snapshot(g) if self.trace else None
+        w.pc[g] = pc + step.size
+        try:
+            with np.errstate(all="ignore"):  # NaN, inf and wrapping are the hardware's results, not warnings
+                step.run(self, g)
+        except MemoryFault as f:
+            wave = int(idx[0])
+            raise GPUFault(f.address, f.access, self.kernel, wave, pc, f.why, w.dump(wave)) from None
+        if self.trace:
+            self.trace(self, step, g, before)
+        if self.observe:
+            self.observe(self, idx, pc, step)
+
+    def hang(self, wave: int, pc: int, text: str) -> GPUHang:
+        return GPUHang(f"wave {wave} ran {self.budget} instructions without ending (pc {pc:#x}: {text})", self.kernel,
+                       "raise the instruction budget (MOCKGPU_BUDGET on a mock GPU, budget= of the bare emulator's "
+                       "launch) if it is meant to run that long")
 
     def _release_barriers(self) -> None:
         w = self.w
@@ -157,6 +155,25 @@ class Executor:
 
 def _nothing(ex: Executor, g) -> None:
     return None
+
+
+HWREG = ("s_getreg_b32", "s_setreg_b32", "s_setreg_imm32_b32")  # their hwreg(..) operand is no value
+
+
+def operands(inst) -> tuple[list[Operand] | None, dict[str, str]]:
+    """An instruction's value operands (None where one is not a value the executor reads) and its modifiers
+    {name: text} ("1" for a flag): what each backend builds the instruction from."""
+    texts, items = [o.text for o in inst.operands], [m.strip() for m in inst.modifiers]
+    if texts and " " in texts[-1] and not texts[-1].startswith("["):  # gfx12: the cache policy rides on the
+        texts[-1], tail = texts[-1].split(" ", 1)                   # last operand's text
+        items = tail.split() + items
+    if inst.mnemonic.strip() == "s_sendmsg_rtn_b32":  # its source is a message name, not a value
+        texts = texts[:1]
+    try:
+        ops = [parse(t) if t != "::" else Operand("sep", text="::") for t in texts]
+    except ValueError:
+        ops = None
+    return ops, {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
 
 
 # ---- scalar instructions ---------------------------------------------------------------------------------

@@ -42,7 +42,9 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         u = np.where((v != 0) & even, np.nextafter(u, np.where(v > 0, np.inf, -np.inf)), u)
         r = s + u
         finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
-        r = np.where(finite, r, a * b + c)  # an infinite or NaN input: IEEE's rules, as the plain arithmetic has them
+        # an infinite or NaN input: IEEE's rules, as the plain arithmetic has them, but the exact product of finite
+        # a and b never overflows, so an infinite c is the result
+        r = np.where(finite, r, np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, a * b + c))
         huge = (np.abs(a) > 2.0**995) | (np.abs(b) > 2.0**995) | ~np.isfinite(e) | ~np.isfinite(r)  # overflows
         exact = finite & ((np.abs(p) < 2.0**-960) & (p != 0) | (np.abs(r) < 2.0**-960) | huge)
     for i in zip(*np.nonzero(exact), strict=True):

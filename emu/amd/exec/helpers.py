@@ -106,12 +106,30 @@ def perm(a: np.ndarray, b: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return out
 
 
+def fmin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE-754-2019 minimumNumber: a NaN operand gives the other (both NaN: the first, quieted), -0 below +0.
+    (Not np.fmin: which zero and which NaN it returns depends on the array's length, vector loop or not.)"""
+    return _number(a, b, (a < b) | ((a == b) & np.signbit(a)))
+
+
+def fmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE-754-2019 maximumNumber: as fmin, +0 above -0."""
+    return _number(a, b, (a > b) | ((a == b) & ~np.signbit(a)))
+
+
+def _number(a: np.ndarray, b: np.ndarray, pick_a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "f":
+        return np.where(pick_a, a, b)
+    r = np.where(np.isnan(b), a, np.where(np.isnan(a) | ~pick_a, b, a))
+    return np.where(np.isnan(a) & np.isnan(b), a + a.dtype.type(0), r).astype(np.result_type(a, b))
+
+
 def med3(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """The middle value; floats: with a NaN among them, the least of the others (the ISA's v_min3)."""
     if a.dtype.kind != "f":
         return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
-    mid = np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c))
-    return np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), np.fmin(np.fmin(a, b), c), mid)
+    mid = fmax(fmin(a, b), fmin(fmax(a, b), c))
+    return np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), fmin(fmin(a, b), c), mid)
 
 
 def fclass(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -354,7 +372,7 @@ def mbcnt(mask: np.ndarray, first: int, lanes: int) -> np.ndarray:
 NAMESPACE = {"np": np, "fma": fma, "to_int": to_int, "frexp_mant": frexp_mant, "frexp_exp": frexp_exp,
              "fract": fract, "popcount": popcount, "clz": clz, "ctz": ctz, "cls": cls, "brev": brev,
              "mul_hi": mul_hi, "bfe_u": bfe_u, "bfe_i": bfe_i, "sext24": sext24, "alignbit": alignbit, "perm": perm,
-             "med3": med3, "fclass": fclass, "div_fixup": div_fixup, "pkrtz": pkrtz, "pack16": pack16,
+             "med3": med3, "fmin": fmin, "fmax": fmax, "fclass": fclass, "div_fixup": div_fixup, "pkrtz": pkrtz, "pack16": pack16,
              "mbcnt": mbcnt, "minimum": minimum, "maximum": maximum, "quadmask": quadmask, "wqm": wqm,
              "bitreplicate": bitreplicate, "sad": sad, "lerp_u8": lerp_u8, "norm": norm, "sat": sat,
              "fp8_to_f32": fp8_to_f32, "trig": trig, "f32_to_fp8": f32_to_fp8, "trig_preop": trig_preop, **DTYPES}

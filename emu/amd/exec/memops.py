@@ -19,7 +19,7 @@ ATOMIC_OPS = {
     "add": "a + b", "sub": "a - b", "min": "np.where(b < a, b, a)", "max": "np.where(b > a, b, a)", "and": "a & b",
     "or": "a | b", "xor": "a ^ b", "swap": "b", "storexchg": "b", "inc": "np.where(a >= b, 0, a + 1)",
     "dec": "np.where((a == 0) | (a > b), b, a - 1)", "cmpswap": "np.where(a == c, b, a)",
-    "cmpst": "np.where(a == c, b, a)", "add_f32": "a + b", "min_num": "np.fmin(a, b)", "max_num": "np.fmax(a, b)",
+    "cmpst": "np.where(a == c, b, a)", "add_f32": "a + b", "min_num": "fmin(a, b)", "max_num": "fmax(a, b)",
     "sub_clamp": "np.where(a > b, a - b, 0)", "cond_sub": "np.where(a >= b, a - b, a)", "pk_add": None,
     "cmpstore": "np.where(a == c, b, a)", "mskor": "(a & ~b) | c", "wrap": "np.where(a >= b, a - b, a + c)",
     "rsub": "b - a", "condxchg32": "np.where(((b >> 31) & 1) == 1, b & 0x7FFFFFFF, a & 0xFFFFFFFF) | "

@@ -22,8 +22,10 @@ def width(typ: str) -> int:
 class Waves:
     def __init__(self, n: int, lanes: int, vgprs: int):
         self.n, self.lanes = n, lanes
-        self.v = np.zeros((max(vgprs, 1), n, lanes), np.uint32)
-        self.s = np.zeros((128, n), np.uint32)
+        # indexed [register, wave(, lane)]; laid out wave by wave, so one wave's registers are together (what the
+        # native backend, which runs a wave at a time, reads)
+        self.v = np.zeros((n, max(vgprs, 1), lanes), np.uint32).transpose(1, 0, 2)
+        self.s = np.zeros((n, 128), np.uint32).T
         self.scc = np.zeros(n, np.uint32)
         self.pc = np.zeros(n, np.int64)
         self.done = np.zeros(n, bool)

@@ -136,6 +136,8 @@ def mul(a, b):
 
 def fma(a, b, c):
     def specials(x, y, z):
+        if math.isfinite(x) and math.isfinite(y) and math.isinf(z):  # the exact product cannot overflow
+            return z
         p = x * y if not ((x == 0 and math.isinf(y)) or (y == 0 and math.isinf(x))) else NAN
         return p + z
     return _exact(lambda x, y, z: x * y + z, specials, a, b, c)

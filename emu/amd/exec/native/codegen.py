@@ -1,0 +1,541 @@
+"""A kernel as C: every instruction reachable from the entry, decoded once as the reference executor decodes it,
+becomes a labelled block of one wave's code (lane loops over its VGPRs, EXEC as a mask); branches are gotos, a
+computed jump goes through a switch on the PC. ALU results are the semantics table's expressions translated by
+cexpr; an instruction this file has no C for becomes a block that hands the wave to the reference backend for that
+one instruction (the same semantics, at its speed), so every kernel runs, and runs the same.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from usergpu.emu.amd.exec import memops, valu
+from usergpu.emu.amd.exec.dpp import CONTROLS
+from usergpu.emu.amd.exec.executor import BRANCH, HWREG, NOOPS, SAVEEXEC, SAVEEXEC_OPS, SCMP, _simm16, operands
+from usergpu.emu.amd.exec.helpers import DTYPES
+from usergpu.emu.amd.exec.native.cexpr import Translator, Untranslatable, ctype, short
+from usergpu.emu.amd.exec.operands import Operand, const_bits
+from usergpu.emu.amd.exec.semantics import SCC
+from usergpu.emu.amd.exec.waves import EXEC, NULL, VCC, width
+from usergpu.emu.amd.isa import decode
+from usergpu.errors import DecodeError
+
+MAX_INSTRUCTIONS = 50_000  # a kernel larger than this is left to the reference backend past that point
+# access codes and reasons a fault reports (the Python side turns them back into text)
+ACCESS = ("read", "write", "LDS load", "LDS store", "execute")
+STOPS = ("s_endpgm", "s_branch", "s_setpc_b64", "s_trap", "s_code_end")
+SALU_CARRY = re.compile(r"(add|sub)(c|b)?(_co)?(_ci)?_([iu])32$")
+
+
+@dataclass
+class Kernel:
+    """The instructions reachable from the entry: offset from the entry -> decoded instruction (None where the bytes
+    do not decode)."""
+    arch: str
+    lanes: int
+    insts: dict[int, object] = field(default_factory=dict)
+
+    def key_bytes(self, code, entry: int) -> bytes:
+        """What the compiled C depends on: each instruction's offset and bytes."""
+        parts = [f"{self.arch} {self.lanes}".encode()]
+        for off in sorted(self.insts):
+            inst = self.insts[off]
+            size = inst.size if inst is not None else 0
+            parts.append(off.to_bytes(8, "little", signed=True) + code[entry + off : entry + off + size])
+        return b"\0".join(parts)
+
+
+def discover(code, entry: int, arch: str, lanes: int) -> Kernel:
+    """Walk the code from entry (an offset into code) along fall-through and branch targets."""
+    k = Kernel(arch, lanes)
+    todo = [0]
+    while todo and len(k.insts) < MAX_INSTRUCTIONS:
+        off = todo.pop()
+        if off in k.insts or not 0 <= entry + off < len(code):
+            continue
+        try:
+            inst = decode(code, arch, entry + off)
+        except DecodeError:
+            k.insts[off] = None
+            continue
+        k.insts[off] = inst
+        name = inst.mnemonic.strip()
+        if name in BRANCH:
+            todo.append(off + 4 + 4 * _simm16(inst.fields.get("simm16", 0)))
+        if name not in STOPS:
+            todo.append(off + inst.size)
+    return k
+
+
+def label(off: int) -> str:
+    return f"L_{off}" if off >= 0 else f"L_m{-off}"
+
+
+class Emitter:
+    """C for the instructions of one kernel (offsets relative to the code mapping's start)."""
+
+    def __init__(self, kernel: Kernel):
+        self.k, self.L = kernel, kernel.lanes
+        self.native = 0
+
+    # ---- operands ------------------------------------------------------------------------------------------
+    def read(self, op: Operand, typ: str, lane: bool = True) -> str:
+        """C for an operand's value as typ (VOP neg/abs applied to floats), per lane or per wave."""
+        if typ == "bf16" or typ not in DTYPES:
+            raise Untranslatable(typ)
+        bits = width(typ)
+        if bits == 8:
+            raise Untranslatable("an 8-bit operand")
+        ubits = 64 if bits == 64 else max(bits, 16)
+        if op.kind == "v":
+            if not lane:
+                raise Untranslatable("a VGPR in a scalar operation")
+            i = op.index
+            raw = (f"((uint64_t)VR({i})[lane] | (uint64_t)VR({i + 1})[lane] << 32)" if bits == 64 else
+                   f"((uint16_t)(VR({i})[lane] >> {16 * (op.half or 0)}))" if bits == 16 else f"VR({i})[lane]")
+        elif op.kind == "s":
+            i = op.index
+            raw = "0" if i == NULL else (f"((uint64_t)SR({i}) | (uint64_t)SR({i + 1}) << 32)" if bits == 64 else
+                                         f"((uint16_t)SR({i}))" if bits == 16 else f"SR({i})")
+        elif op.kind == "special":
+            raw = {"scc": "SCC", "execz": "(EXECM == 0)", "vccz": f"({self.lane_mask(VCC)} == 0)"}[op.value]
+        elif op.kind in ("int", "float", "lit", "aperture"):
+            raw = f"{const_bits(op, typ)}ULL"
+        else:
+            raise Untranslatable(f"operand {op.text}")
+        dt = np.dtype(DTYPES[typ])
+        val = f"BITCAST({ctype(dt)}, uint{ubits}_t, (uint{ubits}_t)({raw}))"
+        if dt.kind == "f":
+            if op.abs:
+                val = f"h_abs_{short(dt)}({val})"
+            if op.neg:
+                val = f"h_neg_{short(dt)}({val})"
+        return val
+
+    def lane_mask(self, index: int) -> str:
+        """A lane mask in SGPRs (one register per 32 lanes) as a uint64_t."""
+        if index == NULL:
+            return "0ull"
+        pair = f"((uint64_t)SR({index}) | (uint64_t)SR({index + 1}) << 32)"
+        return pair if self.L == 64 else f"(uint64_t)SR({index})"
+
+    def set_mask(self, index: int, value: str) -> str:
+        if index == NULL:
+            return ""
+        if self.L == 64:
+            return f"SR({index}) = (uint32_t)({value}); SR({index + 1}) = (uint32_t)(({value}) >> 32);"
+        return f"SR({index}) = (uint32_t)({value});"
+
+    def write(self, op: Operand, typ: str, value: str, lane: bool = True, cond: str = "ON") -> str:
+        """C storing value (a C expression of typ's dtype) into op: per lane where cond holds, or per wave."""
+        bits = width(typ)
+        dt = np.dtype(DTYPES[typ])
+        ubits = bits if bits in (16, 32, 64) else None
+        if ubits is None:
+            raise Untranslatable(f"a {bits}-bit destination")
+        raw = f"BITCAST(uint{ubits}_t, {ctype(dt)}, {value})"
+        i = op.index
+        if op.kind == "s":
+            if i == NULL:
+                return f"(void)({value});"
+            if bits == 64:
+                return f"{{ uint64_t r_ = {raw}; SR({i}) = (uint32_t)r_; SR({i + 1}) = (uint32_t)(r_ >> 32); }}"
+            return f"SR({i}) = (uint32_t){raw};"
+        if op.kind != "v" or not lane:
+            raise Untranslatable(f"destination {op.text}")
+        if bits == 64:
+            return (f"{{ uint64_t r_ = {raw}; if ({cond}) {{ VR({i})[lane] = (uint32_t)r_; "
+                    f"VR({i + 1})[lane] = (uint32_t)(r_ >> 32); }} }}")
+        if bits == 16:
+            sh = 16 * (op.half or 0)
+            return (f"{{ uint32_t o_ = VR({i})[lane]; uint32_t n_ = (o_ & ~(0xFFFFu << {sh})) | "
+                    f"((uint32_t){raw} << {sh}); VR({i})[lane] = ({cond}) ? n_ : o_; }}")
+        return f"{{ uint32_t n_ = {raw}; VR({i})[lane] = ({cond}) ? n_ : VR({i})[lane]; }}"
+
+    def lanes(self, body: str, pre: str = "") -> str:
+        return f"{{ const uint64_t em = EXECM; {pre}\n  for (int lane = 0; lane < L; lane++) {{ {body} }} }}"
+
+    # ---- the kernel ----------------------------------------------------------------------------------------
+    def source(self) -> str:
+        offs = sorted(self.k.insts)
+        blocks = []
+        for n, off in enumerate(offs):
+            inst = self.k.insts[off]
+            code = None
+            if inst is not None:
+                try:
+                    code = self.instruction(inst, off)
+                except Untranslatable:
+                    code = None
+            if code is None:
+                blocks.append(f"{label(off)}: pc = {off}; goto fallback;")
+                continue
+            self.native += 1
+            nxt = off + inst.size
+            tail = "" if n + 1 < len(offs) and offs[n + 1] == nxt else f" pc = {nxt}; goto dispatch;"
+            code = code.replace("PC_HERE", str(off))
+            blocks.append(f"{label(off)}: if (steps >= limit) {{ pc = {off}; goto limit; }} steps++;\n  {code}{tail}")
+        cases = " ".join(f"case {off}: goto {label(off)};" for off in offs)
+        return (f"#define L {self.L}\n#include \"wave.h\"\nWAVE_BEGIN\n"
+                f"dispatch: switch (pc) {{ {cases} default: goto fallback; }}\n" + "\n".join(blocks) + "\nWAVE_END\n")
+
+    def instruction(self, inst, off: int) -> str | None:
+        name = inst.mnemonic.strip()
+        if NOOPS.match(name):
+            return ";"
+        if name in HWREG:
+            return None
+        ops, mods = operands(inst)
+        if ops is None:
+            return None
+        pc = f"((int64_t)CODE_BASE + {off})"
+        if name == "s_endpgm":
+            return f"DONE[w] = 1; pc = {off + inst.size}; goto out;"
+        if name in ("s_barrier", "s_barrier_wait"):
+            return f"WAITING[w] = 1; pc = {off + inst.size}; goto out;"
+        if name in BRANCH:
+            target = off + 4 + 4 * _simm16(ops[0].value)
+            cond = {"True": "1", "scc == 0": "SCC == 0", "scc != 0": "SCC != 0",
+                    "vcc == 0": f"{self.lane_mask(VCC)} == 0", "vcc != 0": f"{self.lane_mask(VCC)} != 0",
+                    "exec == 0": "EXECM == 0", "exec != 0": "EXECM != 0"}[BRANCH[name]]
+            jump = f"goto {label(target)};" if target in self.k.insts else f"{{ pc = {target}; goto dispatch; }}"
+            return f"if ({cond}) {jump}"
+        if name == "s_getpc_b64":
+            return f"{{ uint64_t p_ = {pc} + {inst.size}; SR({ops[0].index}) = (uint32_t)p_; " \
+                   f"SR({ops[0].index + 1}) = (uint32_t)(p_ >> 32); }}"
+        if name in ("s_setpc_b64", "s_swappc_b64"):
+            src = ops[-1]
+            back = ""
+            if name == "s_swappc_b64":
+                back = (f"SR({ops[0].index}) = (uint32_t)({pc} + {inst.size}); "
+                        f"SR({ops[0].index + 1}) = (uint32_t)(({pc} + {inst.size}) >> 32); ")
+            return (f"{{ int64_t t_ = (int64_t)((uint64_t)SR({src.index}) | (uint64_t)SR({src.index + 1}) << 32); "
+                    f"{back}pc = t_ - CODE_BASE; goto dispatch; }}")
+        if name.startswith("s_") and not inst.family.startswith("SMEM"):
+            return self.scalar(name, ops, mods)
+        if name.startswith("v_") and "::" in name:
+            return self.vopd(name, ops)
+        if name.startswith("v_"):
+            return self.vector(name, ops, mods)
+        return self.memory(name, ops, mods, inst)
+
+    # ---- scalar --------------------------------------------------------------------------------------------
+    def scalar(self, name: str, ops: list[Operand], mods: dict) -> str | None:
+        m = SAVEEXEC.match(name)
+        if m:
+            bits = int(m.group(3))
+            dst, src = ops
+            t = Translator({"a": f"u{bits}", "e": f"u{bits}"}, {})
+            expr, _ = t(SAVEEXEC_OPS[m.group(1)])
+            new = "new_" if m.group(2) == "wrexec" else "e"
+            typ, exec_ = f"u{bits}", Operand("s", EXEC)
+            return (f"{{ const uint{bits}_t e = {self.read(exec_, typ, False)}; "
+                    f"const uint{bits}_t a = {self.read(src, typ, False)}; const uint{bits}_t new_ = {expr}; "
+                    f"{self.write(dst, typ, new, False)} {self.write(exec_, typ, 'new_', False)} SCC = new_ != 0; }}")
+        m = SCMP.match(name)
+        if m and m.group(1) in valu.CMP:
+            typ = m.group(2)
+            expr, _ = Translator({"a": typ, "b": typ}, {})(valu.CMP[m.group(1)])
+            a, b = (self.read(o, typ, False) for o in ops)
+            return f"{{ const {ctype(DTYPES[typ])} a = {a}, b = {b}; SCC = {expr}; }}"
+        core = valu.SUFFIX.sub("", name)[2:]
+        carry = SALU_CARRY.match(core)
+        if carry and core not in ("add_nc_u64", "sub_nc_u64"):
+            op, with_in, signed = carry.group(1), bool(carry.group(2) or carry.group(4)), carry.group(5) == "i"
+            dst, a_op, b_op = ops
+            sign = "+" if op == "add" else "-"
+            c = "(int64_t)SCC" if with_in else "0"
+            scc = ("{ int64_t sa = (int32_t)(uint32_t)a, sb = (int32_t)(uint32_t)b, sr = sa " + sign + " sb; "
+                   "SCC = sr > 0x7FFFFFFF || sr < -0x80000000LL; }") if signed else "SCC = (r >> 32) != 0;"
+            return (f"{{ const int64_t a = {self.read(a_op, 'u32', False)}, b = {self.read(b_op, 'u32', False)}; "
+                    f"const int64_t r = a {sign} b {sign} {c}; {scc} "
+                    f"{self.write(dst, 'u32', '(uint32_t)r', False)} }}")
+        if name in ("s_movk_i32", "s_cmovk_i32", "s_addk_i32", "s_mulk_i32", "s_addk_co_i32"):
+            k = _simm16(ops[1].value)
+            dst, kind = ops[0], name.split("_")[1]
+            r = {"movk": f"{k}", "cmovk": f"(SCC ? {k} : d)", "addk": f"d + {k}", "mulk": f"d * {k}"}[kind]
+            scc = "SCC = r > 0x7FFFFFFF || r < -0x80000000LL;" if kind == "addk" else ""
+            return (f"{{ const int64_t d = {self.read(dst, 'i32', False)}; const int64_t r = {r}; {scc} "
+                    f"{self.write(dst, 'u32', '(uint32_t)r', False)} }}")
+        sig = valu.signature(name)
+        if sig is None:
+            return None
+        dtyp, types, expr = sig
+        dst, (srcs, k_op) = ops[0], valu._literal_k(core, ops[1:])
+        types = valu._types(srcs, types)
+        nonzero = any(core == op or core.startswith(op + "_") for op in valu.SCC_NONZERO)
+        scc_rule = SCC.get(valu.TYPE.sub("", core))
+        names = dict(zip("abc", types, strict=False))
+        env = {**names, "d": dtyp, "scc": "bool", **({"k": dtyp} if k_op is not None else {})}
+        t = Translator(env, {"W": width(dtyp)})
+        code, rtyp = t(expr)
+        dt = np.dtype(DTYPES[dtyp])
+        decl = " ".join(f"const {ctype(DTYPES[ty])} {n} = {self.read(o, ty, False)};"
+                        for n, o, ty in zip("abc", srcs, types, strict=False))
+        decl += f" const {ctype(dt)} d = {self.read(dst, dtyp, False)}; const _Bool scc = SCC != 0;"
+        if k_op is not None:
+            decl += f" const {ctype(dt)} k = {self.read(k_op, dtyp, False)};"
+        result = t.convert(code, rtyp, dt)
+        scc = ""
+        if scc_rule is not None:
+            scc = f"SCC = {t.convert(*t(scc_rule), np.dtype(bool))};"
+        elif nonzero:
+            scc = "SCC = r != 0;"
+        return f"{{ {decl} const {ctype(dt)} r = {result}; {scc} {self.write(dst, dtyp, 'r', False)} }}"
+
+    # ---- vector ALU ----------------------------------------------------------------------------------------
+    def vector(self, name: str, ops: list[Operand], mods: dict) -> str | None:
+        if "dpp8" in mods or any(k in mods for k in CONTROLS) or "_sdwa" in name or "_dpp" in name:
+            return None
+        core = valu.SUFFIX.sub("", name)[2:]
+        m = re.match(r"^(cmpx?)_(\w+?)_([fiub]\d+)$", core)
+        if m:
+            return self.compare(m.group(1) == "cmpx", m.group(2), m.group(3), ops)
+        if core in ("readfirstlane_b32", "readlane_b32"):
+            src = ops[1]
+            lane = ("(EXECM ? __builtin_ctzll(EXECM) : 0)" if core == "readfirstlane_b32" else
+                    f"(int)({self.read(ops[2], 'u32', False)} % L)")
+            value = (f"VR({src.index})[lane_]" if src.kind == "v" else
+                     self.read(src, "u32", False))
+            return f"{{ const int lane_ = {lane}; (void)lane_; {self.write(ops[0], 'u32', value, False)} }}"
+        if core in ("cndmask_b32", "cndmask_b16"):
+            typ = "u32" if core.endswith("32") else "u16"
+            pre, body, store = self.cndmask(ops, typ, "")
+            return self.lanes(body + store, pre)
+        if core in valu.CARRY:
+            return self.carry(ops, valu.CARRY[core])
+        if core.startswith(("mad_u64_u32", "mad_i64_i32", "mad_co_u64_u32", "mad_co_i64_i32")):
+            return self.mad64(valu.SUFFIX.sub("", name), ops)
+        if core.startswith(("pk_", "dot", "fma_mix", "wmma_", "div_fmas", "div_scale", "swap_", "permlane",
+                            "writelane", "movrel")) or core in valu.FP8_CVT or core.rsplit("_", 1)[0] in valu.MOVREL:
+            return None
+        sig = valu.signature(name)
+        if sig is None:
+            return None
+        pre, body, store = self.alu(sig, ops, mods, core, "")
+        if ops[0].kind == "s":  # v_s_*: scalar sources and destination, one value per wave
+            return f"{{ const uint64_t em = ~0ull; const int lane = 0; {pre} {body} {store} }}"
+        return self.lanes(body + store, pre)
+
+    def alu(self, sig, ops: list[Operand], mods: dict, core: str, tag: str) -> tuple[str, str, str]:
+        """(before the lane loop, the lane's result r<tag>, its store) for an ALU instruction (valu._alu_value)."""
+        dtyp, types, expr = sig
+        dst, (srcs, k_op) = ops[0], valu._literal_k(core, ops[1:])
+        types = valu._types(srcs, types)
+        W = width(dtyp)
+        saturate = "clamp" in mods and dtyp[0] in "iu" and W <= 32
+        floaty = dtyp[0] == "f" or types[0][0] == "f"
+        env = {n: ("i64" if saturate else t) for n, t in zip("abc", types, strict=False)}
+        uses = set(re.findall(r"\b[dk]\b", expr))
+        if "d" in uses:
+            env["d"] = dtyp
+        if k_op is not None:
+            env["k"] = dtyp
+        t = Translator(env, {"W": W, "L": self.L})
+        code, rtyp = t(expr)
+        dt = np.dtype(DTYPES[dtyp])
+        pre = (f"const int dm{tag} = {'DN32' if W == 32 else 'DN16'}; const int fin{tag} = dm{tag} == 0 || "
+               f"dm{tag} == 2, fout{tag} = dm{tag} == 0 || dm{tag} == 1; (void)fin{tag}; (void)fout{tag};"
+               if floaty else "")
+        body = []
+        for n, o, ty in zip("abc", srcs, types, strict=False):
+            v = self.read(o, ty)
+            tdt = np.dtype(DTYPES[ty])
+            if saturate:
+                v = f"(int64_t){v}"
+            elif floaty and tdt.kind == "f":
+                v = f"(fin{tag} ? h_flush_{short(tdt)}({v}) : {v})"
+            body.append(f"const {ctype('int64' if saturate else tdt)} {n} = {v};")
+        if "d" in uses:
+            body.append(f"const {ctype(dt)} d = {self.read(dst, dtyp)};")
+        if k_op is not None:
+            body.append(f"const {ctype(dt)} k = {self.read(k_op, dtyp)};")
+        r = f"r{tag}"
+        if saturate:
+            info = np.iinfo(dt)
+            body.append(f"int64_t s_ = (int64_t)({code}); s_ = s_ < {info.min}LL ? {info.min}LL : s_ > {info.max}LL ? "
+                        f"{info.max}LL : s_; {r} = ({ctype(dt)})s_;")
+        else:
+            body.append(f"{r} = {t.convert(code, rtyp, dt)};")
+        if dt.kind == "f":
+            if "mul" in mods:
+                body.append(f"{r} = ({ctype(dt)})({r} * ({ctype(dt)}){int(mods['mul'])});")
+            if "div" in mods:
+                body.append(f"{r} = ({ctype(dt)})({r} / ({ctype(dt)}){int(mods['div'])});")
+            if "clamp" in mods:
+                body.append(f"{r} = {r} != {r} ? ({ctype(dt)})0 : {r} < 0 ? ({ctype(dt)})0 : {r} > 1 ? "
+                            f"({ctype(dt)})1 : {r};")
+            if floaty:
+                body.append(f"if (fout{tag}) {r} = h_flush_{short(dt)}({r});")
+        return pre, f"{ctype(dt)} {r}; {{ " + " ".join(body) + " }", self.write(dst, dtyp, r)
+
+    def cndmask(self, ops: list[Operand], typ: str, tag: str) -> tuple[str, str, str]:
+        a_op, b_op, m_op = ops[1:4]
+
+        def bits(op: Operand) -> str:
+            if op.neg or op.abs:
+                f = "f" + typ[1:]
+                return f"BITCAST({ctype(DTYPES[typ])}, {ctype(DTYPES[f])}, {self.read(op, f)})"
+            return self.read(op, typ)
+        pre = f"const uint64_t cm{tag} = {self.lane_mask(m_op.index)};"
+        body = f"const {ctype(DTYPES[typ])} r{tag} = (cm{tag} >> lane & 1) ? ({bits(b_op)}) : ({bits(a_op)});"
+        return pre, body, self.write(ops[0], typ, f"r{tag}")
+
+    def compare(self, cmpx: bool, cond: str, typ: str, ops: list[Operand]) -> str | None:
+        typ = {"b": "u"}.get(typ[0], typ[0]) + typ[1:]
+        expr = valu.CMP.get(cond)
+        if expr is None:
+            return None
+        dst = None if cmpx else ops[0]
+        a_op, b_op = (ops if cmpx else ops[1:])[:2]
+        types = (typ, "u32") if cond == "class" else (typ, typ)
+        code, _ = Translator({"a": types[0], "b": types[1]}, {})(expr)
+        body = (f"const {ctype(DTYPES[types[0]])} a = {self.read(a_op, types[0])}; "
+                f"const {ctype(DTYPES[types[1]])} b = {self.read(b_op, types[1])}; (void)a; (void)b; "
+                f"bits |= (uint64_t)(({code}) && ON) << lane;")
+        target = EXEC if cmpx else dst.index
+        return f"{{ uint64_t bits = 0; {self.lanes(body)} {self.set_mask(target, 'bits')} }}"
+
+    def carry(self, ops: list[Operand], expr: str) -> str:
+        dst, sdst, a_op, b_op = ops[:4]
+        cin = ops[4] if len(ops) > 4 else None
+        code, _ = Translator({"a": "i64", "b": "i64", "c": "i64"}, {})(expr)
+        pre = f"uint64_t bits = 0; const uint64_t cin = {self.lane_mask(cin.index) if cin else '0'}; (void)cin;"
+        body = (f"const int64_t a = (int64_t){self.read(a_op, 'u32')}, b = (int64_t){self.read(b_op, 'u32')}, "
+                f"c = (int64_t)(cin >> lane & 1); (void)c; const int64_t r = {code}; "
+                f"bits |= (uint64_t)(((r >> 32) != 0) && ON) << lane; {self.write(dst, 'u32', '(uint32_t)r')}")
+        return f"{{ {pre} {self.lanes(body)} {self.set_mask(sdst.index, 'bits')} }}"
+
+    def mad64(self, base: str, ops: list[Operand]) -> str:
+        dst, sdst, *srcs = ops
+        dtyp, types, _ = valu.TYPED[base]
+        types = types.split()
+        t = ctype(DTYPES[dtyp])
+        reads = " ".join(f"const {ctype(DTYPES[ty])} {n} = {self.read(o, ty)};"
+                         for n, o, ty in zip("abc", srcs, types, strict=True))
+        over = "total < product" if dtyp == "u64" else "((product ^ total) & (c ^ total)) < 0"
+        body = (f"{reads} const {t} product = ({t})(({t})a * ({t})b); const {t} total = ({t})(product + ({t})c); "
+                f"bits |= (uint64_t)(({over}) && ON) << lane; {self.write(dst, dtyp, 'total')}")
+        return f"{{ uint64_t bits = 0; {self.lanes(body)} {self.set_mask(sdst.index, 'bits')} }}"
+
+    def vopd(self, name: str, ops: list[Operand]) -> str | None:
+        sep = next(i for i, o in enumerate(ops) if o.kind == "sep")
+        pres, bodies, stores = [], [], []
+        for tag, (part, mnemonic) in zip("xy", zip((ops[:sep], ops[sep + 1 :]), name.split("::"), strict=True),
+                                         strict=True):
+            real = "v_" + mnemonic[len("v_dual_") :]
+            if real == "v_cndmask_b32":
+                parts = self.cndmask([*part, Operand("s", VCC, text="vcc_lo")], "u32", tag)
+            else:
+                sig = valu.signature(real)
+                if sig is None:
+                    return None
+                parts = self.alu(sig, part, {}, real[2:], tag)
+            pres.append(parts[0])
+            bodies.append(parts[1])
+            stores.append(parts[2])
+        return self.lanes(" ".join(bodies) + " " + " ".join(stores), " ".join(pres))
+
+    # ---- memory --------------------------------------------------------------------------------------------
+    def memory(self, name: str, ops: list[Operand], mods: dict, inst) -> str | None:
+        if inst.family.startswith("SMEM") and re.match(r"^s_load_b\d+$", name):
+            return self.smem(ops, mods, int(name.rsplit("_b", 1)[1]) // 32)
+        m = memops.LOAD.match(name)
+        if not m:
+            return None
+        seg, kind, two, what = m.groups()
+        size = memops.SIZES.get(what)
+        if size is None or what.startswith("d16") or "format" in what:
+            return None
+        signed = what in ("i8", "i16")
+        if seg == "global":
+            return self.global_access(kind, size, signed, ops, mods)
+        if seg == "ds":
+            return self.ds(kind, size, signed, bool(two), "stride64" in (two or ""), ops, mods)
+        return None
+
+    def smem(self, ops: list[Operand], mods: dict, dwords: int) -> str | None:
+        dst, base = ops[0], ops[1]
+        off_op = ops[2] if len(ops) > 2 else None
+        imm = int(mods.get("offset", "0"), 0) % (1 << 64)
+        offset = f"{imm}ULL"
+        if off_op is not None and off_op.kind == "s" and off_op.index != NULL:
+            offset += f" + (uint64_t)SR({off_op.index})"
+        elif off_op is not None and off_op.kind in ("int", "lit"):
+            offset += f" + {off_op.value & 0xFFFFFFFF}ULL"
+        elif off_op is not None and not (off_op.kind == "s" and off_op.index == NULL):
+            return None
+        return (f"{{ const uint64_t at = (((uint64_t)SR({base.index}) | (uint64_t)SR({base.index + 1}) << 32) + "
+                f"{offset}) & ~3ull; uint32_t got[{dwords}]; for (int i = 0; i < {dwords}; i++) {{ "
+                f"const uint8_t *p = gmem(st, at + 4 * i, 4, 0); if (!p) {{ pc = PC_HERE; goto fault; }} "
+                f"memcpy(&got[i], p, 4); }} for (int i = 0; i < {dwords}; i++) SR({dst.index} + i) = got[i]; }}")
+
+    def global_access(self, kind: str, size: int, signed: bool, ops: list[Operand], mods: dict) -> str | None:
+        imm = int(mods.get("offset", "0"), 0) % (1 << 64)
+        if kind == "load":
+            dst, addr_op = ops[0], ops[1]
+        else:
+            addr_op, data_op = ops[0], ops[1]
+        saddr = ops[2] if len(ops) > 2 else None
+        if addr_op.kind != "v":
+            return None
+        if saddr is None or saddr.kind == "off":
+            i = addr_op.index
+            addr = f"((uint64_t)VR({i})[lane] | (uint64_t)VR({i + 1})[lane] << 32)"
+        elif saddr.kind == "s":
+            sa = self.read(saddr, "u64", False)
+            addr = f"((uint64_t)VR({addr_op.index})[lane] + {sa})"
+        else:
+            return None
+        words = max(size // 4, 1)
+        check = (f"uint8_t *ptr[L]; for (int lane = 0; lane < L; lane++) {{ ptr[lane] = 0; if (!ON) continue; "
+                 f"ptr[lane] = gmem(st, {addr} + {imm}ULL, {size}, {int(kind == 'store')}); "
+                 f"if (!ptr[lane]) {{ pc = PC_HERE; goto fault; }} }}")
+        if kind == "store":
+            return (f"{{ const uint64_t em = EXECM; {check} for (int lane = 0; lane < L; lane++) if (ptr[lane]) {{ "
+                    f"uint32_t d_[{words}]; for (int i = 0; i < {words}; i++) d_[i] = VR({data_op.index} + i)[lane]; "
+                    f"memcpy(ptr[lane], d_, {size}); }} }}")
+        return f"{{ const uint64_t em = EXECM; {check} {self.load_lanes(dst, size, signed, 'ptr[lane]')} }}"
+
+    def load_lanes(self, dst: Operand, size: int, signed: bool, src: str) -> str:
+        """Store each active lane's bytes at src into dst's VGPRs (sub-dword: zero- or sign-extended)."""
+        if size >= 4:
+            return (f"for (int lane = 0; lane < L; lane++) if (ON) {{ uint32_t d_[{size // 4}]; "
+                    f"memcpy(d_, {src}, {size}); for (int i = 0; i < {size // 4}; i++) VR({dst.index} + i)[lane] = "
+                    f"d_[i]; }}")
+        t = f"{'int' if signed else 'uint'}{8 * size}_t"
+        return (f"for (int lane = 0; lane < L; lane++) if (ON) {{ {t} x_; memcpy(&x_, {src}, {size}); "
+                f"VR({dst.index})[lane] = (uint32_t)(int64_t)x_; }}")
+
+    def ds(self, kind: str, size: int, signed: bool, two: bool, stride64: bool, ops: list[Operand],
+           mods: dict) -> str | None:
+        scale = size * (64 if stride64 else 1)
+        offs = [int(mods.get("offset0", "0"), 0) * scale, int(mods.get("offset1", "0"), 0) * scale] if two else [
+            int(mods.get("offset", "0"), 0)]
+        if kind == "load":
+            dst, addr_op = ops[0], ops[1]
+        else:
+            addr_op, datas = ops[0], ops[1:]
+        if addr_op.kind != "v":
+            return None
+        out = ["{ const uint64_t em = EXECM; uint8_t *lds = LDS_OF(w);"]
+        access = 2 if kind == "load" else 3
+        for k, off in enumerate(offs):
+            out.append(f"for (int lane = 0; lane < L; lane++) if (ON) {{ const int64_t a_ = (int64_t)VR("
+                       f"{addr_op.index})[lane] + {off}; if (a_ < 0 || a_ + {size} > LDS_SIZE) {{ "
+                       f"st->fault_addr = (uint64_t)a_; st->fault_access = {access}; st->fault_size = {size}; "
+                       f"pc = PC_HERE; goto fault; }} }}")
+            src = f"(lds + (int64_t)VR({addr_op.index})[lane] + {off})"
+            if kind == "load":
+                target = Operand("v", dst.index + k * max(size // 4, 1))
+                out.append(self.load_lanes(target, size, signed, src))
+            else:
+                data = datas[k]
+                words = max(size // 4, 1)
+                out.append(f"for (int lane = 0; lane < L; lane++) if (ON) {{ uint32_t d_[{words}]; "
+                           f"for (int i = 0; i < {words}; i++) d_[i] = VR({data.index} + i)[lane]; "
+                           f"memcpy({src}, d_, {size}); }}")
+        return " ".join(out) + " }"

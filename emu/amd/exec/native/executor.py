@@ -1,0 +1,111 @@
+"""The native backend's executor: the reference Executor's state and interface, its waves run by the kernel's
+compiled C (codegen.py, build.py). The C works on the reference's own arrays (registers, LDS, scratch, GPU memory's
+host bytes), so an instruction the C hands back runs on the reference for that wave and the C goes on from there;
+faults, hangs and time slices come back as return codes and leave with the reference's errors and facts."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from usergpu.emu.amd.exec.executor import Executor
+from usergpu.emu.amd.exec.native import build, codegen
+from usergpu.errors import GPUFault
+
+RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
+QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
+WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a read-only mapping",
+       "outside the workgroup's {lds} bytes of LDS")
+_PROGRAMS: dict[bytes, tuple[codegen.Kernel, object]] = {}  # kernel bytes -> (kernel, library), for the process
+_SAID: set[str] = set()
+
+
+def say_once(what: str) -> None:
+    if what not in _SAID:
+        _SAID.add(what)
+        print(f"usergpu: {what}", file=sys.stderr)
+
+
+class NativeExecutor(Executor):
+    BATCH_WAVES = 16384  # the C runs a wave at a time: big batches only spare the per-batch set-up
+    def run(self, until: float | None = None) -> bool:
+        if self.trace or self.observe:  # per-instruction hooks: the reference runs the dispatch, and says so
+            say_once("a traced or profiled dispatch runs on the numpy reference backend (slower than native)")
+            return super().run(until)
+        prog = self._program()
+        st = self._state(prog)
+        w = self.w
+        while True:
+            st.quota = QUOTA if until is not None else 1 << 62
+            st.denorm32, st.denorm16 = self.denorm[32], self.denorm[16]
+            rc = prog[1].run(st)
+            self.denorm[32], self.denorm[16] = self.denorm[64] = int(st.denorm32), int(st.denorm16)
+            if rc == RC_DONE:
+                return True
+            wave = int(st.wave)
+            pc = int(w.pc[wave])
+            if rc == RC_FALLBACK:
+                self.step(np.asarray([wave]), pc)
+            elif rc == RC_FAULT:
+                w.pc[wave] = pc + prog[0].insts[pc - st.entry].size  # as the reference leaves it: at the next
+                why = WHY[st.fault_why].format(size=int(st.fault_size), lds=self.lds.shape[1])
+                raise GPUFault(int(st.fault_addr), codegen.ACCESS[st.fault_access], self.kernel, wave, pc, why,
+                               w.dump(wave))
+            elif rc == RC_HANG:
+                raise self.hang(wave, pc, self.at(pc).text)
+            elif rc == RC_QUOTA and time.monotonic() > until:
+                return False
+
+    # ---- the compiled kernel -------------------------------------------------------------------------------
+    def _program(self) -> tuple[codegen.Kernel, object]:
+        """The kernel's library: shared by a dispatch's batches (the reference's instruction cache), then by the
+        process (by the instructions' bytes), then on disk."""
+        if not hasattr(self, "_entry"):
+            self._entry = int(self.w.pc[0])  # every wave starts at the kernel's entry
+        got = self._cache.get("native")
+        entry = self._entry - self.code_base
+        if got is None or got[0] != entry:
+            kernel = codegen.discover(self.code, entry, self.arch, self.w.lanes)
+            raw = kernel.key_bytes(self.code, entry)
+            prog = _PROGRAMS.get(raw)
+            if prog is None:
+                lib = build.load(build.key(raw), codegen.Emitter(kernel).source)
+                prog = _PROGRAMS[raw] = (kernel, lib)
+            got = self._cache["native"] = (entry, prog)
+        return got[1]
+
+    def _state(self, prog) -> object:
+        """The C's view of this executor's arrays (kept alive with it)."""
+        st = getattr(self, "_st", None)
+        if st is not None and self._ranges_of is self.mem._base_arr:
+            return st
+        ffi = build.ffi()
+        w = self.w
+        if st is None:
+            st = ffi.new("State *")
+            group = np.ascontiguousarray(self.group, np.int64)
+            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+            self._keep = [group, np.append(starts, len(group)).astype(np.int64)]
+            for name, arr, ctype in (("v", w.v.transpose(1, 0, 2), "uint32_t *"), ("s", w.s.T, "uint32_t *"),
+                                     ("scc", w.scc, "uint32_t *"),
+                                     ("pc", w.pc, "int64_t *"), ("done", w.done, "uint8_t *"),
+                                     ("waiting", w.waiting, "uint8_t *"), ("steps", w.steps, "int64_t *"),
+                                     ("gstart", self._keep[1], "int64_t *"), ("group", group, "int64_t *"),
+                                     ("lds", self.lds, "uint8_t *")):
+                assert arr.flags.c_contiguous
+                setattr(st, name, ffi.cast(ctype, arr.ctypes.data))
+            st.n, st.vgprs, st.budget, st.entry = w.n, w.v.shape[0], self.budget, self._entry
+            st.ngroups, st.gi, st.lds_size = len(starts), 0, self.lds.shape[1]
+            self._st = st
+        bufs = self.mem._bufs
+        base = np.asarray(self.mem._bases, np.uint64)
+        end = base + np.asarray([len(b) for b in bufs], np.uint64)
+        writable = np.asarray([b.flags.writeable for b in bufs], np.uint8)
+        host = ffi.new("uint8_t *[]", [ffi.cast("uint8_t *", b.ctypes.data) for b in bufs] or [ffi.NULL])
+        self._ranges = (base, end, writable, host)
+        st.base, st.end = ffi.cast("uint64_t *", base.ctypes.data), ffi.cast("uint64_t *", end.ctypes.data)
+        st.writable, st.host, st.nranges, st.last = ffi.cast("uint8_t *", writable.ctypes.data), host, len(bufs), -1
+        self._ranges_of = self.mem._base_arr
+        return st
