@@ -372,7 +372,8 @@ def mbcnt(mask: np.ndarray, first: int, lanes: int) -> np.ndarray:
 NAMESPACE = {"np": np, "fma": fma, "to_int": to_int, "frexp_mant": frexp_mant, "frexp_exp": frexp_exp,
              "fract": fract, "popcount": popcount, "clz": clz, "ctz": ctz, "cls": cls, "brev": brev,
              "mul_hi": mul_hi, "bfe_u": bfe_u, "bfe_i": bfe_i, "sext24": sext24, "alignbit": alignbit, "perm": perm,
-             "med3": med3, "fmin": fmin, "fmax": fmax, "fclass": fclass, "div_fixup": div_fixup, "pkrtz": pkrtz, "pack16": pack16,
+             "med3": med3, "fmin": fmin, "fmax": fmax,
+             "fclass": fclass, "div_fixup": div_fixup, "pkrtz": pkrtz, "pack16": pack16,
              "mbcnt": mbcnt, "minimum": minimum, "maximum": maximum, "quadmask": quadmask, "wqm": wqm,
              "bitreplicate": bitreplicate, "sad": sad, "lerp_u8": lerp_u8, "norm": norm, "sat": sat,
              "fp8_to_f32": fp8_to_f32, "trig": trig, "f32_to_fp8": f32_to_fp8, "trig_preop": trig_preop, **DTYPES}

@@ -46,16 +46,22 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
         if seg == "ds":
             return _ds(kind, size, bool(two), "stride64" in (two or ""), what, ops, mods)
         return _vmem(seg, kind, size, what, ops, mods)
+    spec = atomic(name)
+    return None if spec is None else _atomic(*spec, ops, mods)
+
+
+def atomic(name: str) -> tuple[str, str, str, bool, bool] | None:
+    """An atomic's (segment, expression over a (memory), b, c (data), type, returns by name, two data) or None."""
     m = ATOMIC.match(name)
-    if m and (m.group(2) or m.group(1) == "ds"):
-        seg, _, op, rtn, typ = m.groups()
-        if op.endswith("_u64") or op.endswith("_u32") or op.endswith("_i32"):
-            return None
-        key = op if op in ATOMIC_OPS else f"{op}_{typ}" if f"{op}_{typ}" in ATOMIC_OPS else None
-        if key is None or ATOMIC_OPS[key] is None:
-            return None
-        return _atomic(seg, ATOMIC_OPS[key], typ, bool(rtn), ops, mods, key in TWO_DATA)
-    return None
+    if not m or not (m.group(2) or m.group(1) == "ds"):
+        return None
+    seg, _, op, rtn, typ = m.groups()
+    if op.endswith(("_u64", "_u32", "_i32")):
+        return None
+    key = op if op in ATOMIC_OPS else f"{op}_{typ}" if f"{op}_{typ}" in ATOMIC_OPS else None
+    if key is None or ATOMIC_OPS[key] is None:
+        return None
+    return seg, ATOMIC_OPS[key], typ, bool(rtn), key in TWO_DATA
 
 
 def _offset(mods: dict) -> int:
@@ -285,14 +291,8 @@ def _from_vgprs(w, src: Operand, g, size: int, hi: bool) -> np.ndarray:
     return raw[..., :size]
 
 
-def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mods: dict, cmpswap: bool):
-    """An atomic read-modify-write: a the memory's value, b the data, c the second data (cmpswap: the compare
-    value; ds_mskor, ds_wrap: data1); returns the old value."""
-    from usergpu.emu.amd.exec.valu import evaluate
-
-    imm = _offset(mods)
-    dtype = ATYPE.get(typ, np.uint32)
-    size = np.dtype(dtype).itemsize
+def atomic_operands(seg: str, returns: bool, ops: list[Operand], mods: dict, cmpswap: bool) -> tuple:
+    """An atomic's (returns, destination or None, address, data, saddr or None, DS's second data or None)."""
     returns = returns or "glc" in mods or mods.get("th", "").startswith("TH_ATOMIC_RETURN")
     dst = ops[0] if returns else None
     rest = ops[1:] if returns else ops
@@ -301,6 +301,18 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, ops: list[Operand], mo
         dst, data_op, addr_op = (ops[0] if returns else None), ops[0], ops[1]
     saddr = rest[2] if seg != "ds" and len(rest) > 2 else None
     data2 = rest[2] if seg == "ds" and cmpswap else None  # ds_cmpstore: the compare value is data1
+    return returns, dst, addr_op, data_op, saddr, data2
+
+
+def _atomic(seg: str, expr: str, typ: str, returns: bool, cmpswap: bool, ops: list[Operand], mods: dict):
+    """An atomic read-modify-write: a the memory's value, b the data, c the second data (cmpswap: the compare
+    value; ds_mskor, ds_wrap: data1); returns the old value."""
+    from usergpu.emu.amd.exec.valu import evaluate
+
+    imm = _offset(mods)
+    dtype = ATYPE.get(typ, np.uint32)
+    size = np.dtype(dtype).itemsize
+    returns, dst, addr_op, data_op, saddr, data2 = atomic_operands(seg, returns, ops, mods, cmpswap)
 
     def atomic(ex, g) -> None:
         w = ex.w

@@ -173,6 +173,8 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
     if core.startswith(("mad_u64_u32", "mad_i64_i32", "mad_co_u64_u32", "mad_co_i64_i32")) or core.startswith(
             "div_scale"):
         return _with_sdst(ex, base, ops, mods, perm)
+    if core.startswith("s_") and any(o.kind == "v" for o in ops[1:]):  # v_s_*: scalar sources only
+        return None
     sig = signature(name)
     if sig is None:
         return None

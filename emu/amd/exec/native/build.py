@@ -22,7 +22,7 @@ STATE = """typedef struct {
     uint32_t *v; uint32_t *s; uint32_t *scc; int64_t *pc; uint8_t *done; uint8_t *waiting; int64_t *steps;
     int64_t n; int64_t vgprs; int64_t budget; int64_t quota; int64_t entry;
     int64_t *gstart; int64_t ngroups; int64_t gi; int64_t *group;
-    uint8_t *lds; int64_t lds_size;
+    uint8_t *lds; int64_t lds_size; uint8_t *scratch; int64_t scratch_size;
     uint64_t *base; uint64_t *end; uint8_t **host; uint8_t *writable; int64_t nranges; int64_t last;
     int32_t denorm32; int32_t denorm16;
     int64_t wave; uint64_t fault_addr; int32_t fault_access; int32_t fault_why; int64_t fault_size;

@@ -164,6 +164,8 @@ class Translator:
             raise Untranslatable(f"float to {to} by astype")
         if typ.kind in "iub" and to.kind == "f" and to.itemsize == 2:
             return f"((_Float16)(double){code})"
+        if typ.kind == "f" and to.kind == "f" and 2 in (typ.itemsize, to.itemsize):  # numpy's bit-exact half
+            return f"h_{short(typ)}_to_{short(to)}({code})"
         return f"(({ctype(to)}){code})"
 
     def literal(self, value, typ: np.dtype | None) -> str:

@@ -25,7 +25,7 @@ from usergpu.errors import DecodeError
 
 MAX_INSTRUCTIONS = 50_000  # a kernel larger than this is left to the reference backend past that point
 # access codes and reasons a fault reports (the Python side turns them back into text)
-ACCESS = ("read", "write", "LDS load", "LDS store", "execute")
+ACCESS = ("read", "write", "LDS load", "LDS store", "execute", "scratch load", "scratch store", "LDS atomic")
 STOPS = ("s_endpgm", "s_branch", "s_setpc_b64", "s_trap", "s_code_end")
 SALU_CARRY = re.compile(r"(add|sub)(c|b)?(_co)?(_ci)?_([iu])32$")
 
@@ -104,6 +104,8 @@ class Emitter:
             raw = {"scc": "SCC", "execz": "(EXECM == 0)", "vccz": f"({self.lane_mask(VCC)} == 0)"}[op.value]
         elif op.kind in ("int", "float", "lit", "aperture"):
             raw = f"{const_bits(op, typ)}ULL"
+            if typ[0] == "f":
+                raw = f"OPAQUE(uint{ubits}_t, {raw})"
         else:
             raise Untranslatable(f"operand {op.text}")
         dt = np.dtype(DTYPES[typ])
@@ -313,10 +315,10 @@ class Emitter:
                             "writelane", "movrel")) or core in valu.FP8_CVT or core.rsplit("_", 1)[0] in valu.MOVREL:
             return None
         sig = valu.signature(name)
-        if sig is None:
+        if sig is None or core.startswith("s_") and any(o.kind == "v" for o in ops[1:]):
             return None
         pre, body, store = self.alu(sig, ops, mods, core, "")
-        if ops[0].kind == "s":  # v_s_*: scalar sources and destination, one value per wave
+        if core.startswith("s_"):  # v_s_*: scalar sources and destination, one value per wave
             return f"{{ const uint64_t em = ~0ull; const int lane = 0; {pre} {body} {store} }}"
         return self.lanes(body + store, pre)
 
@@ -443,19 +445,37 @@ class Emitter:
     def memory(self, name: str, ops: list[Operand], mods: dict, inst) -> str | None:
         if inst.family.startswith("SMEM") and re.match(r"^s_load_b\d+$", name):
             return self.smem(ops, mods, int(name.rsplit("_b", 1)[1]) // 32)
+        spec = memops.atomic(name)
+        if spec is not None:
+            return self.atomic(*spec, ops, mods)
         m = memops.LOAD.match(name)
         if not m:
             return None
         seg, kind, two, what = m.groups()
         size = memops.SIZES.get(what)
-        if size is None or what.startswith("d16") or "format" in what:
+        if size is None or "format" in what:
             return None
-        signed = what in ("i8", "i16")
-        if seg == "global":
-            return self.global_access(kind, size, signed, ops, mods)
+        signed, hi = what in ("i8", "i16", "d16_i8", "d16_hi_i8"), "hi" in what
         if seg == "ds":
+            if what.startswith("d16"):
+                return None
             return self.ds(kind, size, signed, bool(two), "stride64" in (two or ""), ops, mods)
-        return None
+        if seg not in ("global", "scratch"):
+            return None
+        if kind == "load":
+            dst, addr_op = ops[0], ops[1]
+        else:
+            addr_op, dst = ops[0], ops[1]
+        pointers = self.pointers(seg, addr_op, ops[2] if len(ops) > 2 else None, mods, size, kind)
+        if pointers is None:
+            return None
+        if kind == "store":
+            start = 2 if hi and size < 4 else 0
+            return (f"{{ const uint64_t em = EXECM; {pointers} for (int lane = 0; lane < L; lane++) if (ptr[lane]) {{ "
+                    f"uint32_t d_[{max(size // 4, 1)}]; for (int i = 0; i < {max(size // 4, 1)}; i++) d_[i] = "
+                    f"VR({dst.index} + i)[lane]; memcpy(ptr[lane], (uint8_t *)d_ + {start}, {size}); }} }}")
+        return (f"{{ const uint64_t em = EXECM; {pointers} "
+                f"{self.load_lanes(dst, size, signed, 'ptr[lane]', what.startswith('d16'), hi)} }}")
 
     def smem(self, ops: list[Operand], mods: dict, dwords: int) -> str | None:
         dst, base = ops[0], ops[1]
@@ -473,42 +493,81 @@ class Emitter:
                 f"const uint8_t *p = gmem(st, at + 4 * i, 4, 0); if (!p) {{ pc = PC_HERE; goto fault; }} "
                 f"memcpy(&got[i], p, 4); }} for (int i = 0; i < {dwords}; i++) SR({dst.index} + i) = got[i]; }}")
 
-    def global_access(self, kind: str, size: int, signed: bool, ops: list[Operand], mods: dict) -> str | None:
+    def pointers(self, seg: str, addr_op: Operand, saddr: Operand | None, mods: dict, size: int, kind: str,
+                 access: int | None = None) -> str | None:
+        """C filling ptr[lane] with each active lane's host address (memops._lane_addresses), every one checked
+        before any is used; global: GPU memory, scratch: the lane's private bytes."""
         imm = int(mods.get("offset", "0"), 0) % (1 << 64)
-        if kind == "load":
-            dst, addr_op = ops[0], ops[1]
+        if addr_op.kind == "v" and (saddr is None or saddr.kind == "off") and seg != "scratch":
+            addr = self.read(addr_op, "u64")
         else:
-            addr_op, data_op = ops[0], ops[1]
-        saddr = ops[2] if len(ops) > 2 else None
-        if addr_op.kind != "v":
-            return None
-        if saddr is None or saddr.kind == "off":
-            i = addr_op.index
-            addr = f"((uint64_t)VR({i})[lane] | (uint64_t)VR({i + 1})[lane] << 32)"
-        elif saddr.kind == "s":
-            sa = self.read(saddr, "u64", False)
-            addr = f"((uint64_t)VR({addr_op.index})[lane] + {sa})"
+            addr = f"(uint64_t){self.read(addr_op, 'u32')}" if addr_op.kind == "v" else "0ull"
+            if saddr is not None and saddr.kind == "s" and saddr.index != NULL:
+                addr += f" + (uint64_t){self.read(saddr, 'u32' if seg == 'scratch' else 'u64', False)}"
+            elif saddr is not None and saddr.kind not in ("off", "s"):
+                return None
+        at = f"({addr} + {imm}ULL)"
+        if seg == "scratch":
+            code = ACCESS.index(f"scratch {kind}")
+            find = (f"const uint64_t a_ = {at}; if (a_ + {size} > (uint64_t)st->scratch_size) {{ st->fault_addr = a_; "
+                    f"st->fault_access = {code}; st->fault_why = WHY_SCRATCH; pc = PC_HERE; goto fault; }} "
+                    f"ptr[lane] = st->scratch + (w * L + lane) * st->scratch_size + a_;")
         else:
-            return None
-        words = max(size // 4, 1)
-        check = (f"uint8_t *ptr[L]; for (int lane = 0; lane < L; lane++) {{ ptr[lane] = 0; if (!ON) continue; "
-                 f"ptr[lane] = gmem(st, {addr} + {imm}ULL, {size}, {int(kind == 'store')}); "
-                 f"if (!ptr[lane]) {{ pc = PC_HERE; goto fault; }} }}")
-        if kind == "store":
-            return (f"{{ const uint64_t em = EXECM; {check} for (int lane = 0; lane < L; lane++) if (ptr[lane]) {{ "
-                    f"uint32_t d_[{words}]; for (int i = 0; i < {words}; i++) d_[i] = VR({data_op.index} + i)[lane]; "
-                    f"memcpy(ptr[lane], d_, {size}); }} }}")
-        return f"{{ const uint64_t em = EXECM; {check} {self.load_lanes(dst, size, signed, 'ptr[lane]')} }}"
+            write = int(kind == "store") if access is None else access
+            find = (f"ptr[lane] = gmem(st, {at}, {size}, {write}); if (!ptr[lane]) {{ pc = PC_HERE; goto fault; }}")
+        return f"uint8_t *ptr[L]; for (int lane = 0; lane < L; lane++) {{ ptr[lane] = 0; if (!ON) continue; {find} }}"
 
-    def load_lanes(self, dst: Operand, size: int, signed: bool, src: str) -> str:
-        """Store each active lane's bytes at src into dst's VGPRs (sub-dword: zero- or sign-extended)."""
+    def load_lanes(self, dst: Operand, size: int, signed: bool, src: str, d16: bool = False, hi: bool = False) -> str:
+        """Store each active lane's bytes at src into dst's VGPRs (sub-dword: zero- or sign-extended; d16: into
+        the low or high half, the other half kept)."""
         if size >= 4:
             return (f"for (int lane = 0; lane < L; lane++) if (ON) {{ uint32_t d_[{size // 4}]; "
                     f"memcpy(d_, {src}, {size}); for (int i = 0; i < {size // 4}; i++) VR({dst.index} + i)[lane] = "
                     f"d_[i]; }}")
         t = f"{'int' if signed else 'uint'}{8 * size}_t"
+        value = "(uint32_t)(int64_t)x_"
+        if d16:
+            half = "(uint32_t)((uint64_t)(int64_t)x_ & 0xFFFF)"
+            value = (f"((VR({dst.index})[lane] & 0xFFFFu) | ({half} << 16))" if hi else
+                     f"((VR({dst.index})[lane] & 0xFFFF0000u) | {half})")
         return (f"for (int lane = 0; lane < L; lane++) if (ON) {{ {t} x_; memcpy(&x_, {src}, {size}); "
-                f"VR({dst.index})[lane] = (uint32_t)(int64_t)x_; }}")
+                f"VR({dst.index})[lane] = {value}; }}")
+
+    def atomic(self, seg: str, expr: str, typ: str, returns: bool, cmpswap: bool, ops: list[Operand],
+               mods: dict) -> str | None:
+        """A read-modify-write, lane after lane (as the hardware serialises lanes on one address): a the memory's
+        value, b and c the data (memops._atomic), the old value returned."""
+        if seg not in ("global", "ds") or typ not in memops.ATYPE:
+            return None
+        dt = np.dtype(memops.ATYPE[typ])
+        size, t = dt.itemsize, ctype(dt)
+        returns, dst, addr_op, data_op, saddr, data2 = memops.atomic_operands(seg, returns, ops, mods, cmpswap)
+        code, rtyp = Translator({"a": dt.name, "b": dt.name, "c": dt.name}, {})(expr)
+        words = size // 4
+        second = data2 if data2 is not None else Operand("v", data_op.index + words) if cmpswap else None
+        if seg == "ds":
+            imm = int(mods.get("offset", "0"), 0)
+            find = (f"uint8_t *ptr[L]; uint8_t *lds = LDS_OF(w); for (int lane = 0; lane < L; lane++) {{ ptr[lane] = 0;"
+                    f" if (!ON) continue; const int64_t a_ = (int64_t){self.read(addr_op, 'u32')} + {imm}; "
+                    f"if (a_ < 0 || a_ + {size} > LDS_SIZE) {{ st->fault_addr = (uint64_t)a_; st->fault_access = "
+                    f"{ACCESS.index('LDS atomic')}; st->fault_why = WHY_LDS; st->fault_size = {size}; pc = PC_HERE; "
+                    f"goto fault; }} ptr[lane] = lds + a_; }}")
+        else:
+            find = self.pointers(seg, addr_op, saddr, mods, size, "load", access=2)  # read, then written
+            if find is None:
+                return None
+        data = (f"{t} a, b, c = 0; memcpy(&a, ptr[lane], {size}); uint32_t w_[{2 * words}]; for (int i = 0; i < "
+                f"{words}; i++) w_[i] = VR({data_op.index} + i)[lane]; memcpy(&b, w_, {size}); (void)c;")
+        if second is not None:
+            data += (f" for (int i = 0; i < {words}; i++) w_[i] = VR({second.index} + i)[lane]; "
+                     f"memcpy(&c, w_, {size});")
+        body = (f"for (int lane = 0; lane < L; lane++) if (ON) {{ {data} const {t} r = "
+                f"{Translator({}, {}).convert(code, rtyp, dt)}; memcpy(ptr[lane], &r, {size}); old[lane] = a; }}")
+        back = ""
+        if dst is not None:
+            back = (f"for (int lane = 0; lane < L; lane++) if (ON) {{ uint32_t w_[{words}]; memcpy(w_, &old[lane], "
+                    f"{size}); for (int i = 0; i < {words}; i++) VR({dst.index} + i)[lane] = w_[i]; }}")
+        return f"{{ const uint64_t em = EXECM; {t} old[L]; {find} {body} {back} }}"
 
     def ds(self, kind: str, size: int, signed: bool, two: bool, stride64: bool, ops: list[Operand],
            mods: dict) -> str | None:
@@ -527,6 +586,7 @@ class Emitter:
             out.append(f"for (int lane = 0; lane < L; lane++) if (ON) {{ const int64_t a_ = (int64_t)VR("
                        f"{addr_op.index})[lane] + {off}; if (a_ < 0 || a_ + {size} > LDS_SIZE) {{ "
                        f"st->fault_addr = (uint64_t)a_; st->fault_access = {access}; st->fault_size = {size}; "
+                       f"st->fault_why = WHY_LDS; "
                        f"pc = PC_HERE; goto fault; }} }}")
             src = f"(lds + (int64_t)VR({addr_op.index})[lane] + {off})"
             if kind == "load":

@@ -17,7 +17,7 @@ from usergpu.errors import GPUFault
 RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
 WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a read-only mapping",
-       "outside the workgroup's {lds} bytes of LDS")
+       "outside the workgroup's {lds} bytes of LDS", "past the {scratch}-byte private segment")
 _PROGRAMS: dict[bytes, tuple[codegen.Kernel, object]] = {}  # kernel bytes -> (kernel, library), for the process
 _SAID: set[str] = set()
 
@@ -50,7 +50,8 @@ class NativeExecutor(Executor):
                 self.step(np.asarray([wave]), pc)
             elif rc == RC_FAULT:
                 w.pc[wave] = pc + prog[0].insts[pc - st.entry].size  # as the reference leaves it: at the next
-                why = WHY[st.fault_why].format(size=int(st.fault_size), lds=self.lds.shape[1])
+                why = WHY[st.fault_why].format(size=int(st.fault_size), lds=self.lds.shape[1],
+                                               scratch=self.scratch.shape[2])
                 raise GPUFault(int(st.fault_addr), codegen.ACCESS[st.fault_access], self.kernel, wave, pc, why,
                                w.dump(wave))
             elif rc == RC_HANG:
@@ -93,11 +94,11 @@ class NativeExecutor(Executor):
                                      ("pc", w.pc, "int64_t *"), ("done", w.done, "uint8_t *"),
                                      ("waiting", w.waiting, "uint8_t *"), ("steps", w.steps, "int64_t *"),
                                      ("gstart", self._keep[1], "int64_t *"), ("group", group, "int64_t *"),
-                                     ("lds", self.lds, "uint8_t *")):
+                                     ("lds", self.lds, "uint8_t *"), ("scratch", self.scratch, "uint8_t *")):
                 assert arr.flags.c_contiguous
                 setattr(st, name, ffi.cast(ctype, arr.ctypes.data))
             st.n, st.vgprs, st.budget, st.entry = w.n, w.v.shape[0], self.budget, self._entry
-            st.ngroups, st.gi, st.lds_size = len(starts), 0, self.lds.shape[1]
+            st.ngroups, st.gi, st.lds_size, st.scratch_size = len(starts), 0, self.lds.shape[1], self.scratch.shape[2]
             self._st = st
         bufs = self.mem._bufs
         base = np.asarray(self.mem._bases, np.uint64)

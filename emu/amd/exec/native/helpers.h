@@ -9,6 +9,13 @@
 
 #define BITCAST(to, from, x) ({ from b_in_ = (x); to b_out_; memcpy(&b_out_, &b_in_, sizeof b_out_); b_out_; })
 #define H static inline __attribute__((unused))
+/* a value the compiler cannot see into: float constants go through it, else LLVM folds x * 1.0 to x and drops the
+ * quieting of a signaling NaN x that the hardware (and numpy) does */
+#define OPAQUE(T, x) ({ T o_ = (x); __asm__("" : "+r"(o_)); o_; })
+/* a NaN quieted as x86 and numpy quiet it: the top mantissa bit set (done on the bits: LLVM may drop x + 0) */
+#define QUIET(T, U, BIT, x) BITCAST(T, U, BITCAST(U, T, x) | (U)(BIT))
+#define QUIETS(S, T, U, BIT) H T h_quiet_##S(T x) { return QUIET(T, U, BIT, x); }
+QUIETS(f16, _Float16, uint16_t, 0x200) QUIETS(f32, float, uint32_t, 0x400000u) QUIETS(f64, double, uint64_t, 0x8000000000000ull)
 
 /* numpy's shifts: a count at or past the width gives 0 (a right shift of a negative signed value: -1) */
 #define SHIFTS(S, T, U, BITS) \
@@ -21,9 +28,9 @@ SHIFTS(i32, int32_t, uint32_t, 32) SHIFTS(i64, int64_t, uint64_t, 64)
 /* IEEE-754-2019 minimumNumber / maximumNumber (helpers.fmin, fmax): a NaN operand gives the other (both NaN: the
  * first, quieted), -0 below +0 */
 #define FMINMAX(S, T) \
-    H T h_fmin_##S(T a, T b) { if (a != a && b != b) return (T)(a + (T)0); \
+    H T h_fmin_##S(T a, T b) { if (a != a && b != b) return h_quiet_##S(a); \
         return b != b ? a : a != a ? b : (a < b || (a == b && signbit((double)a))) ? a : b; } \
-    H T h_fmax_##S(T a, T b) { if (a != a && b != b) return (T)(a + (T)0); \
+    H T h_fmax_##S(T a, T b) { if (a != a && b != b) return h_quiet_##S(a); \
         return b != b ? a : a != a ? b : (a > b || (a == b && !signbit((double)a))) ? a : b; } \
     H _Bool h_isnan_##S(T a) { return a != a; }
 FMINMAX(f16, _Float16) FMINMAX(f32, float) FMINMAX(f64, double)
@@ -61,17 +68,17 @@ H _Float16 h_ldexp_f16(_Float16 a, int32_t e) { return (_Float16)ldexpf((float)a
 /* + - * / as numpy's loops give them, whichever way the compiler orders the operands: a NaN first operand is the
  * result (quieted), else a NaN second one (f16: computed in float, rounded once to half) */
 #define ARITH(S, T, C) \
-    H T h_add_##S(T a, T b) { return a != a ? (T)((C)a + (C)0) : (T)((C)a + (C)b); } \
-    H T h_sub_##S(T a, T b) { return a != a ? (T)((C)a + (C)0) : (T)((C)a - (C)b); } \
-    H T h_mul_##S(T a, T b) { return a != a ? (T)((C)a + (C)0) : (T)((C)a * (C)b); } \
-    H T h_div_##S(T a, T b) { return a != a ? (T)((C)a + (C)0) : (T)((C)a / (C)b); }
+    H T h_add_##S(T a, T b) { return a != a ? h_quiet_##S(a) : b != b ? h_quiet_##S(b) : (T)((C)a + (C)b); } \
+    H T h_sub_##S(T a, T b) { return a != a ? h_quiet_##S(a) : b != b ? h_quiet_##S(b) : (T)((C)a - (C)b); } \
+    H T h_mul_##S(T a, T b) { return a != a ? h_quiet_##S(a) : b != b ? h_quiet_##S(b) : (T)((C)a * (C)b); } \
+    H T h_div_##S(T a, T b) { return a != a ? h_quiet_##S(a) : b != b ? h_quiet_##S(b) : (T)((C)a / (C)b); }
 ARITH(f16, _Float16, float) ARITH(f32, float, float) ARITH(f64, double, double)
 /* the first NaN among a, b, c, quieted, as the reference's fma (double arithmetic) gives it */
-#define FIRST_NAN(T, a, b, c) if (a != a || b != b || c != c) return (T)((a != a ? a : b != b ? b : c) + (T)0)
+#define FIRST_NAN(S, a, b, c) if (a != a || b != b || c != c) return h_quiet_##S(a != a ? a : b != b ? b : c)
 
 /* fma: one rounding (f16: the exact double product plus c, rounded to double, then to half, as fp.py does) */
-H float h_fma_f32(float a, float b, float c) { FIRST_NAN(float, a, b, c); return fmaf(a, b, c); }
-H double h_fma_f64(double a, double b, double c) { FIRST_NAN(double, a, b, c); return fma(a, b, c); }
+H float h_fma_f32(float a, float b, float c) { FIRST_NAN(f32, a, b, c); return fmaf(a, b, c); }
+H double h_fma_f64(double a, double b, double c) { FIRST_NAN(f64, a, b, c); return fma(a, b, c); }
 H _Float16 h_fma_f16(_Float16 a, _Float16 b, _Float16 c) {
     return (_Float16)h_add_f64(h_mul_f64((double)a, (double)b), (double)c);
 }
@@ -154,9 +161,9 @@ MED3I(i16, int16_t) MED3I(u16, uint16_t) MED3I(i32, int32_t) MED3I(u32, uint32_t
 /* IEEE-754-2019 minimum / maximum: a NaN (quieted) if either is; -0 below +0 */
 #define MINMAX(S, T) \
     H T h_minimum_##S(T a, T b) { T r = (a == 0 && b == 0) ? (signbit((double)a) ? a : b) : \
-        (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b); return r != r ? (T)(r + (T)0) : r; } \
+        (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b); return r != r ? h_quiet_##S(r) : r; } \
     H T h_maximum_##S(T a, T b) { T r = (a == 0 && b == 0) ? (signbit((double)a) ? b : a) : \
-        (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b); return r != r ? (T)(r + (T)0) : r; }
+        (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b); return r != r ? h_quiet_##S(r) : r; }
 MINMAX(f16, _Float16) MINMAX(f32, float) MINMAX(f64, double)
 
 /* v_cmp_class: whether a is in a class the mask selects (sNaN, qNaN, -inf, -normal, -denormal, -0, +0,
@@ -245,3 +252,35 @@ H uint32_t h_lerp_u8_u32(uint32_t a, uint32_t b, uint32_t c) {
     H T h_flush_##S(T a) { return h_abs_##S(a) < (T)TINY ? BITCAST(T, U, BITCAST(U, T, a) & (U)SIGN) : a; }
 SIGNS(f16, _Float16, uint16_t, 0x8000, 0x1p-14) SIGNS(f32, float, uint32_t, 0x80000000u, 0x1p-126)
 SIGNS(f64, double, uint64_t, 0x8000000000000000ull, 0x1p-1022)
+
+/* conversions to and from half as numpy does them: bit for bit, so a signaling NaN stays signaling (its payload
+ * truncated or widened; a payload truncated to nothing keeps one bit), other values rounded to nearest even */
+H float h_f16_to_f32(_Float16 h) {
+    uint16_t b = BITCAST(uint16_t, _Float16, h);
+    if ((b & 0x7C00) == 0x7C00 && (b & 0x3FF))
+        return BITCAST(float, uint32_t, ((uint32_t)(b & 0x8000) << 16) | 0x7F800000u | ((uint32_t)(b & 0x3FF) << 13));
+    return (float)h;
+}
+H double h_f16_to_f64(_Float16 h) {
+    uint16_t b = BITCAST(uint16_t, _Float16, h);
+    if ((b & 0x7C00) == 0x7C00 && (b & 0x3FF))
+        return BITCAST(double, uint64_t, ((uint64_t)(b & 0x8000) << 48) | 0x7FF0000000000000ull |
+                                         ((uint64_t)(b & 0x3FF) << 42));
+    return (double)h;
+}
+H _Float16 h_f32_to_f16(float x) {
+    uint32_t b = BITCAST(uint32_t, float, x);
+    if (x != x) {
+        uint16_t h = (uint16_t)(0x7C00 + ((b & 0x7FFFFF) >> 13));
+        return BITCAST(_Float16, uint16_t, (uint16_t)(((b >> 16) & 0x8000) | (h == 0x7C00 ? 0x7C01 : h)));
+    }
+    return (_Float16)x;
+}
+H _Float16 h_f64_to_f16(double x) {
+    uint64_t b = BITCAST(uint64_t, double, x);
+    if (x != x) {
+        uint16_t h = (uint16_t)(0x7C00 + ((b & 0xFFFFFFFFFFFFFull) >> 42));
+        return BITCAST(_Float16, uint16_t, (uint16_t)(((b >> 48) & 0x8000) | (h == 0x7C00 ? 0x7C01 : h)));
+    }
+    return (_Float16)x;
+}

@@ -6,7 +6,7 @@
 #include "helpers.h"
 
 enum { RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA };
-enum { WHY_UNMAPPED, WHY_PAST_END, WHY_READ_ONLY, WHY_LDS };
+enum { WHY_UNMAPPED, WHY_PAST_END, WHY_READ_ONLY, WHY_LDS, WHY_SCRATCH };
 
 #define VR(r) (vw + (int64_t)(r) * L)
 #define SR(r) sw[r]
@@ -21,7 +21,8 @@ enum { WHY_UNMAPPED, WHY_PAST_END, WHY_READ_ONLY, WHY_LDS };
 #define LDS_SIZE st->lds_size
 #define LDS_OF(w) (st->lds + st->group[w] * st->lds_size)
 
-/* the host bytes of [addr, addr + size) in GPU memory, inside one mapping, or 0 with the fault recorded */
+/* the host bytes of [addr, addr + size) in GPU memory, inside one mapping, or 0 with the fault recorded; write: 0
+ * a read, 1 a write, 2 a read-modify-write (faults as a read where nothing is mapped) */
 static uint8_t *gmem(State *st, uint64_t addr, int64_t size, int write) {
     int64_t i = st->last;
     if (i < 0 || addr < st->base[i] || addr + size > st->end[i]) {
@@ -31,13 +32,13 @@ static uint8_t *gmem(State *st, uint64_t addr, int64_t size, int write) {
             if (st->base[mid] <= addr) lo = mid + 1; else hi = mid;
         }
         i = lo - 1;
-        st->fault_addr = addr, st->fault_access = write, st->fault_size = size;
+        st->fault_addr = addr, st->fault_access = write == 1, st->fault_size = size;
         if (i < 0 || addr >= st->end[i]) { st->fault_why = WHY_UNMAPPED; return 0; }
         if (addr + size > st->end[i]) { st->fault_why = WHY_PAST_END; return 0; }
         st->last = i;
     }
     if (write && !st->writable[i]) {
-        st->fault_addr = addr, st->fault_access = write, st->fault_size = size, st->fault_why = WHY_READ_ONLY;
+        st->fault_addr = addr, st->fault_access = 1, st->fault_size = size, st->fault_why = WHY_READ_ONLY;
         return 0;
     }
     return st->host[i] + (addr - st->base[i]);
@@ -55,7 +56,7 @@ limit: \
     if (steps >= budget) { steps++; rc = RC_HANG; } else rc = RC_QUOTA; \
     goto save_pc; \
 fallback: rc = RC_FALLBACK; goto save_pc; \
-fault: rc = RC_FAULT; st->fault_why = st->fault_access >= 2 ? WHY_LDS : st->fault_why; goto save_pc; \
+fault: rc = RC_FAULT; goto save_pc; \
 out: rc = RC_OK; \
 save_pc: st->pc[w] = CODE_BASE + pc; st->steps[w] = steps; st->quota -= steps - start; st->wave = w; \
     return rc; \
