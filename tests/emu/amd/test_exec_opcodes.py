@@ -122,7 +122,7 @@ def implemented_alu(arch: str) -> dict[str, Form]:
     out = {}
     for name, form in forms(arch).items():
         try:
-            code = isa.asm(text_of(form, "s" if name.startswith("s_") else "v"), arch)
+            code = isa.asm(text_of(form, "s" if name.startswith(("s_", "v_s_")) else "v"), arch)
         except Error:
             if CONTROL.match(name) or name in UNWRITABLE:
                 continue

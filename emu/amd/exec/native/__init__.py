@@ -14,6 +14,10 @@ def executor_class() -> type[Executor]:
     choice = os.environ.get("USERGPU_EMU", "native")
     if choice == "numpy":
         return Executor
+    if choice != "native":
+        from usergpu.emu.amd.codeobj.kernargs import LaunchError
+
+        raise LaunchError(f"USERGPU_EMU={choice!r}: the emulator's backends are native (the default) and numpy")
     from usergpu.emu.amd.exec.native import build
     from usergpu.emu.amd.exec.native.executor import NativeExecutor, say_once
 

@@ -216,6 +216,10 @@ class Emitter:
                         f"SR({ops[0].index + 1}) = (uint32_t)(({pc} + {inst.size}) >> 32); ")
             return (f"{{ int64_t t_ = (int64_t)((uint64_t)SR({src.index}) | (uint64_t)SR({src.index + 1}) << 32); "
                     f"{back}pc = t_ - CODE_BASE; goto dispatch; }}")
+        if name in ("s_bitcmp0_b32", "s_bitcmp1_b32", "s_bitcmp0_b64", "s_bitcmp1_b64"):
+            bits = int(name[-2:])
+            value, bit = self.read(ops[0], f"u{bits}", False), self.read(ops[1], "u32", False)
+            return f"SCC = (((uint64_t){value} >> ((uint64_t){bit} & {bits - 1})) & 1) == {name[8]};"
         if name.startswith("s_") and not inst.family.startswith("SMEM"):
             return self.scalar(name, ops, mods)
         if name.startswith("v_") and "::" in name:
@@ -311,7 +315,9 @@ class Emitter:
             return self.carry(ops, valu.CARRY[core])
         if core.startswith(("mad_u64_u32", "mad_i64_i32", "mad_co_u64_u32", "mad_co_i64_i32")):
             return self.mad64(valu.SUFFIX.sub("", name), ops)
-        if core.startswith(("pk_", "dot", "fma_mix", "wmma_", "div_fmas", "div_scale", "swap_", "permlane",
+        if core.startswith("pk_"):
+            return self.packed(core, ops, mods)
+        if core.startswith(("dot", "fma_mix", "wmma_", "div_fmas", "div_scale", "swap_", "permlane",
                             "writelane", "movrel")) or core in valu.FP8_CVT or core.rsplit("_", 1)[0] in valu.MOVREL:
             return None
         sig = valu.signature(name)
@@ -373,6 +379,44 @@ class Emitter:
             if floaty:
                 body.append(f"if (fout{tag}) {r} = h_flush_{short(dt)}({r});")
         return pre, f"{ctype(dt)} {r}; {{ " + " ".join(body) + " }", self.write(dst, dtyp, r)
+
+    def packed(self, core: str, ops: list[Operand], mods: dict) -> str | None:
+        """v_pk_*: the expression on the low halves and on the high halves (valu._packed): op_sel / op_sel_hi pick
+        each source's half, neg_lo / neg_hi negate float sources; a constant is the same in both halves."""
+        sig = valu.signature("v_" + core[3:])
+        if sig is None:
+            return None
+        dtyp, types, expr = sig
+        dst, srcs = ops[0], ops[1:]
+        n = len(srcs)
+        types = valu._types(srcs, types)
+
+        def flags(key: str, default: str) -> list[int]:
+            return [int(x) for x in mods.get(key, "[" + ",".join(default * n) + "]").strip("[]").split(",")]
+        sel, hi = flags("op_sel", "0"), flags("op_sel_hi", "1")
+        neg_lo, neg_hi = flags("neg_lo", "0"), flags("neg_hi", "0")
+        uses_d = bool(re.search(r"\bd\b", expr))
+        t = Translator({**dict(zip("abc", types, strict=False)), **({"d": dtyp} if uses_d else {})},
+                       {"W": width(dtyp)})
+        code, rtyp = t(expr)
+        dt = np.dtype(DTYPES[dtyp])
+        if dt.itemsize != 2:
+            raise Untranslatable(f"v_{core}: not 16-bit halves")
+        halves = []
+        for k, (pick, negs) in enumerate(((sel, neg_lo), (hi, neg_hi))):
+            body = []
+            for i, (name, op, ty) in enumerate(zip("abc", srcs, types, strict=False)):
+                half = op if op.kind in ("int", "float", "lit") else Operand(op.kind, op.index, 1, 0, False, False,
+                                                                             pick[i], op.text)
+                value = self.read(half, ty)
+                if negs[i] and ty.startswith("f"):
+                    value = f"h_neg_{short(DTYPES[ty])}({value})"
+                body.append(f"const {ctype(DTYPES[ty])} {name} = {value};")
+            if uses_d:
+                body.append(f"const {ctype(dt)} d = {self.read(Operand('v', dst.index, 1, half=k), dtyp)};")
+            halves.append(f"uint16_t h{k}; {{ {' '.join(body)} h{k} = BITCAST(uint16_t, {ctype(dt)}, "
+                          f"{t.convert(code, rtyp, dt)}); }}")
+        return self.lanes(f"{' '.join(halves)} {self.write(dst, 'u32', '((uint32_t)h0 | (uint32_t)h1 << 16)')}")
 
     def cndmask(self, ops: list[Operand], typ: str, tag: str) -> tuple[str, str, str]:
         a_op, b_op, m_op = ops[1:4]

@@ -284,3 +284,15 @@ H _Float16 h_f64_to_f16(double x) {
     }
     return (_Float16)x;
 }
+
+/* integers saturated to a narrower type (helpers.sat); floats to normalized 16-bit integers (helpers.norm: NaN 0,
+ * -1..1 or 0..1 scaled by the type's largest value in f32, rounded to nearest even) */
+#define SAT(D, TD, LO, HI, S, TS) H TD h_sat_##D##_##S(TS a) { int64_t x = (int64_t)a; \
+    return (TD)(x < (LO) ? (LO) : x > (HI) ? (HI) : x); }
+#define SATS(S, TS) SAT(i16, int16_t, INT16_MIN, INT16_MAX, S, TS) SAT(u16, uint16_t, 0, UINT16_MAX, S, TS) \
+    SAT(u8, uint8_t, 0, UINT8_MAX, S, TS)
+SATS(i16, int16_t) SATS(i32, int32_t) SATS(u32, uint32_t)
+#define NORM(D, TD, LO, HI, S, TS, TOF) H TD h_norm_##D##_##S(TS a) { float x = TOF(a); \
+    x = x != x ? 0.0f : x; x = x < (LO) ? (LO) : x > 1.0f ? 1.0f : x; return (TD)rintf(x * (float)(HI)); }
+#define NORMS(S, TS, TOF) NORM(i16, int16_t, -1.0f, INT16_MAX, S, TS, TOF) NORM(u16, uint16_t, 0.0f, UINT16_MAX, S, TS, TOF)
+NORMS(f16, _Float16, h_f16_to_f32) NORMS(f32, float, )

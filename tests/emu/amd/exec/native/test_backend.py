@@ -1,0 +1,124 @@
+"""Which backend runs, and what the native one keeps of the reference's behaviour: the choice by USERGPU_EMU, the
+fallback without clang-22, traced and profiled dispatches on the reference (said once), the on-disk kernel cache,
+time slices, and every ALU opcode of the semantics table getting C from it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import test_exec_opcodes
+
+import usergpu
+from usergpu.emu.amd import isa, launch
+from usergpu.emu.amd.codeobj.kernargs import LaunchError
+from usergpu.emu.amd.exec import dispatch
+from usergpu.emu.amd.exec.executor import Executor
+from usergpu.emu.amd.exec.native import build, codegen, executor_class
+from usergpu.emu.amd.exec.native import executor as native
+from usergpu.emu.amd.exec.native.cexpr import Untranslatable
+
+SAXPY = "__kernel void saxpy(__global float *y, __global const float *x, float a) { int i = get_global_id(0); " \
+        "y[i] = a * x[i] + y[i]; }"
+# opcodes the semantics table defines with no C form: numpy's vector transcendentals (exp2, log2, sin, cos) are its
+# own implementations, not libm's, so C could not match them bit for bit; and the few whose expression calls a
+# helper with a keyword or a Python-only algorithm. They run on the reference backend, one wave at a time.
+NOT_NATIVE = {"v_exp_f32", "v_exp_f16", "v_log_f32", "v_log_f16", "v_sin_f32", "v_sin_f16", "v_cos_f32",
+              "v_cos_f16", "v_s_exp_f32", "v_s_exp_f16", "v_s_log_f32", "v_s_log_f16", "v_msad_u8",
+              "v_trig_preop_f64"}
+# vector instructions built outside the table's expressions that still go to the reference
+NOT_YET = ("v_dot", "v_fma_mix", "v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_", "v_cvt_pk_fp8", "v_cvt_pk_bf8",
+           "v_cvt_sr_")
+
+
+def test_usergpu_emu_picks_the_backend(monkeypatch):
+    monkeypatch.setenv("USERGPU_EMU", "numpy")
+    assert executor_class() is Executor
+    monkeypatch.setenv("USERGPU_EMU", "native")
+    assert executor_class() is native.NativeExecutor
+    monkeypatch.delenv("USERGPU_EMU")
+    assert executor_class() is native.NativeExecutor
+    monkeypatch.setenv("USERGPU_EMU", "fast")
+    with pytest.raises(LaunchError, match="USERGPU_EMU='fast'.*native.*numpy"):
+        executor_class()
+
+
+def test_without_clang_the_reference_runs_after_one_warning(monkeypatch, capsys):
+    monkeypatch.setattr(build, "compiler", lambda: None)
+    monkeypatch.setattr(native, "_SAID", set())
+    assert executor_class() is Executor and executor_class() is Executor
+    assert capsys.readouterr().err.count("clang-22 is not installed") == 1
+
+
+def test_a_traced_dispatch_runs_on_the_reference_and_says_so_once(monkeypatch, capfd):
+    monkeypatch.setenv("USERGPU_TRACE", "1")
+    monkeypatch.setattr(native, "_SAID", set())
+    co = usergpu.compile_opencl(SAXPY, "gfx1100")
+    for _ in range(2):
+        y = launch(co, "saxpy", (1, 1, 1), (32, 1, 1), [np.ones(32, np.float32), np.arange(32, dtype=np.float32),
+                                                         np.float32(2)])[0]
+        assert (y == 2 * np.arange(32) + 1).all()
+    err = capfd.readouterr().err
+    assert err.count("runs on the numpy reference backend") == 1
+
+
+def test_a_kernel_compiles_once_and_is_loaded_from_the_disk_cache(tmp_path):
+    program = textwrap.dedent(f"""
+        import numpy as np, usergpu
+        from usergpu.emu.amd import launch
+        from usergpu.emu.amd.exec.native import codegen
+        if AGAIN:  # the second process must not generate C: the library is on disk
+            codegen.Emitter.source = None
+        co = usergpu.compile_opencl({SAXPY!r}, "gfx1100")
+        y = launch(co, "saxpy", (1, 1, 1), (64, 1, 1), [np.ones(64, np.float32), np.ones(64, np.float32),
+                                                        np.float32(3)])[0]
+        assert (y == 4).all()
+    """)
+    env = {"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "USERGPU_EMU": "native"}
+    for again in (False, True):
+        subprocess.run([sys.executable, "-c", program.replace("AGAIN", str(again))], env=env, check=True, timeout=120)
+    assert len(list((tmp_path / "usergpu" / "native").glob("*.so"))) == 1
+
+
+def test_a_time_sliced_dispatch_yields_and_ends_with_the_same_answer():
+    code = isa.asm("s_mov_b32 s1, 0\ns_mov_b32 s2, 0x30d40\nloop:\ns_add_u32 s1, s1, 1\nv_add_nc_u32 v1, v1, 1\n"
+                   "s_cmp_lt_u32 s1, s2\n"
+                   "s_cbranch_scc1 loop\ns_endpgm", "gfx1100")
+    w_native = _run_sliced(code)
+    assert (w_native.v[1] == 200000).all()
+
+
+def _run_sliced(code: bytes):
+    from usergpu.emu.amd.exec.memory import Memory
+    from usergpu.emu.amd.exec.waves import Waves
+
+    w = Waves(1, 32, 4)
+    w.s[126] = 0xFFFFFFFF
+    ex = native.NativeExecutor("gfx1100", code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "sliced",
+                               dispatch.DEFAULT_BUDGET)
+    import time
+
+    slices = 0
+    while not ex.run(time.monotonic()):  # a slice already over: one quota of steps, then back
+        slices += 1
+    assert slices >= 5
+    return w
+
+
+@pytest.mark.parametrize("arch", test_exec_opcodes.ARCHS)
+def test_every_table_opcode_gets_c_from_the_table(arch):
+    """An ALU opcode the reference implements from the semantics table has a C form generated from the same entry,
+    unless named above with its reason: a new table entry gets both backends, or this fails."""
+    missing = []
+    for name in test_exec_opcodes._names(arch):
+        inst = isa.decode(isa.asm(test_exec_opcodes.plan(arch, name).text, arch), arch, 0)
+        try:
+            ok = codegen.Emitter(codegen.Kernel(arch, 32, {0: inst})).instruction(inst, 0) is not None
+        except Untranslatable:
+            ok = False
+        if not ok and name not in NOT_NATIVE and not name.startswith(NOT_YET):
+            missing.append(name)
+    assert not missing, f"no C for {missing}"
