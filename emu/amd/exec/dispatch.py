@@ -28,7 +28,7 @@ from usergpu.emu.amd.exec.waves import EXEC, Waves
 from usergpu.errors import GPUFault
 
 PT_LOAD = 1
-BATCH_VGPR_BYTES = 64 << 20  # most VGPR bytes a batch of waves holds; workgroups are never split
+BATCH_VGPR_BYTES = 8 << 20  # most VGPR bytes a batch holds (the allocator reuses them); workgroups never split
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
 REGS = {11: regs_gc_11_0_0.REGS, 12: regs_gc_12_0_0.REGS}  # the register maps by GFX major version
 LDS_GRANULE = 512  # bytes per COMPUTE_PGM_RSRC2.LDS_SIZE step (128 dwords from gfx7 on)

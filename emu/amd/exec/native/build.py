@@ -43,11 +43,25 @@ def compiler() -> str | None:
 
 @cache
 def ffi():
-    import cffi
+    """cffi's view of State and run(): an out-of-line module, made once into the cache (parsing the declarations
+    with pycparser in every process costs more than the rest of a cached kernel's start)."""
+    import importlib.util
 
-    f = cffi.FFI()
-    f.cdef(STATE + "int run(State *st);")
-    return f
+    decls = STATE + "int run(State *st);"
+    path = cache_dir() / f"state_{hashlib.sha256(decls.encode()).hexdigest()[:16]}.py"
+    if not path.exists():
+        import cffi
+
+        builder = cffi.FFI()
+        builder.set_source("_usergpu_native_state", None)
+        builder.cdef(decls)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            os.replace(builder.compile(tmpdir=tmp), path)
+    spec = importlib.util.spec_from_file_location("_usergpu_native_state", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ffi
 
 
 @cache
@@ -69,11 +83,51 @@ def cache_dir() -> Path:
     return Path(root) / "usergpu" / "native"
 
 
-def key(kernel_bytes: bytes) -> str:
-    return hashlib.sha256(_fingerprint().encode() + kernel_bytes).hexdigest()[:32]
+PREFIX = 64  # bytes at the entry that name a kernel's spans in the index
+_LOADED: dict[str, object] = {}  # digest -> library, for the process
+_SPANS: dict[str, list[tuple[int, int]]] = {}  # entry key -> the spans its kernels were compiled from
 
 
-_LOADED: dict[str, object] = {}
+def _digest(*parts: bytes) -> str:
+    return hashlib.sha256(_fingerprint().encode() + b"\0".join(parts)).hexdigest()[:32]
+
+
+def _entry_key(code, entry: int, arch: str, lanes: int) -> str:
+    return _digest(f"{arch} {lanes}".encode(), code[entry : entry + PREFIX])
+
+
+def _span_key(code, entry: int, arch: str, lanes: int, span: tuple[int, int]) -> str:
+    lo, hi = span
+    return _digest(f"{arch} {lanes} {lo} {hi}".encode(), code[entry + lo : entry + hi])
+
+
+def find(code, entry: int, arch: str, lanes: int) -> object | None:
+    """A kernel compiled before (in this process or any, by the bytes of its code): each span the index lists for
+    its entry's first bytes, hashed and looked up; None if none matches."""
+    ekey = _entry_key(code, entry, arch, lanes)
+    spans = _SPANS.get(ekey)
+    if spans is None:
+        index = cache_dir() / f"{ekey}.spans"
+        text = index.read_text() if index.exists() else ""
+        lines = (tuple(map(int, line.split())) for line in text.splitlines() if line)
+        spans = _SPANS[ekey] = list(dict.fromkeys(lines))
+    for span in spans:
+        digest = _span_key(code, entry, arch, lanes, span)
+        if digest in _LOADED or (cache_dir() / f"{digest}.so").exists():
+            return load(digest, None)
+    return None
+
+
+def compile_kernel(code, entry: int, arch: str, lanes: int, span: tuple[int, int], source) -> object:
+    """Compile a kernel whose instructions lie in span, and index it for find()."""
+    lib = load(_span_key(code, entry, arch, lanes, span), source)
+    ekey = _entry_key(code, entry, arch, lanes)
+    if span in _SPANS.setdefault(ekey, []):
+        return lib
+    _SPANS[ekey].append(span)
+    with open(cache_dir() / f"{ekey}.spans", "a") as index:  # lines appended whole: safe with other processes
+        index.write(f"{span[0]} {span[1]}\n")
+    return lib
 
 
 def load(digest: str, source) -> object:

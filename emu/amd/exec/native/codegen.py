@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from usergpu.emu.amd.exec import memops, valu
+from usergpu.emu.amd.exec import dpp, memops, valu
 from usergpu.emu.amd.exec.dpp import CONTROLS
 from usergpu.emu.amd.exec.executor import BRANCH, HWREG, NOOPS, SAVEEXEC, SAVEEXEC_OPS, SCMP, _simm16, operands
 from usergpu.emu.amd.exec.helpers import DTYPES
@@ -38,14 +38,9 @@ class Kernel:
     lanes: int
     insts: dict[int, object] = field(default_factory=dict)
 
-    def key_bytes(self, code, entry: int) -> bytes:
-        """What the compiled C depends on: each instruction's offset and bytes."""
-        parts = [f"{self.arch} {self.lanes}".encode()]
-        for off in sorted(self.insts):
-            inst = self.insts[off]
-            size = inst.size if inst is not None else 0
-            parts.append(off.to_bytes(8, "little", signed=True) + code[entry + off : entry + off + size])
-        return b"\0".join(parts)
+    def span(self) -> tuple[int, int]:
+        """The bytes the instructions lie in, from the entry: [first, end)."""
+        return min(self.insts), max(off + (inst.size if inst else 4) for off, inst in self.insts.items())
 
 
 def discover(code, entry: int, arch: str, lanes: int) -> Kernel:
@@ -294,9 +289,15 @@ class Emitter:
 
     # ---- vector ALU ----------------------------------------------------------------------------------------
     def vector(self, name: str, ops: list[Operand], mods: dict) -> str | None:
-        if "dpp8" in mods or any(k in mods for k in CONTROLS) or "_sdwa" in name or "_dpp" in name:
-            return None
         core = valu.SUFFIX.sub("", name)[2:]
+        if "_sdwa" in name:
+            return None
+        if "dpp8" in mods or any(k in mods for k in CONTROLS):  # src0 from another lane: plain ALU ops only
+            sig = valu.signature(name)
+            if sig is None or core.startswith(("cmp", "cndmask", "s_", "pk_")) or core in valu.CARRY:
+                return None
+            pre, body, store = self.alu(sig, ops, mods, core, "", dpp.permute(mods, self.L))
+            return self.lanes(body + store, pre)
         m = re.match(r"^(cmpx?)_(\w+?)_([fiub]\d+)$", core)
         if m:
             return self.compare(m.group(1) == "cmpx", m.group(2), m.group(3), ops)
@@ -317,6 +318,8 @@ class Emitter:
             return self.mad64(valu.SUFFIX.sub("", name), ops)
         if core.startswith("pk_"):
             return self.packed(core, ops, mods)
+        if core.rsplit("_", 1)[0] in valu.MOVREL:
+            return self.movrel(core, ops)
         if core.startswith(("dot", "fma_mix", "wmma_", "div_fmas", "div_scale", "swap_", "permlane",
                             "writelane", "movrel")) or core in valu.FP8_CVT or core.rsplit("_", 1)[0] in valu.MOVREL:
             return None
@@ -328,8 +331,10 @@ class Emitter:
             return f"{{ const uint64_t em = ~0ull; const int lane = 0; {pre} {body} {store} }}"
         return self.lanes(body + store, pre)
 
-    def alu(self, sig, ops: list[Operand], mods: dict, core: str, tag: str) -> tuple[str, str, str]:
-        """(before the lane loop, the lane's result r<tag>, its store) for an ALU instruction (valu._alu_value)."""
+    def alu(self, sig, ops: list[Operand], mods: dict, core: str, tag: str, perm: dict | None = None
+            ) -> tuple[str, str, str]:
+        """(before the lane loop, the lane's result r<tag>, its store) for an ALU instruction (valu._alu_value);
+        perm: DPP's source lanes for src0 (dpp.permute), read for every lane before any lane writes."""
         dtyp, types, expr = sig
         dst, (srcs, k_op) = ops[0], valu._literal_k(core, ops[1:])
         types = valu._types(srcs, types)
@@ -349,8 +354,21 @@ class Emitter:
                f"dm{tag} == 2, fout{tag} = dm{tag} == 0 || dm{tag} == 1; (void)fin{tag}; (void)fout{tag};"
                if floaty else "")
         body = []
-        for n, o, ty in zip("abc", srcs, types, strict=False):
-            v = self.read(o, ty)
+        cond = "ON"
+        if perm is not None:
+            t0 = ctype(DTYPES[types[0]])
+            lanes = ", ".join(str(int(x)) for x in perm["src"])
+            enabled = ", ".join(str(int(x)) for x in perm["enabled"])
+            fetch = self.read(srcs[0], types[0]).replace("[lane]", "[sl_ < 0 ? 0 : sl_]")
+            ok = "sl_ >= 0" + ("" if perm["fi"] else " && (em >> sl_ & 1)")
+            value = f"ok_ ? {fetch} : ({t0})0" if perm["bound_ctrl"] else fetch
+            pre += (f" static const signed char src_[L] = {{{lanes}}}; static const _Bool on_[L] = {{{enabled}}};"
+                    f" {t0} dpp_[L]; _Bool ok_dpp[L]; for (int lane = 0; lane < L; lane++) {{ const int sl_ = "
+                    f"src_[lane]; const _Bool ok_ = {ok}; dpp_[lane] = {value}; "
+                    f"ok_dpp[lane] = {'1' if perm['bound_ctrl'] else 'ok_'} && on_[lane]; }}")
+            cond = "ON && ok_dpp[lane]"
+        for i, (n, o, ty) in enumerate(zip("abc", srcs, types, strict=False)):
+            v = "dpp_[lane]" if perm is not None and i == 0 else self.read(o, ty)
             tdt = np.dtype(DTYPES[ty])
             if saturate:
                 v = f"(int64_t){v}"
@@ -378,7 +396,20 @@ class Emitter:
                             f"({ctype(dt)})1 : {r};")
             if floaty:
                 body.append(f"if (fout{tag}) {r} = h_flush_{short(dt)}({r});")
-        return pre, f"{ctype(dt)} {r}; {{ " + " ".join(body) + " }", self.write(dst, dtyp, r)
+        return pre, f"{ctype(dt)} {r}; {{ " + " ".join(body) + " }", self.write(dst, dtyp, r, cond=cond)
+
+    def movrel(self, core: str, ops: list[Operand]) -> str | None:
+        """v_movrels / movreld / movrelsd / movrelsd_2: VGPRs indexed by M0 (valu._movrel); an index past the
+        wave's VGPRs goes to the reference."""
+        dst, src = ops
+        t = Translator({"m0": "i64"}, {})
+        s_off, d_off = (t.convert(*t(e), np.dtype(np.int64)) if e != "0" else "0"
+                        for e in valu.MOVREL[core.rsplit("_", 1)[0]])
+        value = "VR(si_)[lane]" if src.kind == "v" else self.read(src, "u32")
+        check = f"(di_ < 0 || di_ >= st->vgprs{' || si_ < 0 || si_ >= st->vgprs' if src.kind == 'v' else ''})"
+        return (f"{{ const int64_t m0 = (int64_t)SR(125); const int64_t si_ = {src.index} + {s_off}, di_ = "
+                f"{dst.index} + {d_off}; (void)si_; if {check} {{ steps--; pc = PC_HERE; goto fallback; }} "
+                + self.lanes(f"{{ uint32_t n_ = {value}; VR(di_)[lane] = ON ? n_ : VR(di_)[lane]; }}") + " }")
 
     def packed(self, core: str, ops: list[Operand], mods: dict) -> str | None:
         """v_pk_*: the expression on the low halves and on the high halves (valu._packed): op_sel / op_sel_hi pick
@@ -489,6 +520,8 @@ class Emitter:
     def memory(self, name: str, ops: list[Operand], mods: dict, inst) -> str | None:
         if inst.family.startswith("SMEM") and re.match(r"^s_load_b\d+$", name):
             return self.smem(ops, mods, int(name.rsplit("_b", 1)[1]) // 32)
+        if name in ("ds_swizzle_b32", "ds_bpermute_b32", "ds_permute_b32"):
+            return self.cross_lane(name, ops, inst.fields["offset0"] | inst.fields["offset1"] << 8)
         spec = memops.atomic(name)
         if spec is not None:
             return self.atomic(*spec, ops, mods)
@@ -520,6 +553,24 @@ class Emitter:
                     f"VR({dst.index} + i)[lane]; memcpy(ptr[lane], (uint8_t *)d_ + {start}, {size}); }} }}")
         return (f"{{ const uint64_t em = EXECM; {pointers} "
                 f"{self.load_lanes(dst, size, signed, 'ptr[lane]', what.startswith('d16'), hi)} }}")
+
+    def cross_lane(self, name: str, ops: list[Operand], offset: int) -> str:
+        """ds_swizzle_b32 (a fixed pattern), ds_bpermute_b32 (read lane addr/4), ds_permute_b32 (write lane addr/4,
+        later lanes winning): every lane's source read before any lane writes (memops._lanes)."""
+        dst, a_op = ops[0], ops[1]
+        src = self.read(ops[2] if len(ops) > 2 else a_op, "u32")
+        gather = f"uint32_t in_[L], out_[L] = {{0}}; for (int lane = 0; lane < L; lane++) in_[lane] = {src};"
+        if name == "ds_swizzle_b32":
+            table = ", ".join(str(int(x)) for x in memops.swizzle_lanes(offset, self.L))
+            move = (f"static const signed char from_[L] = {{{table}}}; for (int lane = 0; lane < L; lane++) "
+                    f"out_[lane] = (em >> from_[lane] & 1) ? in_[from_[lane]] : 0;")
+        else:
+            at = f"(int)((((int64_t){self.read(a_op, 'u32')} + {offset}) / 4) % L)"
+            move = (f"for (int lane = 0; lane < L; lane++) {{ const int at_ = {at}; out_[lane] = (em >> at_ & 1) ? "
+                    f"in_[at_] : 0; }}" if name == "ds_bpermute_b32" else
+                    f"for (int lane = 0; lane < L; lane++) if (ON) out_[{at}] = in_[lane];")
+        return (f"{{ const uint64_t em = EXECM; {gather} {move} for (int lane = 0; lane < L; lane++) "
+                f"VR({dst.index})[lane] = ON ? out_[lane] : VR({dst.index})[lane]; }}")
 
     def smem(self, ops: list[Operand], mods: dict, dwords: int) -> str | None:
         dst, base = ops[0], ops[1]

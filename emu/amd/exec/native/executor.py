@@ -18,7 +18,6 @@ RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
 WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a read-only mapping",
        "outside the workgroup's {lds} bytes of LDS", "past the {scratch}-byte private segment")
-_PROGRAMS: dict[bytes, tuple[codegen.Kernel, object]] = {}  # kernel bytes -> (kernel, library), for the process
 _SAID: set[str] = set()
 
 
@@ -30,17 +29,18 @@ def say_once(what: str) -> None:
 
 class NativeExecutor(Executor):
     BATCH_WAVES = 16384  # the C runs a wave at a time: big batches only spare the per-batch set-up
+
     def run(self, until: float | None = None) -> bool:
         if self.trace or self.observe:  # per-instruction hooks: the reference runs the dispatch, and says so
             say_once("a traced or profiled dispatch runs on the numpy reference backend (slower than native)")
             return super().run(until)
-        prog = self._program()
-        st = self._state(prog)
+        lib = self._program()
+        st = self._state()
         w = self.w
         while True:
             st.quota = QUOTA if until is not None else 1 << 62
             st.denorm32, st.denorm16 = self.denorm[32], self.denorm[16]
-            rc = prog[1].run(st)
+            rc = lib.run(st)
             self.denorm[32], self.denorm[16] = self.denorm[64] = int(st.denorm32), int(st.denorm16)
             if rc == RC_DONE:
                 return True
@@ -49,7 +49,7 @@ class NativeExecutor(Executor):
             if rc == RC_FALLBACK:
                 self.step(np.asarray([wave]), pc)
             elif rc == RC_FAULT:
-                w.pc[wave] = pc + prog[0].insts[pc - st.entry].size  # as the reference leaves it: at the next
+                w.pc[wave] = pc + self.at(pc).size  # as the reference leaves it: at the next instruction
                 why = WHY[st.fault_why].format(size=int(st.fault_size), lds=self.lds.shape[1],
                                                scratch=self.scratch.shape[2])
                 raise GPUFault(int(st.fault_addr), codegen.ACCESS[st.fault_access], self.kernel, wave, pc, why,
@@ -60,24 +60,23 @@ class NativeExecutor(Executor):
                 return False
 
     # ---- the compiled kernel -------------------------------------------------------------------------------
-    def _program(self) -> tuple[codegen.Kernel, object]:
-        """The kernel's library: shared by a dispatch's batches (the reference's instruction cache), then by the
-        process (by the instructions' bytes), then on disk."""
+    def _program(self) -> object:
+        """The kernel's library: shared by a dispatch's batches (the reference's instruction cache), else found by
+        its code's bytes (build.find: no decoding), else decoded, translated and compiled now."""
         if not hasattr(self, "_entry"):
             self._entry = int(self.w.pc[0])  # every wave starts at the kernel's entry
         got = self._cache.get("native")
         entry = self._entry - self.code_base
         if got is None or got[0] != entry:
-            kernel = codegen.discover(self.code, entry, self.arch, self.w.lanes)
-            raw = kernel.key_bytes(self.code, entry)
-            prog = _PROGRAMS.get(raw)
-            if prog is None:
-                lib = build.load(build.key(raw), codegen.Emitter(kernel).source)
-                prog = _PROGRAMS[raw] = (kernel, lib)
-            got = self._cache["native"] = (entry, prog)
+            lib = build.find(self.code, entry, self.arch, self.w.lanes)
+            if lib is None:
+                kernel = codegen.discover(self.code, entry, self.arch, self.w.lanes)
+                lib = build.compile_kernel(self.code, entry, self.arch, self.w.lanes, kernel.span(),
+                                           codegen.Emitter(kernel).source)
+            got = self._cache["native"] = (entry, lib)
         return got[1]
 
-    def _state(self, prog) -> object:
+    def _state(self) -> object:
         """The C's view of this executor's arrays (kept alive with it)."""
         st = getattr(self, "_st", None)
         if st is not None and self._ranges_of is self.mem._base_arr:

@@ -195,8 +195,9 @@ H double h_div_fixup_f64(double q, double den, double num) {
 }
 
 /* two halves packed: f16 toward zero (v_cvt_pkrtz), or 16-bit values as they are */
+H _Float16 h_f32_to_f16(float x);
 H uint16_t f16_rtz(float x) {
-    _Float16 h = (_Float16)x;
+    _Float16 h = h_f32_to_f16(x);
     uint16_t bits = BITCAST(uint16_t, _Float16, h);
     if (isfinite(x) && fabsf((float)h) > fabsf(x))  /* rounded away from zero: one step back toward it */
         bits = (bits & 0x7FFF) == 0 ? bits : (uint16_t)(bits - 1);

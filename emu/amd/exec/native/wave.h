@@ -23,7 +23,14 @@ enum { WHY_UNMAPPED, WHY_PAST_END, WHY_READ_ONLY, WHY_LDS, WHY_SCRATCH };
 
 /* the host bytes of [addr, addr + size) in GPU memory, inside one mapping, or 0 with the fault recorded; write: 0
  * a read, 1 a write, 2 a read-modify-write (faults as a read where nothing is mapped) */
-static uint8_t *gmem(State *st, uint64_t addr, int64_t size, int write) {
+static __attribute__((noinline)) uint8_t *gmem_find(State *st, uint64_t addr, int64_t size, int write);
+static inline __attribute__((always_inline)) uint8_t *gmem(State *st, uint64_t addr, int64_t size, int write) {
+    const int64_t i = st->last;  /* the mapping the last access found: most accesses are there again */
+    if (i >= 0 && addr >= st->base[i] && addr + size <= st->end[i] && (!write || st->writable[i]))
+        return st->host[i] + (addr - st->base[i]);
+    return gmem_find(st, addr, size, write);
+}
+static uint8_t *gmem_find(State *st, uint64_t addr, int64_t size, int write) {
     int64_t i = st->last;
     if (i < 0 || addr < st->base[i] || addr + size > st->end[i]) {
         int64_t lo = 0, hi = st->nranges;

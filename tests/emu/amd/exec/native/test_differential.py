@@ -93,7 +93,7 @@ REGISTERS = st.lists(st.sampled_from([int(x) for x in EDGES]), min_size=32, max_
 
 
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_random_programs_are_the_same_on_both_backends(arch, data):
     program = data.draw(programs(arch))
@@ -102,3 +102,22 @@ def test_random_programs_are_the_same_on_both_backends(arch, data):
     v = {i: data.draw(REGISTERS) for i in range(16)}
     s = {i: data.draw(REGISTERS)[0] for i in range(16)}
     execute(program, arch, v=v, s=s, scc=data.draw(st.integers(0, 1)))
+
+
+DPP = ["v_mov_b32_dpp v1, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf",
+       "v_mov_b32_dpp v1, v2 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1",
+       "v_mov_b32_dpp v1, v2 row_shl:3 row_mask:0x5 bank_mask:0xa",
+       "v_add_f32_dpp v1, v2, v3 row_ror:7 row_mask:0xf bank_mask:0xf fi:1",
+       "v_add_nc_u32_dpp v2, v2, v3 row_mirror row_mask:0xf bank_mask:0xf",
+       "v_mov_b32_dpp v1, v2 row_share:5 row_mask:0xf bank_mask:0xf",
+       "v_max_i32_dpp v4, v2, v3 row_xmask:3 row_mask:0xf bank_mask:0xf",
+       "v_mov_b32_dpp v1, v2 dpp8:[7,6,5,4,3,2,1,0]"]
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("text", DPP)
+@pytest.mark.parametrize("exec_mask", [0xFFFFFFFF, 0x0F0F33F1])
+def test_dpp_reads_the_same_lanes_on_both_backends(text, arch, exec_mask):
+    rng = np.random.default_rng(len(text))
+    v = {i: rng.integers(0, 1 << 32, 32, dtype=np.uint64) for i in range(1, 5)}
+    execute(text, arch, v=v, s={126: exec_mask})
