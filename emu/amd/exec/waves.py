@@ -6,12 +6,33 @@ slice when it is all of them), so a VGPR read is one numpy array of shape (waves
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 
 from usergpu.emu.amd.exec.helpers import DTYPES
 from usergpu.emu.amd.exec.operands import Operand, const_bits
 
 UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64, 8: np.uint8}
+SPARE_BYTES, SPARES = 1 << 20, 4  # VGPR files this big are kept for the next batch (fresh pages cost more than a
+_spare = threading.local()        # memset), at most SPARES shapes per thread
+
+
+def _zeroed(shape: tuple[int, int, int]) -> np.ndarray:
+    """A zeroed uint32 array: a big one reuses the thread's spare of that shape once nothing else refers to it."""
+    if np.prod(shape) * 4 < SPARE_BYTES:
+        return np.zeros(shape, np.uint32)
+    spares = _spare.__dict__.setdefault("arrays", {})
+    base = spares.pop(shape, None)
+    if base is not None and sys.getrefcount(base) == 2:  # this name and getrefcount's argument: no view is alive
+        base.fill(0)
+    else:
+        base = np.zeros(shape, np.uint32)
+    spares[shape] = base
+    while len(spares) > SPARES:
+        spares.pop(next(iter(spares)))
+    return base
 NULL, VCC, EXEC = 124, 106, 126
 
 
@@ -24,7 +45,7 @@ class Waves:
         self.n, self.lanes = n, lanes
         # indexed [register, wave(, lane)]; laid out wave by wave, so one wave's registers are together (what the
         # native backend, which runs a wave at a time, reads)
-        self.v = np.zeros((n, max(vgprs, 1), lanes), np.uint32).transpose(1, 0, 2)
+        self.v = _zeroed((n, max(vgprs, 1), lanes)).transpose(1, 0, 2)
         self.s = np.zeros((n, 128), np.uint32).T
         self.scc = np.zeros(n, np.uint32)
         self.pc = np.zeros(n, np.int64)

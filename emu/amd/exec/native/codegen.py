@@ -75,6 +75,7 @@ class Emitter:
     def __init__(self, kernel: Kernel):
         self.k, self.L = kernel, kernel.lanes
         self.native = 0
+        self.consts: list[str] = []  # the float constants of the instruction being translated
 
     # ---- operands ------------------------------------------------------------------------------------------
     def read(self, op: Operand, typ: str, lane: bool = True) -> str:
@@ -100,7 +101,9 @@ class Emitter:
         elif op.kind in ("int", "float", "lit", "aperture"):
             raw = f"{const_bits(op, typ)}ULL"
             if typ[0] == "f":
-                raw = f"OPAQUE(uint{ubits}_t, {raw})"
+                name = f"k{len(self.consts)}_"  # made opaque once, before the instruction's lane loop
+                self.consts.append(f"const uint{ubits}_t {name} = OPAQUE(uint{ubits}_t, {raw});")
+                raw = name
         else:
             raise Untranslatable(f"operand {op.text}")
         dt = np.dtype(DTYPES[typ])
@@ -163,10 +166,13 @@ class Emitter:
             inst = self.k.insts[off]
             code = None
             if inst is not None:
+                self.consts = []
                 try:
                     code = self.instruction(inst, off)
                 except Untranslatable:
                     code = None
+                if code is not None and self.consts:
+                    code = "{ " + " ".join(self.consts) + f" {code} }}"
             if code is None:
                 blocks.append(f"{label(off)}: pc = {off}; goto fallback;")
                 continue
