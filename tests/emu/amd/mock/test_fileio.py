@@ -9,7 +9,7 @@ import os
 import pytest
 
 from usergpu.autogen import kfd
-from usergpu.emu.amd.mock import fileio
+from usergpu.emu.amd.mock import fileio, machines
 from usergpu.errors import DeviceNotFound
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"
@@ -19,7 +19,8 @@ TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 def io(monkeypatch):
     monkeypatch.setenv("DEV", "MOCKKFD+AMD")
     monkeypatch.setenv("MOCKGPU_COUNT", "2")
-    fileio.machine.cache_clear()
+    monkeypatch.setattr(machines, "_machines", {})  # a machine of its own: like amdkfd, the mock KFD keeps one
+    fileio.machine.cache_clear()                      # process state (its VM acquired or not) per process
     yield fileio.MockFileIOInterface
     fileio.machine.cache_clear()
 
