@@ -34,6 +34,8 @@ class NativeExecutor(Executor):
         if self.trace or self.observe:  # per-instruction hooks: the reference runs the dispatch, and says so
             say_once("a traced or profiled dispatch runs on the numpy reference backend (slower than native)")
             return super().run(until)
+        if (np.diff(self.group) < 0).any():  # the C's scheduler takes a workgroup's waves as one run of numbers
+            return super().run(until)
         lib = self._program()
         st = self._state()
         w = self.w
