@@ -236,16 +236,17 @@ def flash(spi: ROMSW, image: bytes, end: int, args: argparse.Namespace, stop: Si
     spi.unprotect(args.clear_cmp)
     first = args.start_sector
     written, t0 = 0, time.monotonic()
+    s = first
     with progress((end - first) * SECTOR, "flash") as bar, stop.deferred():
-        for s in range(first, end):
-            try:
+        try:  # around the whole loop: a second signal stops at once, wherever between two sectors it lands
+            for s in range(first, end):
                 stop.check()
                 written += spi.flash_sector(s, image[s * SECTOR : (s + 1) * SECTOR])
-            except Error as e:
-                done = f"sectors {first}..{s - 1} hold the image (each read back)" if s > first else \
-                    "no sector was finished"
-                raise Stopped(e, done, f"resume with `{romless_resume(args, s, end)}`") from None
-            bar.update(SECTOR)
+                bar.update(SECTOR)
+        except Error as e:
+            done = f"sectors {first}..{s - 1} hold the image (each read back)" if s > first else \
+                "no sector was finished"
+            raise Stopped(e, done, f"resume with `{romless_resume(args, s, end)}`") from None
     print(f"sectors {first}..{end - 1}: {written} written, {end - first - written} already held the image, each "
           f"read back and verified ({time.monotonic() - t0:.1f} s)")
 
