@@ -217,19 +217,17 @@ class Translator:
         if isinstance(fn, ast.Name) and fn.id in DTYPES:  # u32(1): a constant of that type
             return self.cast(node.args[0], np.dtype(DTYPES[fn.id]))
         if isinstance(fn, ast.Name) and fn.id in NAMESPACE:
-            args, first = [], None
+            name, args, first = fn.id, [], None
             for a in node.args:
                 if isinstance(a, ast.Name) and a.id in DTYPES:  # a dtype argument (to_int(a, i32)): part of the name
-                    args.append(None)
-                    fn_suffix = short(DTYPES[a.id])
+                    name += "_" + short(DTYPES[a.id])
                     continue
                 if isinstance(a, ast.Constant) and isinstance(a.value, str | bool):
                     raise Untranslatable(f"{ast.unparse(node)}: a constant argument")
                 code, t = self.node(a)
                 first = t if first is None else first
-                args.append((code, t))
-            name = fn.id + ("_" + fn_suffix if None in args else "")
+                args.append(code)
             if isinstance(first, _Weak):
                 raise Untranslatable(f"{ast.unparse(node)}: no array argument first")
-            return self.helper(name, first, [c if isinstance(t, _Weak) else c for c, t in (x for x in args if x)])
+            return self.helper(name, first, args)
         raise Untranslatable(f"{ast.unparse(node)}: no C form")

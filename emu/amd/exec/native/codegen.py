@@ -74,7 +74,6 @@ class Emitter:
 
     def __init__(self, kernel: Kernel):
         self.k, self.L = kernel, kernel.lanes
-        self.native = 0
         self.consts: list[str] = []  # the float constants of the instruction being translated
 
     # ---- operands ------------------------------------------------------------------------------------------
@@ -176,7 +175,6 @@ class Emitter:
             if code is None:
                 blocks.append(f"{label(off)}: pc = {off}; goto fallback;")
                 continue
-            self.native += 1
             nxt = off + inst.size
             tail = "" if n + 1 < len(offs) and offs[n + 1] == nxt else f" pc = {nxt}; goto dispatch;"
             code = code.replace("PC_HERE", str(off))
