@@ -16,7 +16,8 @@ from usergpu.runtime.launch import launch
 _spec = importlib.util.spec_from_file_location("corpus", Path(__file__).parents[1] / "kernels" / "corpus.py")
 corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus)
-CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch in c.archs for wave in c.waves]
+CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch, wave in corpus.cases.runs(c)
+           if arch in corpus.cases.RDNA]
 
 
 @pytest.mark.parametrize("via", INTERFACES)

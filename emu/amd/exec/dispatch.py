@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from usergpu.autogen import regs_gc_11_0_0, regs_gc_12_0_0
+from usergpu.autogen import regs_gc_9_4_3, regs_gc_11_0_0, regs_gc_12_0_0
 from usergpu.autogen._regs import Reg
 from usergpu.emu.amd.codeobj import CodeObject, parse
 from usergpu.emu.amd.codeobj import kd as kdesc
@@ -30,22 +30,24 @@ from usergpu.errors import GPUFault
 PT_LOAD = 1
 BATCH_VGPR_BYTES = 8 << 20  # most VGPR bytes a batch holds (the allocator reuses them); workgroups never split
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
-REGS = {11: regs_gc_11_0_0.REGS, 12: regs_gc_12_0_0.REGS}  # the register maps by GFX major version
+# the register maps by GFX version: GC 9.4.3 (MI300's, what gfx942 and gfx950 dispatch through), 11 and 12
+REGS = {(9, 4): regs_gc_9_4_3.REGS, (9, 5): regs_gc_9_4_3.REGS, 11: regs_gc_11_0_0.REGS, 12: regs_gc_12_0_0.REGS}
 LDS_GRANULE = 512  # bytes per COMPUTE_PGM_RSRC2.LDS_SIZE step (128 dwords from gfx7 on)
-SCRATCH_GRANULE = 256  # bytes per wave per COMPUTE_TMPRING_SIZE.WAVESIZE step (gfx11 on; 1 KiB before)
+SCRATCH_GRANULE = {9: 1024, 11: 256, 12: 256}  # bytes per wave per COMPUTE_TMPRING_SIZE.WAVESIZE step
 DENORM_SHIFT = {32: 4, 16: 6, 64: 6}  # FP_DENORM_32 and FP_DENORM_16_64 within COMPUTE_PGM_RSRC1.FLOAT_MODE
 # The system SGPRs SPI writes after the user SGPRs, in order, as COMPUTE_PGM_RSRC2 enables them (no scratch wave
-# offset: gfx11+ architect flat scratch).
+# offset: gfx940+ and gfx11+ architect flat scratch).
 SYSTEM_SGPRS = ("TGID_X_EN", "TGID_Y_EN", "TGID_Z_EN", "TG_SIZE_EN")
 TTMP = 108  # gfx12 architects the workgroup IDs: TTMP9 = x, TTMP7 = y | z << 16
-WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx11+)
+WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx90a+, gfx11+)
 
 
 def _regs(arch: str) -> dict[str, Reg]:
-    major = version(arch)[0]
-    if major not in REGS:
-        raise LaunchError(f"{arch}: the emulator dispatches gfx11 and gfx12 kernels only")
-    return REGS[major]
+    ver = version(arch)
+    table = REGS.get(ver, REGS.get(ver[0]))
+    if table is None:
+        raise LaunchError(f"{arch}: the emulator dispatches gfx942, gfx950, gfx11 and gfx12 kernels only")
+    return table
 
 
 def _replace(reg: Reg, value: int, **fields: int) -> int:
@@ -94,9 +96,9 @@ def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, in
                                       LDS_SIZE=-(-lds // LDS_GRANULE)),
         "COMPUTE_PGM_RSRC3": desc.compute_pgm_rsrc3,
         "COMPUTE_DISPATCH_INITIATOR": regs["COMPUTE_DISPATCH_INITIATOR"].encode(
-            COMPUTE_SHADER_EN=1, FORCE_START_AT_000=1, CS_W32_EN=wave32),
+            COMPUTE_SHADER_EN=1, FORCE_START_AT_000=1, **({"CS_W32_EN": wave32} if wave32 else {})),
         "COMPUTE_TMPRING_SIZE": regs["COMPUTE_TMPRING_SIZE"].encode(
-            WAVESIZE=-(-scratch * (32 if wave32 else 64) // SCRATCH_GRANULE)),
+            WAVESIZE=-(-scratch * (32 if wave32 else 64) // SCRATCH_GRANULE[version(arch)[0]])),
     }
     for axis, n in zip("XYZ", block, strict=True):
         out[f"COMPUTE_NUM_THREAD_{axis}"] = regs[f"COMPUTE_NUM_THREAD_{axis}"].encode(NUM_THREAD_FULL=n)
@@ -149,7 +151,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     if min(grid) < 1 or min(block) < 1:
         raise LaunchError(f"grid {grid} and block {block} must have at least one workgroup and work-item in each "
                           "dimension")
-    lanes = 32 if field("COMPUTE_DISPATCH_INITIATOR")["CS_W32_EN"] else 64
+    lanes = 32 if field("COMPUTE_DISPATCH_INITIATOR").get("CS_W32_EN") else 64  # gfx9: wave64 only
     entry = (field("COMPUTE_PGM_HI")["DATA"] << 32 | field("COMPUTE_PGM_LO")["DATA"]) << 8
     try:
         base, code = mem.mapping(entry, "execute")
@@ -158,8 +160,10 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     user = [regs.get(f"COMPUTE_USER_DATA_{i}", 0) for i in range(rsrc2["USER_SGPR"])]
     system = [name for name in SYSTEM_SGPRS if rsrc2[name]]
     lds = rsrc2["LDS_SIZE"] * LDS_GRANULE
-    scratch = field("COMPUTE_TMPRING_SIZE")["WAVESIZE"] * SCRATCH_GRANULE // lanes
-    vgprs = (rsrc1["VGPRS"] + 1) * kdesc.vgpr_granule(arch, lanes == 32)
+    scratch = field("COMPUTE_TMPRING_SIZE")["WAVESIZE"] * SCRATCH_GRANULE[version(arch)[0]] // lanes
+    vgprs = (rsrc1["VGPRS"] + 1) * kdesc.vgpr_granule(arch, lanes == 32)  # gfx90a+: ArchVGPRs and AccVGPRs
+    rsrc3 = field("COMPUTE_PGM_RSRC3")
+    arch_vgprs = min((rsrc3["ACCUM_OFFSET"] + 1) * 4, vgprs) if "ACCUM_OFFSET" in rsrc3 else vgprs
     denorm = {bits: rsrc1["FLOAT_MODE"] >> shift & 3 for bits, shift in DENORM_SHIFT.items()}
     waves_per_group = -(-block[0] * block[1] * block[2] // lanes)
     groups = np.indices(grid[::-1]).reshape(3, -1).T[:, ::-1]  # (x, y, z), x fastest
@@ -170,7 +174,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     fetch, program = _Code(code), {}  # instructions decoded and compiled once for all batches
     for start in range(0, len(groups), per_batch):
         batch = groups[start : start + per_batch]
-        w = Waves(len(batch) * waves_per_group, lanes, vgprs)
+        w = Waves(len(batch) * waves_per_group, lanes, arch_vgprs, vgprs - arch_vgprs)
         owner = np.repeat(np.arange(len(batch)), waves_per_group)
         _setup(w, batch[owner], np.tile(np.arange(waves_per_group), len(batch)), block, arch, user, system,
                waves_per_group, min(rsrc2["TIDIG_COMP_CNT"], 2) + 1)

@@ -1,13 +1,13 @@
 """DPP: src0 read from another lane of the row (16 lanes) by a control (quad_perm, row shifts and rotates,
-mirrors, row_share/xmask) or from any of 8 lanes (dpp8); row_mask/bank_mask disable writes, bound_ctrl reads 0
-from a lane outside the row."""
+mirrors, row_share/xmask; gfx9's whole-wave shifts and rotates by one lane and row broadcasts) or from any of 8
+lanes (dpp8); row_mask/bank_mask disable writes, bound_ctrl reads 0 from a lane outside the row."""
 
 from __future__ import annotations
 
 import numpy as np
 
 CONTROLS = ("quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror", "row_half_mirror", "row_share",
-            "row_xmask")
+            "row_xmask", "wave_shl", "wave_shr", "wave_rol", "wave_ror", "row_bcast")
 
 
 def permute(mods: dict, lanes: int) -> dict:
@@ -36,6 +36,16 @@ def permute(mods: dict, lanes: int) -> dict:
         src = row + int(mods["row_share"])
     elif "row_xmask" in mods:
         src = row + (pos ^ int(mods["row_xmask"]))
+    elif "wave_shl" in mods:  # gfx9: lane i reads lane i + 1 of the wave (wave_shr: i - 1), none past its ends
+        src = np.where(lane + 1 < lanes, lane + 1, -1)
+    elif "wave_shr" in mods:
+        src = lane - 1
+    elif "wave_rol" in mods:
+        src = (lane + 1) % lanes
+    elif "wave_ror" in mods:
+        src = (lane - 1) % lanes
+    elif "row_bcast" in mods:  # row_bcast:15: lane 15 of each row to the next row; :31: lane 31 to rows 2 and 3
+        src = np.where(row >= 16, row - 1, -1) if mods["row_bcast"] == "15" else np.where(lane >= 32, 31, -1)
     else:
         src = lane
     row_mask = int(mods.get("row_mask", "0xf"), 0)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from usergpu.emu.amd.exec import memops, valu
+from usergpu.emu.amd.codeobj.target import version
+from usergpu.emu.amd.exec import cdna, gpr_index, memops, smem, valu
 from usergpu.emu.amd.exec.memory import Memory, MemoryFault
 from usergpu.emu.amd.exec.operands import Operand, parse
 from usergpu.emu.amd.exec.waves import Waves
@@ -25,8 +26,8 @@ Step = Callable[["Executor", object], None]
 CLOCK_EVERY = 256  # steps between looks at the clock when a run is time-sliced
 NOOPS = re.compile(r"^s_(waitcnt.*|wait_.*|delay_alu|clause|nop|set_inst_prefetch_distance|inst_prefetch|sendmsg"
                    r"|sendmsghalt|sethalt|ttracedata|icache_inv|dcache_inv|barrier_signal|wait_event|"
-                   r"prefetch.*|setprio|sleep|incperflevel|decperflevel)$|^(buffer_gl[01]_inv|global_inv|global_wb|"
-                   r"global_wbinv|buffer_wbl2|buffer_inv|v_nop|v_pipeflush|ds_nop)$")
+                   r"prefetch.*|setprio|sleep|incperflevel|decperflevel|setkill|wakeup)$|^(buffer_gl[01]_inv|global_inv|"
+                   r"global_wb|global_wbinv|buffer_wbl2|buffer_inv|v_nop|v_pipeflush|ds_nop|v_clrexcp)$")
 
 
 @dataclass
@@ -41,7 +42,7 @@ class Executor:
     def __init__(self, arch: str, code: bytes, code_base: int, memory: Memory, waves: Waves, groups: np.ndarray,
                  lds_bytes: int, scratch_bytes: int, kernel: str, budget: int, cache: dict | None = None):
         self.arch, self.code, self.code_base, self.mem, self.w = arch, code, code_base, memory, waves
-        self.gen = 12 if arch.startswith("gfx12") else 11
+        self.gen = version(arch)[0]
         self.group = groups  # wave -> workgroup number within the batch
         self.lds = np.zeros((int(groups.max()) + 1 if len(groups) else 1, max(lds_bytes, 4)), np.uint8)
         self.scratch = np.zeros((waves.n, waves.lanes, max(scratch_bytes, 4)), np.uint8)
@@ -77,16 +78,28 @@ class Executor:
         text = inst.text
         if name in HWREG:
             return _hwreg(name, inst)
-        ops, mods = operands(inst)
-        for builder in (scalar_step, valu.step, memops.step) if ops is not None else ():
-            step = builder(self, name, ops, mods, inst)
-            if step is not None:
-                return step
+        if name in gpr_index.SETTERS:
+            return gpr_index.setter(name, inst)
+        ops, mods = operands(inst, self.w.acc)
+        step = self._build(name, ops, mods, inst)
+        if step is not None and self.gen == 9 and name.startswith("v_"):
+            return gpr_index.indexed(step, lambda ops: self._build(name, ops, mods, inst), ops, inst)
+        if step is not None:
+            return step
 
         def unsupported(ex: Executor, g) -> None:
             raise UnsupportedInstruction(text, pc, ex.kernel)
 
         return unsupported
+
+    def _build(self, name: str, ops: list[Operand] | None, mods: dict, inst) -> Step | None:
+        builders = (cdna.step, smem.step, scalar_step, valu.step, memops.step) if self.gen == 9 else (
+            scalar_step, valu.step, memops.step)
+        for builder in builders if ops is not None else ():
+            step = builder(self, name, ops, mods, inst)
+            if step is not None:
+                return step
+        return None
 
     # ---- running -------------------------------------------------------------------------------------------
     def run(self, until: float | None = None) -> bool:
@@ -160,9 +173,10 @@ def _nothing(ex: Executor, g) -> None:
 HWREG = ("s_getreg_b32", "s_setreg_b32", "s_setreg_imm32_b32")  # their hwreg(..) operand is no value
 
 
-def operands(inst) -> tuple[list[Operand] | None, dict[str, str]]:
+def operands(inst, acc: int = 0) -> tuple[list[Operand] | None, dict[str, str]]:
     """An instruction's value operands (None where one is not a value the executor reads) and its modifiers
-    {name: text} ("1" for a flag): what each backend builds the instruction from."""
+    {name: text} ("1" for a flag): what each backend builds the instruction from. AccVGPRs (a5, a[0:3]) become the
+    VGPRs of the unified file they are, from acc on."""
     texts, items = [o.text for o in inst.operands], [m.strip() for m in inst.modifiers]
     if texts and " " in texts[-1] and not texts[-1].startswith("["):  # gfx12: the cache policy rides on the
         texts[-1], tail = texts[-1].split(" ", 1)                   # last operand's text
@@ -173,6 +187,7 @@ def operands(inst) -> tuple[list[Operand] | None, dict[str, str]]:
         ops = [parse(t) if t != "::" else Operand("sep", text="::") for t in texts]
     except ValueError:
         ops = None
+    ops = ops and [replace(o, kind="v", index=o.index + acc) if o.kind == "a" else o for o in ops]
     return ops, {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
 
 
@@ -185,14 +200,17 @@ SAVEEXEC_OPS = {"and": "a & e", "or": "a | e", "xor": "a ^ e", "nand": "~(a & e)
                 "or_not0": "~a | e", "orn1": "~a | e", "or_not1": "a | ~e", "orn2": "a | ~e"}
 BRANCH = {"s_branch": "True", "s_cbranch_scc0": "scc == 0", "s_cbranch_scc1": "scc != 0",
           "s_cbranch_vccz": "vcc == 0", "s_cbranch_vccnz": "vcc != 0", "s_cbranch_execz": "exec == 0",
-          "s_cbranch_execnz": "exec != 0"}
+          "s_cbranch_execnz": "exec != 0",
+          # gfx9's branches on the debugger's CDBGSYS / CDBGUSER status bits, which nothing here sets
+          **dict.fromkeys(("s_cbranch_cdbgsys", "s_cbranch_cdbguser", "s_cbranch_cdbgsys_or_user",
+                           "s_cbranch_cdbgsys_and_user"), "False")}
 SCMP = re.compile(r"^s_cmpk?_(\w+?)_([iuf]\d+)$")
 
 
 def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -> Step | None:
     if not name.startswith("s_") or inst.family.startswith("SMEM"):
         return None
-    if name == "s_endpgm":
+    if name in ("s_endpgm", "s_endpgm_ordered_ps_done"):
         return lambda ex, g: ex.w.done.__setitem__(g, True)
     if name in ("s_trap", "s_code_end"):  # a trap (abort, assert), or running past the code's end
         pc = ex.code_base + inst.offset
@@ -223,6 +241,14 @@ def scalar_step(ex: Executor, name: str, ops: list[Operand], mods: dict, inst) -
             taken = np.broadcast_to(np.asarray(valu.evaluate(cond, env)), w.pc[g].shape)
             ex.branch(g, taken, target)
         return branch
+    if name == "s_call_b64":  # gfx9: the return address into sdst, then a branch by simm16
+        target = inst.offset + ex.code_base + 4 + 4 * _simm16(ops[1].value)
+        back = ex.code_base + inst.offset + inst.size
+
+        def call(ex: Executor, g) -> None:
+            ex.w.sset(ops[0].index, 2, g, np.full(ex.w.pc[g].shape, back, np.uint64))
+            ex.w.pc[g] = target
+        return call
     if name == "s_getpc_b64":
         next_pc = ex.code_base + inst.offset + inst.size
         return lambda ex, g: ex.w.sset(ops[0].index, 2, g, np.full(ex.w.pc[g].shape, next_pc, np.uint64))

@@ -199,6 +199,20 @@ def to_bf16(x: np.ndarray) -> np.ndarray:
     return np.where(nan, (bits >> np.uint64(16)) | np.uint64(0x40), rounded).astype(np.uint16)
 
 
+def pk_add16(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
+    """The packed-16-bit atomic add: each half of the dwords a and b added as f16 (or bf16: in f32, rounded to
+    nearest even), into the dword's half."""
+    halves = []
+    for shift in (0, 16):
+        x, y = ((v.astype(np.uint32) >> np.uint32(shift)) & np.uint32(0xFFFF) for v in (a, b))
+        if kind == "f16":
+            s = (x.astype(np.uint16).view(np.float16) + y.astype(np.uint16).view(np.float16)).view(np.uint16)
+        else:
+            s = to_bf16((x << np.uint32(16)).view(np.float32) + (y << np.uint32(16)).view(np.float32))
+        halves.append(s.astype(np.uint32) << np.uint32(shift))
+    return (halves[0] | halves[1]).astype(a.dtype)
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     if a.dtype == np.float64:
         return fma64(a, b, c)
@@ -376,4 +390,5 @@ NAMESPACE = {"np": np, "fma": fma, "to_int": to_int, "frexp_mant": frexp_mant, "
              "fclass": fclass, "div_fixup": div_fixup, "pkrtz": pkrtz, "pack16": pack16,
              "mbcnt": mbcnt, "minimum": minimum, "maximum": maximum, "quadmask": quadmask, "wqm": wqm,
              "bitreplicate": bitreplicate, "sad": sad, "lerp_u8": lerp_u8, "norm": norm, "sat": sat,
-             "fp8_to_f32": fp8_to_f32, "trig": trig, "f32_to_fp8": f32_to_fp8, "trig_preop": trig_preop, **DTYPES}
+             "fp8_to_f32": fp8_to_f32, "trig": trig, "pk_add16": pk_add16, "f32_to_fp8": f32_to_fp8,
+             "trig_preop": trig_preop, **DTYPES}

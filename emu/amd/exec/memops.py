@@ -14,13 +14,14 @@ SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "d16_b16": 2, 
          "d16_i8": 1, "d16_hi_u8": 1, "d16_hi_i8": 1, "d16_hi_b8": 1, "b32": 4, "b64": 8, "b96": 12, "b128": 16,
          "dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16, "u32": 4, "i32": 4}
 LOAD = re.compile(r"^(global|flat|scratch|ds|buffer)_(load|store)_(2addr_(?:stride64_)?)?(\w+)$")
-ATOMIC = re.compile(r"^(global|flat|ds|buffer)_(atomic_)?(\w+?)_(rtn_)?([fiub]\d+|f32|f64|x2)$")
+ATOMIC = re.compile(r"^(global|flat|ds|buffer)_(atomic_)?(\w+?)_(rtn_)?([fiub]\d+|bf16|x2)$")
 ATOMIC_OPS = {
     "add": "a + b", "sub": "a - b", "min": "np.where(b < a, b, a)", "max": "np.where(b > a, b, a)", "and": "a & b",
     "or": "a | b", "xor": "a ^ b", "swap": "b", "storexchg": "b", "inc": "np.where(a >= b, 0, a + 1)",
     "dec": "np.where((a == 0) | (a > b), b, a - 1)", "cmpswap": "np.where(a == c, b, a)",
     "cmpst": "np.where(a == c, b, a)", "add_f32": "a + b", "min_num": "fmin(a, b)", "max_num": "fmax(a, b)",
-    "sub_clamp": "np.where(a > b, a - b, 0)", "cond_sub": "np.where(a >= b, a - b, a)", "pk_add": None,
+    "sub_clamp": "np.where(a > b, a - b, 0)", "cond_sub": "np.where(a >= b, a - b, a)",
+    "pk_add_f16": "pk_add16(a, b, 'f16')", "pk_add_bf16": "pk_add16(a, b, 'bf16')",
     "cmpstore": "np.where(a == c, b, a)", "mskor": "(a & ~b) | c", "wrap": "np.where(a >= b, a - b, a + c)",
     "rsub": "b - a", "condxchg32": "np.where(((b >> 31) & 1) == 1, b & 0x7FFFFFFF, a & 0xFFFFFFFF) | "
                                    "np.where((b >> 63) == 1, b & 0x7FFFFFFF00000000, a & 0xFFFFFFFF00000000)",
@@ -31,7 +32,47 @@ ATYPE = {"u32": np.uint32, "i32": np.int32, "b32": np.uint32, "u64": np.uint64, 
          "f32": np.float32, "f64": np.float64}
 
 
+# gfx9's spellings of the memory mnemonics -> gfx11's, which the tables here are written in (the same operations)
+GFX9_NAMES = [(re.compile(p), r) for p, r in (
+    (r"^ds_read2st64_", "ds_load_2addr_stride64_"), (r"^ds_write2st64_", "ds_store_2addr_stride64_"),
+    (r"^ds_read2_", "ds_load_2addr_"), (r"^ds_write2_", "ds_store_2addr_"), (r"^ds_read_", "ds_load_"),
+    (r"^ds_write_", "ds_store_"), (r"^ds_wrxchg", "ds_storexchg"),
+    (r"^s_(buffer_)?load_dword$", r"s_\1load_b32"), (r"^s_(buffer_)?load_dwordx(\d+)$", r"s_\1load_x\2"),
+    (r"_(load|store)_dword$", r"_\1_b32"), (r"_(load|store)_dwordx2$", r"_\1_b64"),
+    (r"_(load|store)_dwordx3$", r"_\1_b96"), (r"_(load|store)_dwordx4$", r"_\1_b128"),
+    (r"_load_ubyte$", "_load_u8"), (r"_load_sbyte$", "_load_i8"), (r"_load_ushort$", "_load_u16"),
+    (r"_load_sshort$", "_load_i16"), (r"_store_byte$", "_store_b8"), (r"_store_short$", "_store_b16"),
+    (r"_load_ubyte_d16(_hi)?$", r"_load_d16\1_u8"), (r"_load_sbyte_d16(_hi)?$", r"_load_d16\1_i8"),
+    (r"_load_short_d16(_hi)?$", r"_load_d16\1_b16"), (r"_store_byte_d16_hi$", "_store_d16_hi_b8"),
+    (r"_store_short_d16_hi$", "_store_d16_hi_b16"),
+    (r"_atomic_(add|sub|inc|dec)(_x2)?$", r"_atomic_\1\2_u"), (r"_atomic_s(min|max)(_x2)?$", r"_atomic_\1\2_i"),
+    (r"_atomic_u(min|max)(_x2)?$", r"_atomic_\1\2_u"), (r"_atomic_(and|or|xor|swap|cmpswap)(_x2)?$",
+                                                            r"_atomic_\1\2_b"),
+    (r"_atomic_(\w+?)_x2_([iub])$", r"_atomic_\1_\g<2>64"), (r"_atomic_(\w+?)_([iub])$", r"_atomic_\1_\g<2>32"),
+)]
+_SMEM_X = re.compile(r"^s_(buffer_)?load_x(\d+)$")
+
+
+_DS_D16 = re.compile(r"^(ds_(?:load|store))_([uib])(8|16)_d16(_hi)?$")
+
+
+def canonical(name: str, gen: int) -> str:
+    """A memory mnemonic as gfx11 spells it (gfx9's ds_read_b32 is ds_load_b32, global_atomic_smax_x2 is
+    global_atomic_max_i64, s_load_dwordx4 is s_load_b128), LDS's half-register forms as the global ones
+    (ds_load_u16_d16_hi: ds_load_d16_hi_b16)."""
+    if gen == 9:
+        for pattern, repl in GFX9_NAMES:
+            name = pattern.sub(repl, name)
+    m = _DS_D16.match(name)
+    if m:
+        kind = "b" if m.group(3) == "16" else m.group(2)
+        return f"{m.group(1)}_d16{m.group(4) or ''}_{kind}{m.group(3)}"
+    m = _SMEM_X.match(name)
+    return f"s_{m.group(1) or ''}load_b{32 * int(m.group(2))}" if m else name
+
+
 def step(ex, name: str, ops: list[Operand], mods: dict, inst):
+    name = canonical(name, ex.gen)
     if inst.family.startswith("SMEM") and name.startswith(("s_load_", "s_buffer_load_")):
         width = name.rsplit("_", 1)[1]  # b32 .. b512, or a sub-dword u8 / i8 / u16 / i16
         return _smem(ops, mods, int(width[1:]) // 32 if width[0] == "b" else 1, name)
@@ -59,7 +100,7 @@ def atomic(name: str) -> tuple[str, str, str, bool, bool] | None:
     if op.endswith(("_u64", "_u32", "_i32")):
         return None
     key = op if op in ATOMIC_OPS else f"{op}_{typ}" if f"{op}_{typ}" in ATOMIC_OPS else None
-    if key is None or ATOMIC_OPS[key] is None:
+    if key is None:
         return None
     return seg, ATOMIC_OPS[key], typ, bool(rtn), key in TWO_DATA
 
@@ -84,7 +125,7 @@ def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
         if off_op is not None and off_op.kind == "s" and off_op.index != NULL:
             offset = offset + w.sget(off_op.index, 1, g).astype(np.uint64)
         elif off_op is not None and off_op.kind in ("int", "lit"):
-            offset = offset + np.uint64(off_op.value & 0xFFFFFFFF)
+            offset = offset + np.uint64(off_op.value % (1 << 64))
         if buffer:
             desc = np.stack([w.s[base.index + i, g] for i in range(4)], -1).astype(np.uint64)
             addr = (desc[:, 0] | ((desc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))) + offset
@@ -293,7 +334,8 @@ def _from_vgprs(w, src: Operand, g, size: int, hi: bool) -> np.ndarray:
 
 def atomic_operands(seg: str, returns: bool, ops: list[Operand], mods: dict, cmpswap: bool) -> tuple:
     """An atomic's (returns, destination or None, address, data, saddr or None, DS's second data or None)."""
-    returns = returns or "glc" in mods or mods.get("th", "").startswith("TH_ATOMIC_RETURN")
+    # returns the old value: gfx11's glc, gfx940's sc0 (its name for that bit), gfx12's th
+    returns = returns or "glc" in mods or "sc0" in mods or mods.get("th", "").startswith("TH_ATOMIC_RETURN")
     dst = ops[0] if returns else None
     rest = ops[1:] if returns else ops
     addr_op, data_op = rest[0], rest[1]
@@ -386,7 +428,7 @@ def _ds(kind: str, size: int, two: bool, stride64: bool, what: str, ops: list[Op
     scale = size * (64 if stride64 else 1)
     offs = [int(mods.get("offset0", "0"), 0) * scale, int(mods.get("offset1", "0"), 0) * scale] if two else [
         _offset(mods)]
-    signed = what in ("i8", "i16")
+    signed = what in ("i8", "i16", "d16_i8", "d16_hi_i8")
     hi = "hi" in what
     if kind == "load":
         dst, addr_op = ops[0], ops[1]

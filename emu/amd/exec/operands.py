@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
 
 # scalar register numbers of gfx11/gfx12 (ISA "scalar operand" encoding)
 SPECIAL = {"vcc_lo": 106, "vcc_hi": 107, "null": 124, "m0": 125, "exec_lo": 126, "exec_hi": 127,
-           "vcc": 106, "exec": 126}
-PAIRS = {"vcc", "exec"}
+           "vcc": 106, "exec": 126, "flat_scratch_lo": 102, "flat_scratch_hi": 103, "flat_scratch": 102,
+           "xnack_mask_lo": 104, "xnack_mask_hi": 105, "xnack_mask": 104}  # the last two pairs: gfx9's names
+PAIRS = {"vcc", "exec", "flat_scratch", "xnack_mask"}
 SRC_SPECIAL = {"src_scc": "scc", "src_execz": "execz", "src_vccz": "vccz"}
 # the apertures' registers: high 32 bits of where flat addresses reach LDS and scratch (as the emulator maps them)
 APERTURES = {"src_shared_base": 0x10000, "src_shared_limit": 0x1FFFF, "src_private_base": 0x20000,
@@ -26,13 +27,13 @@ APERTURES = {"src_shared_base": 0x10000, "src_shared_limit": 0x1FFFF, "src_priva
 FLOATS = {"0.5": 0.5, "-0.5": -0.5, "1.0": 1.0, "-1.0": -1.0, "2.0": 2.0, "-2.0": -2.0, "4.0": 4.0, "-4.0": -4.0,
           "0.15915494": 0.15915494309189532, "0.15915494309189532": 0.15915494309189532}
 INV_2PI_BITS = {"f32": 0x3E22F983, "f16": 0x3118, "f64": 0x3FC45F306DC9C882, "bf16": 0x3E22}
-_REG = re.compile(r"^(v|s|ttmp)(?:(\d+)|\[(\d+):(\d+)\])(?:\.([lh]))?$")
+_REG = re.compile(r"^(v|s|ttmp|a)(?:(\d+)|\[(\d+):(\d+)\])(?:\.([lh]))?$")
 
 
 @dataclass(frozen=True)
 class Operand:
-    kind: str  # 'v', 's', 'int' (inline integer), 'float' (inline float), 'lit' (32-bit literal), 'special',
-    # 'aperture' (src_shared_base ...), 'off'
+    kind: str  # 'v', 's', 'a' (gfx90a+ AccVGPR), 'int' (inline integer), 'float' (inline float), 'lit' (32-bit
+    # literal), 'special', 'aperture' (src_shared_base ...), 'off'
     index: int = 0  # first register (s: the scalar encoding number, so ttmp0 is 108)
     count: int = 1
     value: float | int = 0
@@ -40,9 +41,12 @@ class Operand:
     abs: bool = False
     half: int | None = None  # true16: 0 low, 1 high
     text: str = ""
+    sext: bool = False  # gfx9 SDWA's sext(..): the selected bits sign-extended
 
 
 def parse(text: str) -> Operand:
+    if text.startswith("sext(") and text.endswith(")"):
+        return replace(parse(text[5:-1]), sext=True, text=text)
     t, neg, ab = text, False, False
     if t.startswith("neg(") and t.endswith(")"):
         t, neg = t[4:-1], True
@@ -57,7 +61,7 @@ def parse(text: str) -> Operand:
         first = int(m.group(2) or m.group(3))
         count = 1 if m.group(2) else int(m.group(4)) - first + 1
         half = None if m.group(5) is None else int(m.group(5) == "h")
-        kind = "v" if m.group(1) == "v" else "s"
+        kind = m.group(1) if m.group(1) in "va" else "s"
         return Operand(kind, first + 108 * (m.group(1) == "ttmp"), count, 0, neg, ab, half, text)
     if t in SPECIAL:
         return Operand("s", SPECIAL[t], 2 if t in PAIRS else 1, 0, neg, ab, None, text)
@@ -69,8 +73,8 @@ def parse(text: str) -> Operand:
         return Operand("off", text=text)
     if t in FLOATS:
         return Operand("float", value=FLOATS[t], neg=neg, abs=ab, text=text)
-    if re.fullmatch(r"-?\d+", t):
-        return Operand("int", value=int(t), neg=neg, abs=ab, text=text)
+    if re.fullmatch(r"-?\d+|-0x[0-9a-fA-F]+", t):  # the second: a negative immediate offset (gfx9 SMEM)
+        return Operand("int", value=int(t, 0), neg=neg, abs=ab, text=text)
     if re.fullmatch(r"0x[0-9a-fA-F]+", t):
         return Operand("lit", value=int(t, 16), neg=neg, abs=ab, text=text)
     raise ValueError(f"operand {text!r}")

@@ -14,7 +14,8 @@ ALU = {
     "add": "a + b", "add_nc": "a + b", "sub": "a - b", "sub_nc": "a - b", "subrev": "b - a",
     "subrev_nc": "b - a", "mul": "a * b", "mul_lo": "a * b", "mul_hi": "mul_hi(a, b)",
     "fma": "fma(a, b, c)", "fmac": "fma(a, b, d)", "fmamk": "fma(a, k, b)", "fmaak": "fma(a, b, k)",
-    "mad": "a * b + c", "min": "fmin(a, b)", "max": "fmax(a, b)", "min_num": "fmin(a, b)",
+    "mad": "a * b + c", "mac": "a * b + d", "madmk": "a * k + b", "madak": "a * b + k", "min": "fmin(a, b)",
+    "max": "fmax(a, b)", "min_num": "fmin(a, b)",
     "max_num": "fmax(a, b)", "min3": "fmin(fmin(a, b), c)", "max3": "fmax(fmax(a, b), c)",
     "med3": "med3(a, b, c)", "min3_num": "fmin(fmin(a, b), c)", "max3_num": "fmax(fmax(a, b), c)",
     "med3_num": "med3(a, b, c)", "minmax": "fmax(fmin(a, b), c)", "maxmin": "fmin(fmax(a, b), c)",
@@ -70,6 +71,8 @@ TYPED = {
     "v_mul_hi_i32_i24": ("i32", "u32 u32", "((sext24(a).astype(i64) * sext24(b)) >> 32).astype(i32)"),
     "v_cvt_floor_i32_f32": ("i32", "f32", "to_int(np.floor(a), i32)"),
     "v_cvt_nearest_i32_f32": ("i32", "f32", "to_int(np.floor(a + f32(0.5)), i32)"),
+    "v_cvt_flr_i32_f32": ("i32", "f32", "to_int(np.floor(a), i32)"),  # gfx9's names of the two
+    "v_cvt_rpi_i32_f32": ("i32", "f32", "to_int(np.floor(a + f32(0.5)), i32)"),
     "v_frexp_exp_i32_f32": ("i32", "f32", "frexp_exp(a)"), "v_frexp_exp_i32_f64": ("i32", "f64", "frexp_exp(a)"),
     "v_frexp_mant_f32": ("f32", "f32", "frexp_mant(a)"), "v_frexp_mant_f64": ("f64", "f64", "frexp_mant(a)"),
     "v_ldexp_f32": ("f32", "f32 i32", "np.ldexp(a, np.clip(b, -1000, 1000))"),
@@ -98,7 +101,14 @@ TYPED = {
     "s_ashr_i64": ("i64", "i64 u32", "a >> (b & 63)"),
     "s_bcnt1_i32_b64": ("u32", "u64", "popcount(a)"), "s_bcnt0_i32_b64": ("u32", "u64", "64 - popcount(a)"),
     "s_ctz_i32_b64": ("i32", "u64", "ctz(a)"), "s_clz_i32_u64": ("i32", "u64", "clz(a)"),
-    "s_ctz_i32_b32": ("i32", "u32", "ctz(a)"), "s_clz_i32_u32": ("i32", "u32", "clz(a)"),
+    "s_ctz_i32_b32": ("i32", "u32", "ctz(a)"),
+    # gfx9's names of these: find first one/zero from the LSB, first one (or, signed, bit unlike the sign) from
+    # the MSB
+    "s_ff1_i32_b32": ("i32", "u32", "ctz(a)"), "s_ff1_i32_b64": ("i32", "u64", "ctz(a)"),
+    "s_ff0_i32_b32": ("i32", "u32", "ctz(~a)"), "s_ff0_i32_b64": ("i32", "u64", "ctz(~a)"),
+    "s_flbit_i32_b32": ("i32", "u32", "clz(a)"), "s_flbit_i32_b64": ("i32", "u64", "clz(a)"),
+    "s_flbit_i32": ("i32", "i32", "cls(a)"), "s_flbit_i32_i64": ("i32", "i64", "cls(a)"),
+    "v_ffbh_i32": ("i32", "i32", "cls(a)"), "s_clz_i32_u32": ("i32", "u32", "clz(a)"),
     "s_cls_i32": ("i32", "i32", "cls(a)"), "s_cls_i32_i64": ("i32", "i64", "cls(a)"),
     "s_bfm_b64": ("u64", "u32 u32", "((u64(1) << (a & 63).astype(u64)) - u64(1)) << (b & 63).astype(u64)"),
     "s_bcnt1_i32_b32": ("u32", "u32", "popcount(a)"),
@@ -151,7 +161,8 @@ TYPED = {
 SCC = {"min": "a < b", "max": "a > b",
        **{f"lshl{n}_add": f"((a.astype(u64) << {n}) + b.astype(u64)) > 0xFFFFFFFF" for n in (1, 2, 3, 4)}}
 # compare name -> numpy expression (ordered compares are False on NaN, the n* forms True)
-CMP = {"f": "np.zeros_like(a, bool)", "t": "np.ones_like(a, bool)", "lt": "a < b", "eq": "a == b", "le": "a <= b",
+CMP = {"f": "np.zeros_like(a, bool)", "t": "np.ones_like(a, bool)", "tru": "np.ones_like(a, bool)", "lt": "a < b",
+       "eq": "a == b", "le": "a <= b",
        "gt": "a > b", "lg": "(a < b) | (a > b)", "ne": "a != b", "ge": "a >= b", "o": "~(np.isnan(a) | np.isnan(b))",
        "u": "np.isnan(a) | np.isnan(b)", "nge": "~(a >= b)", "nlg": "~((a < b) | (a > b))", "ngt": "~(a > b)",
        "nle": "~(a <= b)", "neq": "~(a == b)", "nlt": "~(a < b)", "lg_i": "a != b", "class": "fclass(a, b)"}

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from usergpu.emu.amd.exec import dpp, fp, wmma
+from usergpu.emu.amd.exec import dpp, fp, mfma, sdwa, wmma
 from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE, to_bf16, unpack
 from usergpu.emu.amd.exec.operands import Operand
 from usergpu.emu.amd.exec.semantics import ALU, CMP, MOVREL, SCC, TYPED
@@ -17,7 +17,8 @@ SUFFIX = re.compile(r"(_(e32|e64|dpp|sdwa))+$")
 TYPE = re.compile(r"_([fiub])(\d+)$")
 # carry-out (and carry-in) integer ops: operands vdst, sdst, src0, src1[, carry-in]
 CARRY = {"add_co_u32": "a + b", "sub_co_u32": "a - b", "subrev_co_u32": "b - a",
-         "add_co_ci_u32": "a + b + c", "sub_co_ci_u32": "a - b - c", "subrev_co_ci_u32": "b - a - c"}
+         "add_co_ci_u32": "a + b + c", "sub_co_ci_u32": "a - b - c", "subrev_co_ci_u32": "b - a - c",
+         "addc_co_u32": "a + b + c", "subb_co_u32": "a - b - c", "subbrev_co_u32": "b - a - c"}  # the last: gfx9
 SCC_NONZERO = {"and", "or", "xor", "not", "nand", "nor", "xnor", "and_not1", "or_not1", "andn2", "orn2", "lshl",
                "lshr", "ashr", "bfe", "bcnt1", "bcnt0", "abs", "absdiff", "quadmask", "wqm"}
 _CODE: dict[str, object] = {}
@@ -124,7 +125,7 @@ def scalar_alu(ex, name: str, ops: list[Operand], mods: dict, inst):
 
 def _literal_k(core: str, srcs: list[Operand]) -> tuple[list[Operand], Operand | None]:
     """fmamk d, a, K, b / fmaak d, a, b, K: the sources without the literal K, which the expression calls k."""
-    if not core.startswith(("fmamk", "fmaak")):
+    if not core.startswith(("fmamk", "fmaak", "madmk", "madak")):
         return srcs, None
     k = [o for o in srcs if o.kind == "lit"][-1]
     return [o for o in srcs if o is not k], k
@@ -141,6 +142,19 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
     m = re.match(r"^(cmpx?)_(\w+?)_([fiub]\d+)$", core)
     if m:
         return _compare(m.group(1) == "cmpx", m.group(2), m.group(3), ops, perm, mods)
+    if sdwa.used(mods):  # sub-dword operands (gfx9): the plain ALU operations, and carries and lane selects into
+        if core in CARRY:
+            return _carry(ops, CARRY[core], perm, mods)
+        if core == "cndmask_b32":
+            return _writer(ops[0], "u32", sdwa.merge(_cndmask_value(ops, "u32", perm, mods), ops[0], "u32", mods))
+        sig = signature(name)
+        if sig is None or width(sig[0]) > 32:
+            return None
+        return _writer(ops[0], "u32", sdwa.merge(_alu_value(sig, ops, mods, perm, core), ops[0], sig[0], mods))
+    if core.startswith(("mfma_", "smfmac_")):
+        return mfma.step(ex, core, ops, mods)
+    if core in ACCVGPR_MOVES:  # gfx90a+: moves between the ArchVGPRs and the AccVGPRs of the one file
+        return _alu(("u32", ["u32"], "a"), ops, mods, perm, core)
     if core in ("readfirstlane_b32", "readlane_b32"):
         return _readlane(ops, core == "readfirstlane_b32")
     if core == "writelane_b32":
@@ -181,12 +195,18 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
     return _alu(sig, ops, mods, perm, core)
 
 
+ACCVGPR_MOVES = ("accvgpr_read_b32", "accvgpr_write_b32", "accvgpr_mov_b32")
 # dot products: (source element type, elements per dword, accumulator type)
 DOT = {"dot2_f32_f16": ("f16", "f32"), "dot2_f32_bf16": ("bf16", "f32"), "dot2acc_f32_f16": ("f16", "f32"),
        "dot2acc_f32_bf16": ("bf16", "f32"), "dot4_i32_iu8": ("i8", "i32"), "dot4_u32_u8": ("u8", "u32"),
        "dot8_u32_u4": ("u4", "u32"), "dot8_i32_iu4": ("i4", "i32"), "dot2_f16_f16": ("f16", "f16"),
        "dot2_bf16_bf16": ("bf16", "bf16"),
-       **{f"dot4_f32_{a}_{b}": (f"{a} {b}", "f32") for a in ("fp8", "bf8") for b in ("fp8", "bf8")}}
+       **{f"dot4_f32_{a}_{b}": (f"{a} {b}", "f32") for a in ("fp8", "bf8") for b in ("fp8", "bf8")},
+       # gfx9's: the c forms accumulate into the destination
+       "dot2c_f32_f16": ("f16", "f32"), "dot2c_f32_bf16": ("bf16", "f32"), "dot4c_i32_i8": ("i8", "i32"),
+       "dot2c_i32_i16": ("i16", "i32"), "dot8c_i32_i4": ("i4", "i32"), "dot2_i32_i16": ("i16", "i32"),
+       "dot2_u32_u16": ("u16", "u32"), "dot8_i32_i4": ("i4", "i32"), "dot4_i32_i8": ("i8", "i32")}
+ACCUMULATES = ("dot2acc", "dot2c", "dot4c", "dot8c")  # the dot products whose addend is the destination
 
 
 def _dot(core: str, ops: list[Operand], mods: dict):
@@ -206,7 +226,7 @@ def _dot(core: str, ops: list[Operand], mods: dict):
         shape = (len(w.pc[g]), w.lanes, 1)
         a = unpack(np.broadcast_to(w.read(srcs[0], "u32", g)[..., None], shape), a_kind)
         b = unpack(np.broadcast_to(w.read(srcs[1], "u32", g)[..., None], shape), b_kind)
-        c = w.read(dst if "acc" in core else srcs[2], acc if acc != "bf16" else "u16", g)
+        c = w.read(dst if core.startswith(ACCUMULATES) else srcs[2], acc if acc != "bf16" else "u16", g)
         if acc == "bf16":
             c = (c.astype(np.uint32) << np.uint32(16)).view(np.float32)
         total = (a * b).sum(axis=-1) + c.astype(np.float64 if acc[0] in "fb" else np.int64)
@@ -223,7 +243,7 @@ def _dot(core: str, ops: list[Operand], mods: dict):
 def _packed(core: str, ops: list[Operand], mods: dict):
     """v_pk_*: the operation on the low halves and on the high halves; op_sel picks each source's half for the
     low result, op_sel_hi for the high one; neg_lo/neg_hi negate float sources."""
-    sig = signature("v_" + core[3:])
+    sig = ("u32", ["u32"], "a") if core == "pk_mov_b32" else signature("v_" + core[3:])
     if sig is None:
         return None
     dtyp, types, expr = sig
@@ -235,9 +255,15 @@ def _packed(core: str, ops: list[Operand], mods: dict):
     neg_hi = [int(x) for x in mods.get("neg_hi", "[" + ",".join("0" * n) + "]").strip("[]").split(",")]
     types = _types(srcs, types)
 
+    wide = width(dtyp) == 32  # gfx940's packed f32: two values in a register pair, op_sel picking the register
+    if core == "pk_mov_b32":  # the low result from src0, the high from src1 (each the register op_sel picks)
+        expr, types = "a", ["u32"]
+
     def half(w, op: Operand, typ: str, which: int, negate: int, g) -> np.ndarray:
         if op.kind in ("int", "float", "lit"):  # a constant: the same value in both halves (literals: low half)
             v = w.read(op, typ, g)
+        elif wide:
+            v = w.read(Operand(op.kind, op.index + which, 1, 0, False, False, None, op.text), typ, g)
         else:
             v = w.read(Operand(op.kind, op.index, 1, 0, False, False, which, op.text), typ, g)
         return -v if negate and typ.startswith("f") else v
@@ -245,14 +271,20 @@ def _packed(core: str, ops: list[Operand], mods: dict):
     def packed(ex, g) -> None:
         w = ex.w
         parts = []
-        for pick, negs in ((sel, neg_lo), (hi, neg_hi)):
-            env = {name: half(w, o, t, pick[i], negs[i], g) for i, (name, o, t) in enumerate(zip("abc", srcs, types,
-                                                                                              strict=False))}
+        for k, (pick, negs) in enumerate(((sel, neg_lo), (hi, neg_hi))):
+            pairs = list(enumerate(zip("abc", srcs, types, strict=False)))
+            if core == "pk_mov_b32":  # op_sel[k] picks the register of source k (op_sel_hi unused)
+                pairs, pick = [(k, ("a", srcs[k], "u32"))], sel
+            env = {name: half(w, o, t, pick[i], negs[i], g) for i, (name, o, t) in pairs}
             env["W"] = width(dtyp)
             if re.search(r"\bd\b", expr):  # v_pk_fmac: the destination's half as the addend
-                env["d"] = half(w, dst, dtyp, int(negs is neg_hi), 0, g)
-            parts.append(np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp]))
-        lo, hi_part = (np.broadcast_to(p, (len(w.pc[g]), w.lanes)).view(np.uint16).astype(np.uint32) for p in parts)
+                env["d"] = half(w, dst, dtyp, k, 0, g)
+            parts.append(np.broadcast_to(np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp]), (len(w.pc[g]), w.lanes)))
+        if wide:
+            for k, part in enumerate(parts):
+                w.write(Operand("v", dst.index + k, text=dst.text), dtyp, g, part, w.exec_mask(g))
+            return
+        lo, hi_part = (p.view(np.uint16).astype(np.uint32) for p in parts)
         w.write(dst, "u32", g, lo | (hi_part << np.uint32(16)), w.exec_mask(g))
     return packed
 
@@ -348,9 +380,14 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
     W = width(dtyp)
     saturate = "clamp" in mods and dtyp[0] in "iu" and W <= 32
 
+    sels = sdwa.source_selects(mods, len(srcs)) if sdwa.used(mods) else None
+
     def alu(ex, g) -> tuple[np.ndarray, np.ndarray]:
         w = ex.w
-        env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=False)}
+        if sels is None:
+            env = {n: w.read(o, t, g) for n, o, t in zip("abc", srcs, types, strict=False)}
+        else:
+            env = {n: sdwa.read(w, o, t, g, sel) for n, o, t, sel in zip("abc", srcs, types, sels, strict=False)}
         if perm is not None:
             env["a"], lanes_ok = dpp.apply(perm, env["a"], w.exec_mask(g))
         if saturate:  # integer clamp: the exact result, saturated to the type's range
@@ -378,16 +415,18 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
 
 def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: dict):
     typ = {"b": "u"}.get(typ[0], typ[0]) + typ[1:]
-    dst = None if cmpx else ops[0]
-    a_op, b_op = (ops if cmpx else ops[1:])[:2]
+    both = cmpx and len(ops) == 3  # gfx9's v_cmpx writes its lane mask to EXEC and to the named SGPRs
+    dst = ops[0] if both or not cmpx else None
+    a_op, b_op = (ops if cmpx and not both else ops[1:])[:2]
     expr = CMP.get(cond)
     if expr is None:
         return None
     types = (typ, "u32") if cond == "class" else (typ, typ)
+    sels = sdwa.source_selects(mods, 2) if sdwa.used(mods) else [(0, 32)] * 2
 
     def compare(ex, g) -> None:
         w = ex.w
-        a, b = w.read(a_op, types[0], g), w.read(b_op, types[1], g)
+        a, b = sdwa.read(w, a_op, types[0], g, sels[0]), sdwa.read(w, b_op, types[1], g, sels[1])
         lanes_ok = None
         if perm is not None:
             a, lanes_ok = dpp.apply(perm, a, w.exec_mask(g))
@@ -395,17 +434,24 @@ def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: di
         active = w.exec_mask(g)
         if lanes_ok is not None:
             active = active & lanes_ok
-        w.set_lanes(126 if cmpx else dst.index, g, res & active)
+        if dst is not None:
+            w.set_lanes(dst.index, g, res & active)
+        if cmpx:
+            w.set_lanes(126, g, res & active)
     return compare
 
 
-def _cndmask_value(ops: list[Operand], typ: str, perm):
+def _cndmask_value(ops: list[Operand], typ: str, perm, mods: dict | None = None):
     """v_cndmask: src1 where the lane mask (src2) is set, else src0; and the lanes that write."""
     a_op, b_op, m_op = ops[1:4]
+    sels = sdwa.source_selects(mods, 2) if mods and sdwa.used(mods) else None
 
     def cndmask(ex, g) -> tuple[np.ndarray, np.ndarray]:
         w = ex.w
-        a, b = _bits(w, a_op, typ, g), _bits(w, b_op, typ, g)
+        if sels:
+            a, b = (sdwa.read(w, o, typ, g, sel) for o, sel in zip((a_op, b_op), sels, strict=True))
+        else:
+            a, b = _bits(w, a_op, typ, g), _bits(w, b_op, typ, g)
         if perm is not None:
             a, _ = dpp.apply(perm, a, w.exec_mask(g))
         return np.where(w.lanes_of(m_op.index, g), b, a), w.exec_mask(g)
@@ -422,18 +468,19 @@ def _bits(w, op: Operand, typ: str, g) -> np.ndarray:
 def _carry(ops: list[Operand], expr: str, perm, mods: dict):
     dst, sdst, a_op, b_op = ops[:4]
     cin = ops[4] if len(ops) > 4 else None
+    sels = sdwa.source_selects(mods, 2) if sdwa.used(mods) else [(0, 32)] * 2
 
     def carry(ex, g) -> None:
         w = ex.w
-        a = w.read(a_op, "u32", g).astype(np.int64)
-        b = w.read(b_op, "u32", g).astype(np.int64)
+        a = sdwa.read(w, a_op, "u32", g, sels[0]).astype(np.int64)
+        b = sdwa.read(w, b_op, "u32", g, sels[1]).astype(np.int64)
         if perm is not None:
             a, _ = dpp.apply(perm, a, w.exec_mask(g))
         c = w.lanes_of(cin.index, g).astype(np.int64) if cin else 0
         r = np.broadcast_to(evaluate(expr, {"a": a, "b": b, "c": c}), (len(w.pc[g]), w.lanes))
         lanes = w.exec_mask(g)
         w.set_lanes(sdst.index, g, ((r >> 32) != 0) & lanes)
-        w.write(dst, "u32", g, (r & 0xFFFFFFFF).astype(np.uint32), lanes)
+        w.write(dst, "u32", g, sdwa.place(w, g, dst, (r & 0xFFFFFFFF).astype(np.uint32), "u32", mods), lanes)
     return carry
 
 

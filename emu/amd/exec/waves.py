@@ -41,16 +41,19 @@ def width(typ: str) -> int:
 
 
 class Waves:
-    def __init__(self, n: int, lanes: int, vgprs: int):
+    def __init__(self, n: int, lanes: int, vgprs: int, agprs: int = 0):
         self.n, self.lanes = n, lanes
         # indexed [register, wave(, lane)]; laid out wave by wave, so one wave's registers are together (what the
-        # native backend, which runs a wave at a time, reads)
-        self.v = _zeroed((n, max(vgprs, 1), lanes)).transpose(1, 0, 2)
+        # native backend, which runs a wave at a time, reads). gfx90a+'s AccVGPRs follow the ArchVGPRs in the one
+        # file, from acc (the descriptor's ACCUM_OFFSET)
+        self.acc = vgprs
+        self.v = _zeroed((n, max(vgprs + agprs, 1), lanes)).transpose(1, 0, 2)
         self.s = np.zeros((n, 128), np.uint32).T
         self.scc = np.zeros(n, np.uint32)
         self.pc = np.zeros(n, np.int64)
         self.done = np.zeros(n, bool)
         self.waiting = np.zeros(n, bool)  # at a barrier
+        self.gpr_idx = np.zeros(n, bool)  # gfx9's VGPR indexing mode on (gpr_index.py)
         self.steps = np.zeros(n, np.int64)
         self._lane_bits = (np.uint64(1) << np.arange(lanes, dtype=np.uint64))
 

@@ -21,7 +21,7 @@ def execute(program: str, arch: str, v: dict | None = None, s: dict | None = Non
     VGPRs v {register: values per lane, (waves, lanes) or flat} and SGPRs s {register: value, or one per wave},
     SCC scc (or one per wave); the waves' state after (memory holds the native backend's writes)."""
     code = isa.asm(f"{program}\ns_endpgm", arch)
-    w = Waves(waves, lanes, 64)
+    w = Waves(waves, lanes, 64, 256 if arch in ("gfx942", "gfx950") else 0)  # gfx90a+: a0..a255 after v0..v63
     w.s[126] = w.s[127] = 0xFFFFFFFF
     for reg, values in (v or {}).items():
         w.v[reg] = (np.asarray(values, np.uint64) & np.uint64(0xFFFFFFFF)).reshape(waves, lanes)

@@ -11,7 +11,9 @@ from fractions import Fraction
 
 import numpy as np
 
-ARCHS = ("gfx1100", "gfx1200")
+RDNA, CDNA = ("gfx1100", "gfx1200"), ("gfx942", "gfx950")
+ARCHS = RDNA + CDNA
+WAVES = {"gfx942": (64,), "gfx950": (64,)}  # the wave sizes an arch runs (CDNA: wave64 only), else 32 and 64
 M32, M64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
 
 
@@ -35,6 +37,11 @@ class Case:
 
 
 CASES: list[Case] = []
+
+
+def runs(c: Case) -> list[tuple[str, int]]:
+    """The (arch, wave size) pairs a case runs as."""
+    return [(a, w) for a in c.archs for w in c.waves if w in WAVES.get(a, (32, 64))]
 
 
 def case(name: str, kernel: str, grid: tuple, block: tuple, args: Callable, reference: Callable, **kw) -> None:
@@ -931,8 +938,20 @@ def _dpp_ref(a):
     return [None, np.stack(cols, axis=1).astype(np.int32).ravel()]
 
 
-case("wave.dpp_rows", "dpp_rows", *blocks(256, 64), lambda rng: [rand_i32(rng, 256), np.zeros(256 * 8, np.int32)],
-     _dpp_ref)
+def _dpp_cdna_ref(a):
+    """gfx9's last two: wave_shr:1 (lane l reads lane l - 1 of its wave of 64; lane 0 keeps old) and row_bcast:15
+    under row_mask 0xa (rows 1 and 3 read lane 15 of the row before; rows 0 and 2 keep old)."""
+    out = _dpp_ref(a)[1].reshape(-1, 8)
+    x, lane = a[0], np.arange(len(a[0])) % 64
+    out[:, 6] = np.where(lane > 0, x[np.arange(len(x)) - 1], -1)
+    row = lane // 16
+    out[:, 7] = np.where(row % 2 == 1, x[np.arange(len(x)) - lane + 16 * row - 1], -1)
+    return [None, out.ravel()]
+
+
+_dpp_args = lambda rng: [rand_i32(rng, 256), np.zeros(256 * 8, np.int32)]  # noqa: E731
+case("wave.dpp_rows", "dpp_rows", *blocks(256, 64), _dpp_args, _dpp_ref, archs=RDNA)
+case("wave.dpp_rows_cdna", "dpp_rows", *blocks(256, 64), _dpp_args, _dpp_cdna_ref, archs=CDNA)
 
 
 def _nibbles(lo: int, hi: int) -> np.ndarray:
@@ -957,7 +976,7 @@ def _permlane_ref(a):
     return [None, np.stack([same, cross], axis=1).ravel()]
 
 
-case("wave.permlane", "permlane", *blocks(256, 64), _permlane_args, _permlane_ref)
+case("wave.permlane", "permlane", *blocks(256, 64), _permlane_args, _permlane_ref, archs=RDNA)
 
 
 def _wave_read_args(rng):
@@ -1071,3 +1090,163 @@ def _generic_ref(a):
 
 case("generic.pointers", "generic_ptrs", (1, 1, 1), (64, 1, 1), lambda rng: [rng.integers(-1000, 1000, 128).astype(
     np.int32)], _generic_ref)
+
+
+# ---- mfma.cl -------------------------------------------------------------------------------------------------------
+# gfx942 and gfx950, wave64, one wave per workgroup. Inputs are multiples of small powers of two, so every product
+# and sum is exact in f32 whatever order the hardware adds in: the references are exact and the tolerance 0.
+CDNA = ("gfx942", "gfx950")
+
+
+def small_float(code: np.ndarray, e_bits: int, m_bits: int, bias: int) -> np.ndarray:
+    """An 8-bit-or-less float's value from its fields (sign, biased exponent, mantissa; 0 exponent subnormal)."""
+    code = np.asarray(code, np.int64)
+    e, m = (code >> m_bits) & ((1 << e_bits) - 1), code & ((1 << m_bits) - 1)
+    mag = np.where(e == 0, m * 2.0 ** (1 - bias - m_bits), (1 + m / 2.0**m_bits) * 2.0 ** (e - bias))
+    return np.where(code >> (e_bits + m_bits), -mag, mag)
+
+
+# fp8 / bf8 of each arch: gfx942 FNUZ (bias 8 / 16), gfx950 OCP E4M3 / E5M2 (bias 7 / 15)
+FP8 = {"gfx942": {"fp8": (4, 3, 8), "bf8": (5, 2, 16)}, "gfx950": {"fp8": (4, 3, 7), "bf8": (5, 2, 15)}}
+
+
+def nice_codes(rng, fields: tuple, shape) -> np.ndarray:
+    """Random codes whose values are multiples of 1/8 of magnitude <= 4 (no NaN or infinity among them)."""
+    codes = np.arange(1 << (1 + fields[0] + fields[1]))
+    vals = small_float(codes, *fields)
+    ok = codes[(vals * 8 == np.round(vals * 8)) & (np.abs(vals) <= 4) & (codes != 1 << (fields[0] + fields[1]))]
+    return rng.choice(ok, shape).astype(np.uint8)
+
+
+def _mfma_args(m: int, n: int, k: int, dtype, blocks: int = 1, acc=np.float32):
+    def make(rng):
+        if np.dtype(dtype).kind == "i":
+            a, b = rng.integers(-128, 128, (blocks, m, k)), rng.integers(-128, 128, (blocks, k, n))
+            c = rng.integers(-(1 << 30), 1 << 30, (blocks, m, n))
+        else:
+            a, b, c = dyadic(rng, (blocks, m, k), 8, 8), dyadic(rng, (blocks, k, n), 8, 8), dyadic(rng, (blocks, m, n),
+                                                                                                  40, 4)
+        cast = np.uint16 if dtype == "bf16" else dtype
+        if dtype == "bf16":  # bf16 bits: the top half of the f32
+            a, b = (np.float32(x).view(np.uint32) >> 16 for x in (a, b))
+        return [a.astype(cast).ravel(), b.astype(cast).ravel(), c.astype(acc).ravel(), np.zeros(blocks * m * n, acc)]
+    return make
+
+
+def _values(x: np.ndarray) -> np.ndarray:
+    return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64) if x.dtype == np.uint16 else x.astype(
+        np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
+
+
+def _mfma_ref(m: int, n: int, k: int, blocks: int = 1, a_block=None, b_block=None):
+    """D[b] = A[a_block(b)] @ B[b_block(b)] + C[b] (the blocks' broadcasts as the kernel's cbsz/abid/blgp make them)."""
+    def ref(x):
+        a, b = _values(x[0]).reshape(blocks, m, k), _values(x[1]).reshape(blocks, k, n)
+        c = _values(x[2]).reshape(blocks, m, n)
+        pick = np.arange(blocks)
+        d = a[a_block(pick) if a_block else pick] @ b[b_block(pick) if b_block else pick] + c
+        out = i32(d.astype(object)) if x[3].dtype == np.int32 else d.astype(x[3].dtype)
+        return [None, None, None, np.asarray(out).ravel()]
+    return ref
+
+
+def _gemm_args(m: int, n: int, k: int):
+    def make(rng):
+        a, b, c = dyadic(rng, (m, k), 8, 8, np.float16), dyadic(rng, (k, n), 8, 8, np.float16), dyadic(rng, (m, n),
+                                                                                                      40, 4)
+        return [a.ravel(), b.ravel(), c.ravel(), np.zeros(m * n, np.float32), np.uint32(m), np.uint32(n),
+                np.uint32(k)]
+    return make
+
+
+def _gemm_ref(x):
+    m, n, k = int(x[4]), int(x[5]), int(x[6])
+    d = x[0].reshape(m, k).astype(np.float64) @ x[1].reshape(k, n).astype(np.float64) + x[2].reshape(m, n)
+    return [None, None, None, d.astype(np.float32).ravel()]
+
+
+case("mfma.f16_gemm", "mfma_f16_gemm", (3, 2, 1), (64, 1, 1), _gemm_args(64, 96, 64), _gemm_ref, archs=CDNA,
+     waves=(64,))
+for _kernel, _shape, _dtype, _archs in (
+        ("mfma_f16_16x16x16", (16, 16, 16), np.float16, CDNA), ("mfma_f32_16x16x4", (16, 16, 4), np.float32, CDNA),
+        ("mfma_i8_16x16x32", (16, 16, 32), np.int8, CDNA), ("mfma_f32_32x32x2", (32, 32, 2), np.float32, CDNA),
+        ("mfma_f64_16x16x4", (16, 16, 4), np.float64, CDNA), ("mfma_xf32_16x16x8", (16, 16, 8), np.float32,
+                                                               ("gfx942",)),
+        ("mfma_bf16_16x16x32", (16, 16, 32), "bf16", ("gfx950",)),
+        ("mfma_i8_16x16x64", (16, 16, 64), np.int8, ("gfx950",)),
+        ("mfma_f16_32x32x16", (32, 32, 16), np.float16, ("gfx950",)),
+        ("mfma_i8_32x32x32", (32, 32, 32), np.int8, ("gfx950",))):
+    _acc = np.int32 if _dtype == np.int8 else np.float64 if _dtype == np.float64 else np.float32
+    case(f"mfma.{_kernel[5:]}", _kernel, (1, 1, 1), (64, 1, 1), _mfma_args(*_shape, _dtype, acc=_acc),
+         _mfma_ref(*_shape), archs=_archs, waves=(64,))
+# cbsz 1 / abid 1: both blocks take block 1's A
+case("mfma.blocks_32x32x1", "mfma_blocks_32x32x1", (1, 1, 1), (64, 1, 1), _mfma_args(32, 32, 1, np.float32, 2),
+     _mfma_ref(32, 32, 1, 2, lambda b: b * 0 + 1), archs=CDNA, waves=(64,))
+# cbsz 2 / abid 3: block b takes A of block 4 (b // 4) + 3; blgp 4: lanes read B from lanes 0-15, blocks 0-3
+case("mfma.blocks_4x4x1", "mfma_blocks_4x4x1", (1, 1, 1), (64, 1, 1), _mfma_args(4, 4, 1, np.float32, 16),
+     _mfma_ref(4, 4, 1, 16, lambda b: b // 4 * 4 + 3, lambda b: b % 4), archs=CDNA, waves=(64,))
+
+
+def _fp8_args(arch: str, a_kind: str, b_kind: str):
+    def make(rng):
+        a, b = nice_codes(rng, FP8[arch][a_kind], 16 * 32), nice_codes(rng, FP8[arch][b_kind], 32 * 16)
+        return [a, b, dyadic(rng, 256, 40, 4), np.zeros(256, np.float32)]
+    return make
+
+
+def _fp8_ref(arch: str, a_kind: str, b_kind: str):
+    def ref(x):
+        a = small_float(x[0], *FP8[arch][a_kind]).reshape(16, 32)
+        b = small_float(x[1], *FP8[arch][b_kind]).reshape(32, 16)
+        return [None, None, None, (a @ b + x[2].reshape(16, 16)).astype(np.float32).ravel()]
+    return ref
+
+
+for _arch in CDNA:
+    for _kernel, _kinds in (("mfma_fp8_16x16x32", ("fp8", "fp8")), ("mfma_bf8_fp8_16x16x32", ("bf8", "fp8"))):
+        case(f"mfma.{_kernel[5:]}_{_arch}", _kernel, (1, 1, 1), (64, 1, 1), _fp8_args(_arch, *_kinds),
+             _fp8_ref(_arch, *_kinds), archs=(_arch,), waves=(64,))
+
+
+def _smfmac_args(rng):
+    """A (16 x 32) with two non-zeros (multiples of 1/8) at random places in each group of 4 along K."""
+    a = np.zeros((16, 8, 4))
+    for row, group in np.ndindex(16, 8):
+        a[row, group, rng.permutation(4)[:2]] = rng.choice([-1, 1], 2) * rng.integers(1, 9, 2) / 8
+    return [a.reshape(16, 32).astype(np.float16).ravel(), dyadic(rng, 32 * 16, 8, 8, np.float16),
+            dyadic(rng, 256, 40, 4), np.zeros(256, np.float32)]
+
+
+case("mfma.smfmac_f16_16x16x32", "smfmac_f16_16x16x32", (1, 1, 1), (64, 1, 1), _smfmac_args,
+     _mfma_ref(16, 16, 32), archs=CDNA, waves=(64,))
+
+
+def _scaled_args(m: int, k: int, fields: tuple, packed: bool):
+    """fp8 (one byte each) or fp4 (two per byte, low nibble first, along K for A and N for B) inputs, E8M0 scales
+    2^-3 .. 2^3 per 32 K values."""
+    def make(rng):
+        a, b = nice_codes(rng, fields, (m, k)), nice_codes(rng, fields, (k, m))
+        if packed:
+            a, b = (x[:, 0::2] | (x[:, 1::2] << 4) for x in (a, b))
+        sa, sb = rng.integers(124, 131, (m, k // 32)), rng.integers(124, 131, (k // 32, m))
+        return [a.ravel(), b.ravel(), sa.astype(np.uint8).ravel(), sb.astype(np.uint8).ravel(),
+                dyadic(rng, m * m, 40, 4), np.zeros(m * m, np.float32)]
+    return make
+
+
+def _scaled_ref(m: int, k: int, fields: tuple, packed: bool):
+    def ref(x):
+        a, b = x[0].reshape(m, -1), x[1].reshape(k, -1)
+        if packed:
+            a, b = (np.stack([y & 15, y >> 4], -1).reshape(y.shape[0], -1) for y in (a, b))
+        sa = np.repeat(2.0 ** (x[2].reshape(m, -1).astype(np.int64) - 127), 32, 1)
+        sb = np.repeat(2.0 ** (x[3].reshape(-1, m).astype(np.int64) - 127), 32, 0)
+        d = (small_float(a, *fields) * sa) @ (small_float(b, *fields) * sb) + x[4].reshape(m, m)
+        return [None, None, None, None, None, d.astype(np.float32).ravel()]
+    return ref
+
+
+for _kernel, _m, _k, _fields, _packed in (("mfma_scale_fp8_16x16x128", 16, 128, FP8["gfx950"]["fp8"], False),
+                                          ("mfma_scale_fp4_32x32x64", 32, 64, (2, 1, 1), True)):
+    case(f"mfma.{_kernel[5:]}", _kernel, (1, 1, 1), (64, 1, 1), _scaled_args(_m, _k, _fields, _packed),
+         _scaled_ref(_m, _k, _fields, _packed), archs=("gfx950",), waves=(64,))

@@ -29,7 +29,8 @@ __kernel void lane_permute(__global const int *a, __global int *out, uint k) {
   out[3 * i + 2] = __builtin_amdgcn_ds_permute((int)((base | ((lane + 5) & 31)) * 4), x);
 }
 
-// DPP inside rows of 16 lanes. A lane whose source falls outside its row keeps `old` (-1): bound_ctrl off.
+// DPP inside rows of 16 lanes (and, on gfx9, across rows). A lane whose source falls outside its row (wave)
+// keeps `old` (-1): bound_ctrl off.
 #define NDPP 8
 __kernel void dpp_rows(__global const int *a, __global int *out) {
   uint i = gid(0);
@@ -41,18 +42,25 @@ __kernel void dpp_rows(__global const int *a, __global int *out) {
   o[3] = __builtin_amdgcn_update_dpp(-1, x, 0x140, 0xf, 0xf, false);  // row_mirror
   o[4] = __builtin_amdgcn_update_dpp(-1, x, 0x141, 0xf, 0xf, false);  // row_half_mirror
   o[5] = __builtin_amdgcn_mov_dpp(x, 0x4e, 0xf, 0xf, false);          // quad_perm:[2,3,0,1]
+#if __has_builtin(__builtin_amdgcn_mov_dpp8)  // RDNA: any of 8 lanes
   o[6] = __builtin_amdgcn_mov_dpp8(x, 0x053977);                      // dpp8:[7,6,5,4,3,2,1,0]
   o[7] = __builtin_amdgcn_mov_dpp8(x, 0x1f58d1);                      // dpp8:[1,2,3,4,5,6,7,0]
+#else  // gfx9: whole-wave shifts and row broadcasts instead (rows 1 and 3 written, the others keep old)
+  o[6] = __builtin_amdgcn_update_dpp(-1, x, 0x138, 0xf, 0xf, false);  // wave_shr:1
+  o[7] = __builtin_amdgcn_update_dpp(-1, x, 0x142, 0xa, 0xf, false);  // row_bcast:15
+#endif
 }
 
 // v_permlane16: lane l of a row reads lane sel[l % 16] of the same row; permlanex16 reads the other row of
 // its 32-lane half. The selectors are nibbles of (hi:lo), uniform kernel arguments.
+#if __has_builtin(__builtin_amdgcn_permlane16)  // RDNA only
 __kernel void permlane(__global const int *a, __global int *out, uint lo, uint hi, uint xlo, uint xhi) {
   uint i = gid(0);
   int x = a[i];
   out[2 * i] = __builtin_amdgcn_permlane16(0, x, lo, hi, false, false);
   out[2 * i + 1] = __builtin_amdgcn_permlanex16(0, x, xlo, xhi, false, false);
 }
+#endif
 
 // Whole-wave reads: first lane, a chosen lane, the first active lane under divergence, and a butterfly sum.
 __kernel void wave_read(__global const int *a, __global int *first, __global int *chosen, __global int *odd_first,

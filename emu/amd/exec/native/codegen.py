@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from usergpu.emu.amd.codeobj.target import version
 from usergpu.emu.amd.exec import dpp, memops, valu
 from usergpu.emu.amd.exec.dpp import CONTROLS
 from usergpu.emu.amd.exec.executor import BRANCH, HWREG, NOOPS, SAVEEXEC, SAVEEXEC_OPS, SCMP, _simm16, operands
@@ -36,6 +37,7 @@ class Kernel:
     do not decode)."""
     arch: str
     lanes: int
+    acc: int = 0  # the first AccVGPR's VGPR number (gfx90a+)
     insts: dict[int, object] = field(default_factory=dict)
 
     def span(self) -> tuple[int, int]:
@@ -43,9 +45,9 @@ class Kernel:
         return min(self.insts), max(off + (inst.size if inst else 4) for off, inst in self.insts.items())
 
 
-def discover(code, entry: int, arch: str, lanes: int) -> Kernel:
+def discover(code, entry: int, arch: str, lanes: int, acc: int = 0) -> Kernel:
     """Walk the code from entry (an offset into code) along fall-through and branch targets."""
-    k = Kernel(arch, lanes)
+    k = Kernel(arch, lanes, acc)
     todo = [0]
     while todo and len(k.insts) < MAX_INSTRUCTIONS:
         off = todo.pop()
@@ -158,13 +160,25 @@ class Emitter:
         return f"{{ const uint64_t em = EXECM; {pre}\n  for (int lane = 0; lane < L; lane++) {{ {body} }} }}"
 
     # ---- the kernel ----------------------------------------------------------------------------------------
+    def indexed(self) -> set[int]:
+        """The VALU instructions between an s_set_gpr_idx_on and its s_set_gpr_idx_off (gfx9's VGPR indexing mode,
+        gpr_index.py), which the reference runs: LLVM brackets each indexed move in straight-line code."""
+        out, on = set(), False
+        for off in sorted(self.k.insts):
+            name = self.k.insts[off].mnemonic.strip() if self.k.insts[off] else ""
+            on = name == "s_set_gpr_idx_on" or on and name != "s_set_gpr_idx_off"
+            if on and name.startswith("v_"):
+                out.add(off)
+        return out
+
     def source(self) -> str:
         offs = sorted(self.k.insts)
         blocks = []
+        indexed = self.indexed()
         for n, off in enumerate(offs):
             inst = self.k.insts[off]
             code = None
-            if inst is not None:
+            if inst is not None and off not in indexed:
                 self.consts = []
                 try:
                     code = self.instruction(inst, off)
@@ -189,7 +203,7 @@ class Emitter:
             return ";"
         if name in HWREG:
             return None
-        ops, mods = operands(inst)
+        ops, mods = operands(inst, self.k.acc)
         if ops is None:
             return None
         pc = f"((int64_t)CODE_BASE + {off})"
@@ -199,7 +213,7 @@ class Emitter:
             return f"WAITING[w] = 1; pc = {off + inst.size}; goto out;"
         if name in BRANCH:
             target = off + 4 + 4 * _simm16(ops[0].value)
-            cond = {"True": "1", "scc == 0": "SCC == 0", "scc != 0": "SCC != 0",
+            cond = {"True": "1", "False": "0", "scc == 0": "SCC == 0", "scc != 0": "SCC != 0",
                     "vcc == 0": f"{self.lane_mask(VCC)} == 0", "vcc != 0": f"{self.lane_mask(VCC)} != 0",
                     "exec == 0": "EXECM == 0", "exec != 0": "EXECM != 0"}[BRANCH[name]]
             jump = f"goto {label(target)};" if target in self.k.insts else f"{{ pc = {target}; goto dispatch; }}"
@@ -470,15 +484,17 @@ class Emitter:
         expr = valu.CMP.get(cond)
         if expr is None:
             return None
-        dst = None if cmpx else ops[0]
-        a_op, b_op = (ops if cmpx else ops[1:])[:2]
+        both = cmpx and len(ops) == 3  # gfx9's v_cmpx: to EXEC and to the named SGPRs (valu._compare)
+        dst = ops[0] if both or not cmpx else None
+        a_op, b_op = (ops if cmpx and not both else ops[1:])[:2]
         types = (typ, "u32") if cond == "class" else (typ, typ)
         code, _ = Translator({"a": types[0], "b": types[1]}, {})(expr)
         body = (f"const {ctype(DTYPES[types[0]])} a = {self.read(a_op, types[0])}; "
                 f"const {ctype(DTYPES[types[1]])} b = {self.read(b_op, types[1])}; (void)a; (void)b; "
                 f"bits |= (uint64_t)(({code}) && ON) << lane;")
-        target = EXEC if cmpx else dst.index
-        return f"{{ uint64_t bits = 0; {self.lanes(body)} {self.set_mask(target, 'bits')} }}"
+        stores = ([self.set_mask(dst.index, "bits")] if dst is not None else []) + (
+            [self.set_mask(EXEC, "bits")] if cmpx else [])
+        return f"{{ uint64_t bits = 0; {self.lanes(body)} {' '.join(stores)} }}"
 
     def carry(self, ops: list[Operand], expr: str) -> str:
         dst, sdst, a_op, b_op = ops[:4]
@@ -522,6 +538,7 @@ class Emitter:
 
     # ---- memory --------------------------------------------------------------------------------------------
     def memory(self, name: str, ops: list[Operand], mods: dict, inst) -> str | None:
+        name = memops.canonical(name, version(self.k.arch)[0])
         if inst.family.startswith("SMEM") and re.match(r"^s_load_b\d+$", name):
             return self.smem(ops, mods, int(name.rsplit("_b", 1)[1]) // 32)
         if name in ("ds_swizzle_b32", "ds_bpermute_b32", "ds_permute_b32"):

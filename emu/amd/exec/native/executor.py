@@ -70,10 +70,12 @@ class NativeExecutor(Executor):
         got = self._cache.get("native")
         entry = self._entry - self.code_base
         if got is None or got[0] != entry:
-            lib = build.find(self.code, entry, self.arch, self.w.lanes)
+            # the C names AccVGPRs by their place in the unified file: ACCUM_OFFSET is part of what was compiled
+            key = self.arch if self.gen != 9 else f"{self.arch}+acc{self.w.acc}"
+            lib = build.find(self.code, entry, key, self.w.lanes)
             if lib is None:
-                kernel = codegen.discover(self.code, entry, self.arch, self.w.lanes)
-                lib = build.compile_kernel(self.code, entry, self.arch, self.w.lanes, kernel.span(),
+                kernel = codegen.discover(self.code, entry, self.arch, self.w.lanes, self.w.acc)
+                lib = build.compile_kernel(self.code, entry, key, self.w.lanes, kernel.span(),
                                            codegen.Emitter(kernel).source)
             got = self._cache["native"] = (entry, lib)
         return got[1]

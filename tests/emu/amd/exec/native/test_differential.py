@@ -18,7 +18,7 @@ from lockstep import EDGES
 from usergpu.emu.amd import isa, launch
 from usergpu.emu.amd.isa.asm import AsmError
 
-CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch in c.archs for wave in c.waves]
+CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch, wave in corpus.cases.runs(c)]
 # compare-and-swap loops: how often a wave retries depends on which waves run between its read and its swap (the
 # reference runs a batch's waves in lockstep, the native backend one wave at a time), so only the results agree
 CONTENDED = {"atomics.cas_fmax", "atomics.add_f32"}
