@@ -350,44 +350,6 @@ def _permlane_swap(width: int):
     return build
 
 
-DOT2C = {"dot2c_f32_f16": "f16", "dot2c_f32_bf16": "bf16", "dot2c_i32_i16": "i16"}
-
-
-def _dot2(kind: str, accumulate: bool):
-    """v_dot2c_* (D += S0.lo * S1.lo + S0.hi * S1.hi; DPP reads S0 from another lane) and v_dot2_i32_i16 /
-    _u32_u16 (D = S2 + ...); the integer forms saturate with clamp."""
-    def build(ops: list[Operand], mods: dict, opsel: list[int]):
-        dst, a_op, b_op = ops[:3]
-        perm = dpp.permute(mods, 64) if any(k in mods for k in dpp.CONTROLS) else None
-        acc_typ = "f32" if kind[0] in "fb" else f"{'u' if kind[0] == 'u' else 'i'}32"
-
-        def parts(raw: np.ndarray) -> list[np.ndarray]:
-            halves = [(raw >> np.uint32(16 * i)) & np.uint32(0xFFFF) for i in (0, 1)]
-            if kind[0] in "fb":
-                return [_half_float(h, kind) for h in halves]
-            return [h.astype(np.uint16).view(np.int16 if kind == "i16" else np.uint16).astype(np.int64)
-                    for h in halves]
-
-        def run(ex, g) -> None:
-            w = ex.w
-            a, lanes = _u32(w, a_op, g), w.exec_mask(g)
-            if perm is not None:
-                a, ok = dpp.apply(perm, a, lanes)
-                lanes = lanes & ok & perm["enabled"]
-            acc = w.read(dst if accumulate else ops[3], acc_typ, g)
-            total = sum(x * y for x, y in zip(parts(a), parts(_u32(w, b_op, g)), strict=True))
-            if kind[0] in "fb":
-                bits = _clamp_omod((total + acc.astype(np.float64)).astype(np.float32), "f32", mods).view(np.uint32)
-            else:
-                result = total + acc.astype(np.int64)
-                info = np.iinfo(np.int32 if acc_typ == "i32" else np.uint32)
-                result = np.clip(result, info.min, info.max) if "clamp" in mods else result
-                bits = (result & 0xFFFFFFFF).astype(np.uint32)
-            w.write(dst, "u32", g, bits, lanes)
-        return run
-    return build
-
-
 BUILDERS = {
     "prng_b32": _prng, "cvt_f32_bf16": _cvt_f32_bf16,
     "cvt_pk_f16_f32": _cvt_pk16("f16"), "cvt_pk_bf16_f32": _cvt_pk16("bf16"),
@@ -395,6 +357,4 @@ BUILDERS = {
     "bitop3_b32": _bitop3(32), "bitop3_b16": _bitop3(16),
     "ashr_pk_i8_i32": _ashr_pk(True), "ashr_pk_u8_i32": _ashr_pk(False),
     "permlane16_swap_b32": _permlane_swap(16), "permlane32_swap_b32": _permlane_swap(32),
-    **{core: _dot2(kind, True) for core, kind in DOT2C.items()},
-    "dot2_i32_i16": _dot2("i16", False), "dot2_u32_u16": _dot2("u16", False),
 }

@@ -6,21 +6,22 @@ A (M x K per block; B alike, its N columns in place of A's M rows): block b, row
 b*M + (k // P)*M*B + i, value k % P of that lane's registers, P = M*K*B/64 values per lane packed low bits first
 (fp6 straddles dwords). gfx950's f8f6f4 instructions with 8-bit formats split the lane's 32 values into two runs
 of 16, the second run 16 * 64 / M further along K; fp6 and fp4 keep one run of 32.
-D and C (32-bit values, in 4-row groups; f64 in 1-row groups): block b, row i, column j is in register
-b*M*N/64 + (i // (4R))*4 + i % 4 and lane (b % Q)*N + ((i // 4) % R)*Q*N + j, R = 64 / N row groups per
-register, Q = the blocks one register holds (with 1-row groups for f64 and 4 for i % 4).
+D and C: 32-bit values in groups of h = 4 rows, f64 in single rows (h = 1): block b, row i, column j is value
+b*M*N/64 + (i // (h*R))*h + i % h of lane (b % Q)*N + ((i // h) % R)*Q*N + j, with R = 64 / N row groups and
+Q = ceil(64*h / (M*N)) blocks (the 4x4 shapes') sharing a register; a value is a register (f64: a pair).
 
 Modifiers: cbsz/abid broadcast block (b with its low cbsz bits replaced by abid's) of A to each block of a
 2^cbsz group; blgp has B read from other lanes (BLGP below); f64 forms have neg:[a,b,c] in blgp's place; gfx950's
 f8f6f4 read A's and B's formats from cbsz and blgp, and the scaled forms an E8M0 scale per 32 K values from byte
 op_sel + 2*op_sel_hi of each lane of their scale operands (A's row i, K block kb from lane i + M*kb).
-SMFMAC: A holds 2 of every 4 K values (4:2 structured sparsity); each 2-bit index of the src2 register's
-index set (the set abid picks, the first when cbsz is set) says which of its group of 4 the value stands for.
+SMFMAC: A holds 2 of every 4 K values (4:2 structured sparsity), P/2 per lane; the src2 register holds 32/P index
+sets of P bits, and in the set abid picks (the first when cbsz is set) each kept value's 2 bits say which of its
+group of 4 it stands for.
 
-Arithmetic: products are exact and summed exactly in double (f64: fused multiply-adds in K order, as DGEMM
-does), then rounded once to the accumulator (f32 ties to even; i32 wraps); the guides leave the hardware's
-intermediate rounding open. gfx942's fp8/bf8 are the FNUZ formats (bias 8 / 16, 0x80 NaN, no infinities);
-gfx950's are OCP E4M3 and E5M2.
+Arithmetic: products are exact and summed in double (exactly for the 16-bit and narrower formats' usual ranges;
+f64: fused multiply-adds in K order, as DGEMM does), then rounded once to the accumulator (f32 ties to even;
+i32 wraps); the guides leave the hardware's intermediate rounding open. EXEC masks the write. gfx942's fp8/bf8
+are the FNUZ formats (bias 8 / 16, 0x80 NaN, no infinities); gfx950's are OCP E4M3 and E5M2 (lowp.py decodes all).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from functools import cache
 
 import numpy as np
 
+from usergpu.emu.amd.exec import lowp
 from usergpu.emu.amd.exec.fp import fma64
-from usergpu.emu.amd.exec.operands import Operand, const_bits
+from usergpu.emu.amd.exec.operands import Operand
 
 NAME = re.compile(r"(mfma|smfmac)_(scale_)?(f32|i32|f64)_(\d+)x(\d+)x(\d+)(?:_(\d+)b)?_(\w+)$")
 # the name's source part -> A's and B's element kinds (f8f6f4: from cbsz and blgp)
@@ -46,32 +48,9 @@ BLGP = [np.arange(64), np.arange(64) % 32, np.arange(64) % 32 + 32, (np.arange(6
         *(np.arange(64) % 16 + 16 * q for q in range(4))]
 
 
-def _minifloat(e_bits: int, m_bits: int, bias: int, nan: str | None) -> np.ndarray:
-    """Every code's value: 'fnuz' has only -0's code as NaN; 'fn' the all-ones magnitude; 'ieee' an all-ones
-    exponent is infinity (zero mantissa) or NaN; None: all finite."""
-    code = np.arange(1 << (1 + e_bits + m_bits))
-    e, m = (code >> m_bits) & ((1 << e_bits) - 1), code & ((1 << m_bits) - 1)
-    mag = np.where(e == 0, m * 2.0 ** (1 - bias - m_bits), (1 + m / 2.0**m_bits) * np.exp2(e - bias))
-    top = e == (1 << e_bits) - 1
-    if nan == "ieee":
-        mag = np.where(top, np.where(m == 0, np.inf, np.nan), mag)
-    elif nan == "fn":
-        mag = np.where(top & (m == (1 << m_bits) - 1), np.nan, mag)
-    value = np.where(code >> (e_bits + m_bits), -mag, mag)
-    if nan == "fnuz":
-        value[1 << (e_bits + m_bits)] = np.nan
-    return value
-
-
 # element kinds of at most 16 bits: (bits, every code's value); f32, xf32 and f64 decode by view
-with np.errstate(invalid="ignore"):  # the signalling NaN codes
-    TABLES = {"f16": (16, np.arange(1 << 16).astype(np.uint16).view(np.float16).astype(np.float64)),
-              "bf16": (16, (np.arange(1 << 16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)),
-              "i8": (8, np.arange(256) - (np.arange(256) >> 7 << 8)),
-              "fp8": (8, _minifloat(4, 3, 7, "fn")), "bf8": (8, _minifloat(5, 2, 15, "ieee")),
-              "fp8_fnuz": (8, _minifloat(4, 3, 8, "fnuz")), "bf8_fnuz": (8, _minifloat(5, 2, 16, "fnuz")),
-              "fp6": (6, _minifloat(2, 3, 1, None)), "bf6": (6, _minifloat(3, 2, 3, None)),
-              "fp4": (4, _minifloat(2, 1, 1, None))}
+TABLES = {"i8": (8, np.arange(256) - (np.arange(256) >> 7 << 8)),
+          **{k: (f.bits, lowp.decode(np.arange(1 << f.bits), f)) for k, f in lowp.FORMATS.items() if f.bits <= 16}}
 WIDE = {"f32": 32, "xf32": 32, "f64": 64}
 
 
@@ -155,20 +134,27 @@ def _flags(mods: dict, name: str, n: int = 3) -> list[int]:
     return [int(x) for x in mods.get(name, "[" + ",".join("0" * n) + "]").strip("[]").split(",")]
 
 
-def _dwords(w, op: Operand, count: int, g, acc: str) -> np.ndarray:
-    """(waves, lanes, count) dwords of a register range, or of an inline constant repeated (C only)."""
+SOURCE_KINDS = ("v", "s", "int", "float", "lit", "special", "aperture")
+
+
+def _dwords(w, op: Operand, count: int, g, typ: str) -> np.ndarray:
+    """(waves, lanes, count) dwords of a VGPR range; an SGPR range gives every lane its dwords, any other operand
+    (an inline constant, src_vccz, ...) every dword its value as typ (f64: each pair its double)."""
     n = len(w.pc[g])
-    if op.kind == "v":
-        return np.stack([np.broadcast_to(w.v[op.index + i, g], (n, w.lanes)) for i in range(count)], -1)
-    bits = const_bits(op, acc)
-    words = [bits & 0xFFFFFFFF, bits >> 32] if acc == "f64" else [bits]
-    return np.broadcast_to(np.array(words * (count // len(words)), np.uint32), (n, w.lanes, count))
+    if op.kind in ("v", "s"):
+        regs = w.v if op.kind == "v" else w.s[:, :, None]
+        return np.stack([np.broadcast_to(regs[op.index + i, g], (n, w.lanes)) for i in range(count)], -1)
+    bits = np.broadcast_to(w.read(op, typ, g), (n, 1)).view(np.uint64 if typ == "f64" else np.uint32)
+    words = [bits & np.uint64(0xFFFFFFFF), bits >> np.uint64(32)] if typ == "f64" else [bits]
+    row = np.concatenate(words * (count // len(words)), -1).astype(np.uint32)[:, None]
+    return np.broadcast_to(row, (n, w.lanes, count))
 
 
 def _elements(w, op: Operand, g, kind: str, count: int) -> np.ndarray:
     """(waves, lanes, count) values of a source operand."""
     bits = bits_of(kind)
-    return _values(_unpack(_dwords(w, op, -(-count * bits // 32), g, "u32"), bits, count), kind)
+    typ = "f64" if kind == "f64" else "f32"
+    return _values(_unpack(_dwords(w, op, -(-count * bits // 32), g, typ), bits, count), kind)
 
 
 def _matrix(vals: np.ndarray, rows: int, blocks: int, run: int) -> np.ndarray:
@@ -192,10 +178,11 @@ def _out_place(m: int, n: int, blocks: int, wide: bool) -> tuple[np.ndarray, np.
 
 
 def _scales(w, op: Operand, g, byte: int, rows: int) -> np.ndarray:
-    """(waves, K blocks, rows) powers of two from the E8M0 byte of each lane (255: NaN)."""
+    """(waves, 1, rows, K) factors of A's rows (B's columns) for each K value: 2^(e - 127) from the E8M0 byte e of
+    lane row + rows * (k // 32) (255: NaN)."""
     raw = np.broadcast_to(w.read(op, "u32", g), (len(w.pc[g]), w.lanes))
-    e = ((raw >> np.uint32(8 * byte)) & np.uint32(0xFF)).astype(np.int64)
-    return np.where(e == 255, np.nan, np.ldexp(1.0, e - 127)).reshape(len(w.pc[g]), -1, rows)
+    factor = lowp.e8m0(raw >> np.uint32(8 * byte)).reshape(len(w.pc[g]), -1, rows)
+    return np.repeat(factor, 32, 1).transpose(0, 2, 1)[:, None]
 
 
 def _sparse_product(a: np.ndarray, b: np.ndarray, index: np.ndarray, m: int) -> np.ndarray:
@@ -215,22 +202,22 @@ def step(ex, core: str, ops: list[Operand], mods: dict):
     if core == "mfma_ld_scale_b32":  # its scales go to the f8f6f4 MFMA after it, which the decoder reads with
         return _no_state                # it as one v_mfma_scale_*: alone it changes no register
     p = plan(core, ex.arch, mods)
-    if p is None or ex.w.lanes != 64 or len(ops) < 4 + 2 * p.scaled:
+    if p is None or len(ops) < 4 + 2 * p.scaled:  # (gfx9 runs wave64 only)
         return None
     dst, a_op, b_op, c_op = ops[:4]
-    if not all(o.kind == "v" for o in (dst, a_op, b_op)) or c_op.kind not in ("v", "int", "float", "lit"):
+    if dst.kind != "v" or any(o.kind not in SOURCE_KINDS for o in ops[1:]):
         return None
     per = p.per_lane()
     cbsz, abid, blgp = (int(mods.get(x, 0)) for x in ("cbsz", "abid", "blgp"))
     wide = p.acc == "f64"
     neg = _flags(mods, "neg") if wide else [0, 0, 0]
-    group = min(1 << cbsz, p.blocks) if not p.f8f6f4 else 1
+    group = 1 if p.f8f6f4 else min(1 << cbsz, p.blocks)
     a_blocks = np.arange(p.blocks) // group * group + abid % group
-    lanes_b = BLGP[blgp] if not (p.f8f6f4 or wide or p.sparse) else BLGP[0]
+    lanes_b = BLGP[0 if p.f8f6f4 or wide or p.sparse else blgp]
     lane, value = _out_place(p.m, p.n, p.blocks, wide)
     count = p.out_values() * (2 if wide else 1)
-    index_set = 0 if cbsz else abid % (32 // per)
-    sel, sel_hi = _flags(mods, "op_sel"), _flags(mods, "op_sel_hi")
+    index_shift = np.uint32(0 if cbsz or not p.sparse else per * (abid % (32 // per)))
+    scale_bytes = [s + 2 * h for s, h in zip(_flags(mods, "op_sel"), _flags(mods, "op_sel_hi"), strict=True)]
 
     def mfma(ex, g) -> None:
         w = ex.w
@@ -240,25 +227,23 @@ def step(ex, core: str, ops: list[Operand], mods: dict):
         c = CONVERT[p.acc][0](_unpack(c_dw, 64 if wide else 32, p.out_values()))[:, lane, value]
         with np.errstate(all="ignore"):
             if p.sparse:
-                index = np.broadcast_to(w.read(c_op, "u32", g), a.shape[:2]) >> np.uint32(per * index_set)
+                index = np.broadcast_to(w.read(c_op, "u32", g), a.shape[:2]) >> index_shift
                 d = _sparse_product(a, b, index, p.m) + c
             else:
                 am = _matrix(a, p.m, p.blocks, p.run(p.a))[:, a_blocks] * (-1 if neg[0] else 1)
                 bm = _matrix(b, p.n, p.blocks, p.run(p.b)) * (-1 if neg[1] else 1)
                 if p.scaled:
-                    am = am * np.repeat(_scales(w, ops[4], g, sel[0] + 2 * sel_hi[0], p.m), 32, 1).transpose(
-                        0, 2, 1)[:, None]
-                    bm = bm * np.repeat(_scales(w, ops[5], g, sel[1] + 2 * sel_hi[1], p.n), 32, 1).transpose(
-                        0, 2, 1)[:, None]
+                    am = am * _scales(w, ops[4], g, scale_bytes[0], p.m)
+                    bm = bm * _scales(w, ops[5], g, scale_bytes[1], p.n)
                 d = _fma_chain(am, bm, -c if neg[2] else c) if wide else am @ np.swapaxes(bm, -1, -2) + c
-            bits = CONVERT[p.acc][1](d)
+            codes = CONVERT[p.acc][1](d)
         out = np.zeros((len(w.pc[g]), w.lanes, p.out_values()), np.uint64)
-        out[:, lane, value] = bits
-        words = np.stack([out & np.uint64(0xFFFFFFFF), out >> np.uint64(32)], -1).reshape(*out.shape[:2], -1) \
-            if wide else out
+        out[:, lane, value] = codes
+        if wide:  # each value's low dword, then its high one
+            out = np.stack([out & np.uint64(0xFFFFFFFF), out >> np.uint64(32)], -1).reshape(*out.shape[:2], -1)
         exec_mask = w.exec_mask(g)
         for r in range(count):
-            w.v[dst.index + r, g] = np.where(exec_mask, words[:, :, r].astype(np.uint32), w.v[dst.index + r, g])
+            w.v[dst.index + r, g] = np.where(exec_mask, out[:, :, r].astype(np.uint32), w.v[dst.index + r, g])
     return mfma
 
 

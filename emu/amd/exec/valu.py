@@ -173,7 +173,7 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
     if core.startswith("pk_"):
         return _packed(core, ops, mods)
     if core in DOT:
-        return _dot(core, ops, mods)
+        return _dot(core, ops, mods, perm)
     if core in ("swap_b32", "swap_b16"):
         return _swap(ops, "u32" if core.endswith("32") else "u16")
     if core.startswith("fma_mix"):
@@ -209,9 +209,9 @@ DOT = {"dot2_f32_f16": ("f16", "f32"), "dot2_f32_bf16": ("bf16", "f32"), "dot2ac
 ACCUMULATES = ("dot2acc", "dot2c", "dot4c", "dot8c")  # the dot products whose addend is the destination
 
 
-def _dot(core: str, ops: list[Operand], mods: dict):
-    """v_dot*: sum of the packed elements' products of src0 and src1, plus src2 (dot2acc: plus the destination);
-    the element kind is src0's and src1's, or each's ("fp8 bf8")."""
+def _dot(core: str, ops: list[Operand], mods: dict, perm=None):
+    """v_dot*: sum of the packed elements' products of src0 and src1, plus src2 (dot2acc and gfx9's dot*c: plus the
+    destination); the element kind is src0's and src1's, or each's ("fp8 bf8"); DPP reads src0 from another lane."""
     kinds, acc = DOT[core]
     kind = kinds.split()[0]
     dst, srcs = ops[0], ops[1:]
@@ -224,19 +224,23 @@ def _dot(core: str, ops: list[Operand], mods: dict):
             a_kind = kind if signed[0] else "u" + kind[1:]
             b_kind = kind if signed[1] else "u" + kind[1:]
         shape = (len(w.pc[g]), w.lanes, 1)
-        a = unpack(np.broadcast_to(w.read(srcs[0], "u32", g)[..., None], shape), a_kind)
+        lanes, a_raw = w.exec_mask(g), w.read(srcs[0], "u32", g)
+        if perm is not None:
+            a_raw, ok = dpp.apply(perm, a_raw, lanes)
+            lanes = lanes & ok & perm["enabled"]
+        a = unpack(np.broadcast_to(a_raw[..., None], shape), a_kind)
         b = unpack(np.broadcast_to(w.read(srcs[1], "u32", g)[..., None], shape), b_kind)
         c = w.read(dst if core.startswith(ACCUMULATES) else srcs[2], acc if acc != "bf16" else "u16", g)
         if acc == "bf16":
             c = (c.astype(np.uint32) << np.uint32(16)).view(np.float32)
         total = (a * b).sum(axis=-1) + c.astype(np.float64 if acc[0] in "fb" else np.int64)
         if acc == "bf16":
-            w.write(dst, "u16", g, to_bf16(total), w.exec_mask(g))
+            w.write(dst, "u16", g, to_bf16(total), lanes)
             return
         if "clamp" in mods and acc[0] in "iu":
             info = np.iinfo(DTYPES[acc])
             total = np.clip(total, info.min, info.max)
-        w.write(dst, acc, g, total.astype(DTYPES[acc]), w.exec_mask(g))
+        w.write(dst, acc, g, _clamp_omod(total.astype(DTYPES[acc]), acc, mods), lanes)
     return dot
 
 

@@ -456,6 +456,18 @@ VALU = {
     "fma_mix": lambda k, a, b, c: fma(a, b, c), "fma_mixlo": lambda k, a, b, c: fma(a, b, c),
     "fma_mixhi": lambda k, a, b, c: fma(a, b, c),
 }
+VALU.update({  # gfx9's names, and its ops RDNA dropped
+    "addc_co": VALU["add_co_ci"], "subb_co": VALU["sub_co_ci"], "subbrev_co": VALU["subrev_co_ci"],
+    "accvgpr_read": VALU["mov"], "accvgpr_write": VALU["mov"], "accvgpr_mov": VALU["mov"],
+    "cvt_flr": VALU["cvt_floor"], "cvt_rpi": VALU["cvt_nearest"], "cmp_tru": VALU["cmp_t"],
+    "ffbh": lambda k, a: cls(a, 32) if k.d.kind == "i" and k.s[0].kind == "i" else clz(a, 32),
+    "ffbl": VALU["ctz"], "dot2c": VALU["dot2acc"], "dot4c": VALU["dot2acc"], "dot8c": VALU["dot2acc"],
+    # not fused: the product rounded to the type, then the sum (the ISA's "same result as ADD after MUL")
+    "mad": lambda k, a, b, c: add(round_float(mul(a, b), k.d.name), c) if k.d.is_float else a * b + c,
+    "mac": lambda k, a, b, d: add(round_float(mul(a, b), k.d.name), d),
+    "madmk": lambda k, a, lit, b: add(round_float(mul(a, lit), k.d.name), b),
+    "madak": lambda k, a, b, lit: add(round_float(mul(a, b), k.d.name), lit),
+})
 # the v_cmpx forms compute what v_cmp does (into EXEC)
 VALU.update({"cmpx" + op[3:]: fn for op, fn in VALU.items() if op.startswith("cmp_")})
 
@@ -547,6 +559,11 @@ for _op in ("add", "sub", "add_co", "sub_co"):
 for _op in ("fmac", "fmamk", "fmaak", "min_num", "max_num", "ceil", "floor", "trunc", "rndne", "cvt"):
     SALU[_op] = VALU[_op]
 SALU["add:f"], SALU["sub:f"] = VALU["add"], VALU["sub"]
+SALU.update({  # gfx9's names: find first one / zero from the LSB, first one (signed: bit unlike the sign) from the MSB
+    "andn2": SALU["and_not1"], "orn2": SALU["or_not1"], "ff1": SALU["ctz"],
+    "ff0": lambda k, a: ctz(~a & ((1 << k.s[0].bits) - 1), k.s[0].bits),
+    "flbit:i": lambda k, a: cls(a, k.s[0].bits) if k.s[0].kind == "i" else clz(a, k.s[0].bits),
+})
 
 
 # ---- the less common integer and float ops --------------------------------------------------------------------

@@ -22,10 +22,14 @@ from exec_harness import execute
 from opcode_refs import ATOMIC, FORMATS, SALU, VALU, OneOf, Type, from_bits, round_float, to_bits
 
 from usergpu.emu.amd import isa
+from usergpu.emu.amd.exec import memops
 from usergpu.emu.amd.exec.memory import Memory
 from usergpu.errors import Error
 
-ARCHS = ["gfx1100", "gfx1200"]
+RDNA, CDNA = ("gfx1100", "gfx1200"), ("gfx942", "gfx950")  # CDNA: wave64 only
+ARCHS = [*RDNA, *CDNA]
+NOTHING = {"v_nop", "v_clrexcp"}  # no-ops: nothing to check
+ACC = 64  # the harness's ArchVGPRs: its AccVGPRs start there
 FAMILIES = ("SOP1", "SOP2", "SOPC", "SOPK", "VOP3", "VOP3P", "VOP1", "VOP2")  # the first to hold a mnemonic wins
 TYPE = re.compile(r"_(bf16|[fiub]\d+)$")
 
@@ -63,13 +67,20 @@ SIG = {
     **{f"v_dot4_f32_{a}_{b}": f"f32 4x{a} 4x{b} f32" for a in ("fp8", "bf8") for b in ("fp8", "bf8")},
     "v_cvt_pk_u8_f32": "u32 f32 u32 u32", "v_trig_preop_f64": "f64 f64 u32", "v_fma_mix_f32": "f32 f32 f32 f32",
     "v_fma_mixlo_f16": "f16 f32 f32 f32", "v_fma_mixhi_f16": "f16 f32 f32 f32",
+    # gfx9's
+    "v_dot2c_f32_f16": "f32 2xf16 2xf16", "v_dot2c_f32_bf16": "f32 2xbf16 2xbf16", "v_dot2c_i32_i16": "i32 2xi16 2xi16",
+    "v_dot4c_i32_i8": "i32 4xi8 4xi8", "v_dot8c_i32_i4": "i32 8xi4 8xi4", "v_dot2_i32_i16": "i32 2xi16 2xi16 i32",
+    "v_dot2_u32_u16": "u32 2xu16 2xu16 u32", "v_dot4_i32_i8": "i32 4xi8 4xi8 i32", "v_dot8_i32_i4": "i32 8xi4 8xi4 i32",
+    "v_ffbh_i32": "i32 i32", "v_lshl_add_u64": "u64 u64 u32 u64",
 }
 for _t in ("f16", "f32", "f64"):
     SIG[f"v_cmp_class_{_t}"] = SIG[f"v_cmpx_class_{_t}"] = f"x {_t} u32"
 
-MASK_SOURCE = {"cndmask": 2, "add_co_ci": 2, "sub_co_ci": 2, "subrev_co_ci": 2}  # a source that is a lane mask
+MASK_SOURCE = {"cndmask": 2, "add_co_ci": 2, "sub_co_ci": 2, "subrev_co_ci": 2,  # a source that is a lane mask
+               "addc_co": 2, "subb_co": 2, "subbrev_co": 2}
 # ops that read their destination's old value
-TIED = {"fmac", "fmac_dx9_zero", "dot2acc", "cmov", "cmovk", "addk", "addk_co", "mulk", "bitset0", "bitset1"}
+TIED = {"fmac", "fmac_dx9_zero", "dot2acc", "cmov", "cmovk", "addk", "addk_co", "mulk", "bitset0", "bitset1",
+        "mac", "dot2c", "dot4c", "dot8c"}
 ULPS = {"exp": 1, "log": 1, "rcp": 1, "rcp_iflag": 1, "rsq": 1, "sqrt": 1}  # documented precision, in ulps
 ABSOLUTE = {"sin": {"f32": 2.0**-20, "f16": 2.0**-9}, "cos": {"f32": 2.0**-20, "f16": 2.0**-9}}
 
@@ -91,12 +102,36 @@ ELSEWHERE = {
     **{f"v_wmma_f32_16x16x16_{a}_{b}": "test_exec_more_ops.py::test_gfx12_wmma_fp8" for a in ("fp8", "bf8")
        for b in ("fp8", "bf8")},
     "v_wmma_i32_16x16x32_iu4": "test_exec_more_ops.py::test_gfx12_wmma_i32_16x16x32_iu4",
+    "v_pk_mov_b32": "exec/test_gfx9.py::test_pk_mov_b32_takes_the_register_op_sel_picks_from_each_source",
 }
+# CDNA's matrix and low-precision instructions, checked by their own tests against independent references
+ELSEWHERE_CDNA = {
+    r"^v_(mfma|smfmac)_": "exec/test_mfma.py::test_mfma_matches_a_at_b_plus_c",
+    r"^v_cvt_scalef32_": "exec/test_cdna.py::test_cvt_scalef32",
+    r"^v_cvt_(f32|pk_f32)_(fp8|bf8)$": "exec/test_cdna.py::test_cvt_f32_fp8_decodes_a_byte",
+    r"^v_cvt_pk_(fp8|bf8)_f32$": "exec/test_cdna.py::test_cvt_pk_fp8_f32_rounds_two_values_into_a_word",
+    r"^v_cvt_sr_(fp8|bf8)_f32$": "exec/test_cdna.py::test_cvt_sr_fp8_f32_rounds_by_src1s_bits_into_a_byte",
+    r"^v_cvt_pk_(f16|bf16)_f32$": "exec/test_cdna.py::test_cvt_pk_f16_and_bf16_f32_round_to_nearest_even",
+    r"^v_cvt_sr_(f16|bf16)_f32$": "exec/test_cdna.py::test_cvt_sr_f16_and_bf16_f32_into_a_half",
+    r"^v_prng_b32$": "exec/test_cdna.py::test_prng_b32_is_the_guides_lfsr",
+    r"^v_bitop3_b(16|32)$": "exec/test_cdna.py::test_bitop3_b32_evaluates_the_truth_table_bitwise",
+    r"^v_permlane(16|32)_swap_b32$": "exec/test_cdna.py::test_permlane_swap_writes_both_registers",
+    r"^v_ashr_pk_[iu]8_i32$": "exec/test_cdna.py::test_ashr_pk_shifts_and_saturates_to_bytes",
+}
+
+
+def elsewhere(name: str, arch: str) -> str | None:
+    """The dedicated test that checks an opcode, if one does."""
+    if name in ELSEWHERE:
+        return ELSEWHERE[name]
+    return next((t for p, t in ELSEWHERE_CDNA.items() if re.match(p, name)), None) if arch in CDNA else None
+
+
 # the assembler cannot write v_dot2_bf16_bf16 for gfx1100: the table learned from llvm-mc-22 lacks its src2 printer
 UNWRITABLE = {"v_dot2_bf16_bf16"}
 # program flow and machine state: the corpus (test_exec.py), test_exec_more_ops.py and the saveexec test below
 CONTROL = re.compile(r"^s_(waitcnt.*|setpc|getpc|swappc|barrier.*|.*saveexec.*|.*wrexec.*|movrel.*|sendmsg.*|"
-                     r"getreg|setreg.*|rfe|call|version|subvector_loop.*)")
+                     r"getreg|setreg.*|rfe|call|version|subvector_loop.*|set_gpr_idx.*|rfe_restore.*|setvskip|cbranch_[gi]_fork|cbranch_join)")
 
 
 @dataclass(frozen=True)
@@ -121,6 +156,8 @@ def forms(arch: str) -> dict[str, Form]:
 def implemented_alu(arch: str) -> dict[str, Form]:
     out = {}
     for name, form in forms(arch).items():
+        if elsewhere(name, arch) and name not in ELSEWHERE:
+            continue
         try:
             code = isa.asm(text_of(form, "s" if name.startswith(("s_", "v_s_")) else "v"), arch)
         except Error:
@@ -219,7 +256,7 @@ def cases(types: list[str], rng: random.Random) -> list[tuple]:
 
 # ---- running ------------------------------------------------------------------------------------------------------
 def regs(t: str) -> int:
-    return 2 if t.endswith("64") else 1
+    return 2 if t.endswith("64") or t == "2xf32" else 1  # gfx940's packed f32: a register pair
 
 
 def registers_of(printer: str) -> int:
@@ -240,7 +277,7 @@ def text_of(form: Form, bank: str, lit: str = "0x10") -> str:
             out.append(lit)
             src += 1
             continue
-        scalar = bank == "s" or printer in ("s1", "s2", "sdst1")  # SGPRs of a vector instruction too
+        scalar = bank == "s" or printer in ("s1", "s2", "sdst1", "sdst2")  # SGPRs of a vector instruction too
         n = registers_of(printer)
         if is_dst(fields, name):
             base = 20 if scalar else 40
@@ -250,7 +287,7 @@ def text_of(form: Form, bank: str, lit: str = "0x10") -> str:
         else:
             base = 8 * src
             src += 1
-        r = "s" if scalar else "v"
+        r = "s" if scalar else "a" if printer in ("a1", "asrc1") else "v"  # gfx90a+: AccVGPR operands
         out.append(f"{r}{base}" if n == 1 else f"{r}[{base}:{base + n - 1}]")
     return f"{form.mnemonic} " + ", ".join(out)
 
@@ -268,6 +305,7 @@ class Plan:
     rows: list
     scalar: bool
     lanes: int
+    acc: bool = False  # AccVGPR operands (gfx90a+): the harness's a0 is v[ACC]
 
 
 def plan(arch: str, name: str) -> Plan:
@@ -294,7 +332,7 @@ def plan(arch: str, name: str) -> Plan:
         rows.append(row)
     scalar = prefix == "s" or name.startswith("v_s_")
     text = text_of(form, "s" if scalar else "v", hex(lit) if lit is not None else "0x10")
-    return Plan(text, d, types, rows, scalar, 1 if scalar else 32)
+    return Plan(text, d, types, rows, scalar, 1 if scalar else wave_size(arch), re.search(r"\ba\d", text) is not None)
 
 
 def registers(p: Plan, name: str, rng: random.Random) -> tuple[dict, dict, int]:
@@ -306,16 +344,27 @@ def registers(p: Plan, name: str, rng: random.Random) -> tuple[dict, dict, int]:
     for i, t in enumerate(p.types):
         col = np.array([r[i] for r in rows], np.uint64)
         if t == "u1":
-            sregs[30] = (col.reshape(waves, p.lanes) << np.arange(p.lanes, dtype=np.uint64)).sum(axis=1)
+            mask = (col.reshape(waves, p.lanes) << np.arange(p.lanes, dtype=np.uint64)).sum(axis=1)
+            sregs[30], sregs[31] = mask & np.uint64(0xFFFFFFFF), mask >> np.uint64(32)
             continue
         if t in ("f16", "bf16", "i16", "u16", "b16") and not (p.scalar and name.startswith("s_")):
             col |= np.array([rng.getrandbits(16) << 16 for _ in rows], np.uint64)
         base = (20 if p.scalar else 40) if i == len(p.types) - 1 and split(name)[1] in TIED else 8 * i
         target = sregs if p.scalar else vregs
-        target[base] = (col & np.uint64(0xFFFFFFFF)).reshape(waves, -1).squeeze(-1 if p.scalar else ())
-        if regs(t) == 2:
-            target[base + 1] = (col >> np.uint64(32)).reshape(waves, -1).squeeze(-1 if p.scalar else ())
+        for at in (base, base + ACC) if p.acc else (base,):  # the AccVGPR of that number too
+            target[at] = (col & np.uint64(0xFFFFFFFF)).reshape(waves, -1).squeeze(-1 if p.scalar else ())
+            if regs(t) == 2:
+                target[at + 1] = (col >> np.uint64(32)).reshape(waves, -1).squeeze(-1 if p.scalar else ())
     return vregs, sregs, waves
+
+
+def wave_size(arch: str) -> int:
+    return 64 if arch in CDNA else 32
+
+
+def mask_bit(w, reg: int, wave: int, lane: int) -> int:
+    """A lane's bit of a lane mask in SGPRs (two of them in wave64)."""
+    return (int(w.s[reg, wave]) | int(w.s[reg + 1, wave]) << 32) >> lane & 1
 
 
 def check(arch: str, name: str) -> None:
@@ -324,7 +373,7 @@ def check(arch: str, name: str) -> None:
     rng = random.Random(name + "junk")
     vregs, sregs, waves = registers(p, name, rng)
     scc = np.array([rng.getrandbits(1) for _ in range(waves)], np.uint32)
-    w = execute(p.text, arch, v=vregs, s={**sregs, 106: 0}, waves=waves, scc=scc)
+    w = execute(p.text, arch, v=vregs, s={**sregs, 106: 0, 107: 0}, waves=waves, scc=scc, lanes=wave_size(arch))
     ref, d = reference(name), p.dst
     elem = d[2:] if d.startswith("2x") else d
     failures = []
@@ -334,6 +383,7 @@ def check(arch: str, name: str) -> None:
                  int(scc[wave]))
         args = [value(x, t) if t != "u1" else x for x, t in zip(row, p.types, strict=True)]
         halves = [[a[h] for a in args] for h in range(2)] if d.startswith("2x") else [args]
+        half_bits = Type(elem).bits if d.startswith("2x") else 0
         results = [ref(k, *h) for h in halves]
         flag = None
         if len(results) == 1 and isinstance(results[0], tuple):
@@ -341,19 +391,20 @@ def check(arch: str, name: str) -> None:
         elif prefix == "s" and not op.startswith(("cmp", "bitcmp")):
             flag = "unchanged"
         if op.startswith(("cmp", "bitcmp")):
-            got = int(w.scc[wave]) if p.scalar else int(w.s[126 if op.startswith("cmpx") else 20, wave]) >> lane & 1
+            got = int(w.scc[wave]) if p.scalar else mask_bit(w, 126 if op.startswith("cmpx") else 20, wave, lane)
             if got != int(bool(results[0])):
                 failures.append(f"{args}: got {got}, want {int(bool(results[0]))}")
             continue
         if flag is not None:
-            got_flag = int(w.scc[wave]) if p.scalar else int(w.s[20, wave]) >> lane & 1
+            got_flag = int(w.scc[wave]) if p.scalar else mask_bit(w, 20, wave, lane)
             if got_flag != (int(scc[wave]) if flag == "unchanged" else int(bool(flag))):
                 failures.append(f"{args}: flag {got_flag}, want {flag}")
+        out = 40 + (ACC if p.text.split()[1].startswith("a") else 0)
         raw = int(w.s[20, wave]) | int(w.s[21, wave]) << 32 if p.scalar else (
-            int(w.v[40, wave, lane]) | int(w.v[41, wave, lane]) << 32)
+            int(w.v[out, wave, lane]) | int(w.v[out + 1, wave, lane]) << 32)
         raw >>= 16 if name.endswith("mixhi_f16") else 0
         for h, want in enumerate(results):
-            if want is not None and (problem := compare(raw >> (16 * h), want, Type(elem), op)):
+            if want is not None and (problem := compare(raw >> (half_bits * h), want, Type(elem), op)):
                 failures.append(f"{[hex(x) for x in row]} = {args}: {problem}")
     assert not failures, f"{p.text} on {arch}: {len(failures)} of {len(p.rows)} wrong\n" + "\n".join(failures[:8])
 
@@ -383,7 +434,7 @@ def compare(raw: int, want, t: Type, op: str) -> str | None:
 
 
 def _names(arch: str) -> list[str]:
-    return sorted(n for n in implemented_alu(arch) if n not in ELSEWHERE and not CONTROL.match(n))
+    return sorted(n for n in implemented_alu(arch) if n not in ELSEWHERE and n not in NOTHING and not CONTROL.match(n))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -400,7 +451,7 @@ def test_opcode_on_edge_values(arch, name):
 
 # ---- opcodes with state beyond their sources -------------------------------------------------------------------
 def test_elsewhere_names_real_tests():
-    for target in set(ELSEWHERE.values()):
+    for target in set(ELSEWHERE.values()) | set(ELSEWHERE_CDNA.values()):
         file, _, test = target.rpartition("::")
         text = (Path(__file__).parent / file).read_text() if file else Path(__file__).read_text()
         assert f"def {test}(" in text, target
@@ -415,7 +466,7 @@ def _lane_case(arch: str, program: str, lanes: int, s: dict, v40=None) -> np.nda
     return execute(program, arch, v=v, s=s, lanes=lanes)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", RDNA)  # gfx9's: exec/test_gfx9.py
 def test_lane_ops(arch):
     src = LANE_VALUES[:32]
     # v_readlane: the lane named by an SGPR (its low bits), into an SGPR
@@ -511,19 +562,22 @@ def test_division_sequence_rounds_correctly(typ, arch):
     """v_div_scale, v_div_fmas and v_div_fixup in the sequence LLVM emits for a / b: the quotient of every pair of
     edge values (denormal and huge operands included), correctly rounded."""
     pairs = [(x, y) for x in edges(typ) for y in edges(typ)]
-    waves = len(pairs) // 32
-    a = np.array([p[0] for p in pairs], np.uint64).reshape(waves, 32)
-    b = np.array([p[1] for p in pairs], np.uint64).reshape(waves, 32)
+    lanes = wave_size(arch)
+    waves = len(pairs) // lanes
+    a = np.array([p[0] for p in pairs], np.uint64).reshape(waves, lanes)
+    b = np.array([p[1] for p in pairs], np.uint64).reshape(waves, lanes)
     if typ == "f32":
         v = {0: a, 1: b}
     else:
         mask = np.uint64(0xFFFFFFFF)
         v = {0: a & mask, 1: a >> np.uint64(32), 8: b & mask, 9: b >> np.uint64(32)}
-    w = execute(DIVISION[typ], arch, v=v, waves=waves)
+    program = DIVISION[typ] if arch not in CDNA else DIVISION[typ].replace("vcc_lo", "vcc").replace("null",
+                                                                                                   "s[20:21]")
+    w = execute(program, arch, v=v, waves=waves, lanes=lanes)
     t = Type(typ)
     wrong = []
     for i, (x, y) in enumerate(pairs):
-        wave, lane = divmod(i, 32)
+        wave, lane = divmod(i, lanes)
         raw = int(w.v[40, wave, lane]) | (int(w.v[41, wave, lane]) << 32 if typ == "f64" else 0)
         want = _quotient(from_bits(x, t), from_bits(y, t))
         if problem := compare(raw, want, t, "div"):
@@ -562,11 +616,29 @@ def test_saveexec_saves_exec_and_sets_it_from_the_source(op, arch):
 ATOMIC_NAME = re.compile(r"^(ds|global_atomic|flat_atomic)_(\w+?)(_rtn)?_([fiub]\d+)$")
 
 
+ATOMIC_FAMILIES = {"gfx1100": ("DS", "FLAT"), "gfx1200": ("DS", "VGLOBAL"), "gfx942": ("DS", "GLOBAL"),
+                   "gfx950": ("DS", "GLOBAL")}
+RETURNS = {"gfx1100": "glc", "gfx1200": "th:TH_ATOMIC_RETURN", "gfx942": "sc0", "gfx950": "sc0"}
+
+
+def _atomic_parts(arch: str, name: str):
+    """(segment, op, rtn, type) of an atomic, read from its gfx11 spelling (gfx9's global_atomic_smax_x2 is
+    global_atomic_max_i64)."""
+    return ATOMIC_NAME.match(memops.canonical(name, 9 if arch in CDNA else 11))
+
+
+def _moves(arch: str, width: int) -> tuple[str, ...]:
+    """The plain store and load of LDS and of global memory, as the arch spells them."""
+    if arch in CDNA:
+        return (f"ds_write_b{32 * width}", f"ds_read_b{32 * width}", "global_store_dword" + "x2" * (width == 2),
+                "global_load_dword" + "x2" * (width == 2))
+    return tuple(f"{op}_b{32 * width}" for op in ("ds_store", "ds_load", "global_store", "global_load"))
+
+
 def _atomic_names(arch: str) -> list[str]:
     table = importlib.import_module(f"usergpu.autogen.isa_{arch}")
-    families = ("DS", "FLAT") if arch == "gfx1100" else ("DS", "VGLOBAL")
-    names = {m for f in families for m, *_ in getattr(table, f).values()}
-    return sorted(n for n in names if (m := ATOMIC_NAME.match(n)) and m.group(2) in ATOMIC
+    names = {m for f in ATOMIC_FAMILIES[arch] for m, *_ in getattr(table, f).values()}
+    return sorted(n for n in names if (m := _atomic_parts(arch, n)) and m.group(2) in ATOMIC
                   and not n.startswith("flat_"))
 
 
@@ -576,7 +648,7 @@ def _atomic_text(arch: str, name: str, width: int, sources: int) -> str:
     if name.startswith("ds_"):
         return f"{name} {ret + ', ' if '_rtn' in name else ''}v0, {data}"
     both = f"v[8:{8 + 2 * width - 1}]" if sources == 2 else data  # global cmpswap takes [data, compare]
-    return f"{name} {ret}, v[2:3], {both}, off " + ("glc" if arch == "gfx1100" else "th:TH_ATOMIC_RETURN")
+    return f"{name} {ret}, v[2:3], {both}, off {RETURNS[arch]}"
 
 
 def _lane_value(w, reg: int, wave: int, lane: int, width: int) -> int:
@@ -588,13 +660,14 @@ def _lane_value(w, reg: int, wave: int, lane: int, width: int) -> int:
 def test_atomic_on_edge_values(arch, name):
     """LDS and global atomics, each lane on its own address holding an edge value, the data another: the memory
     afterwards and the value returned, against ATOMIC's references."""
-    _, op, _, typ = ATOMIC_NAME.match(name).groups()
+    _, op, _, typ = _atomic_parts(arch, name).groups()
     t = Type("u" + typ[1:] if typ[0] == "b" else typ)
     sources = 2 if op in ("cmpswap", "cmpstore", "mskor", "wrap") else 1
     width = 2 if t.bits == 64 else 1
     rng = random.Random(name)
     rows = cases([t.name] * (1 + sources), rng)  # (old value, data[, data2]): 256 cases
-    waves = len(rows) // 32
+    lanes = wave_size(arch)
+    waves = len(rows) // lanes
     text = _atomic_text(arch, name, width, sources)
     mem = Memory()
     base = mem.map(len(rows) * 8)
@@ -610,17 +683,18 @@ def test_atomic_on_edge_values(arch, name):
         v[8 + 4 * i], v[9 + 4 * i] = column(1 + i) & lo, column(1 + i) >> hi
     if sources == 2 and not name.startswith("ds_"):  # [data, compare] in consecutive registers
         v[8 + width], v[9 + width] = column(2) & lo, column(2) >> hi
-    v = {r: x.reshape(waves, 32) for r, x in v.items()}
+    v = {r: x.reshape(waves, lanes) for r, x in v.items()}
     old_store, result = ("v[16:17]", "v[44:45]") if width == 2 else ("v16", "v44")
-    program = (f"ds_store_b{32 * width} v0, {old_store}\ns_waitcnt lgkmcnt(0)\n{text}\ns_waitcnt lgkmcnt(0)\n"
-               f"ds_load_b{32 * width} {result}, v0\ns_waitcnt lgkmcnt(0)" if name.startswith("ds_") else
-               f"global_store_b{32 * width} v[2:3], {old_store}, off\n{text}\ns_waitcnt vmcnt(0)\n"
-               f"global_load_b{32 * width} {result}, v[2:3], off\ns_waitcnt vmcnt(0)")
-    w = execute(program, arch, v=v, waves=waves, memory=mem)
+    ds_store, ds_load, store, load = _moves(arch, width)
+    program = (f"{ds_store} v0, {old_store}\ns_waitcnt lgkmcnt(0)\n{text}\ns_waitcnt lgkmcnt(0)\n"
+               f"{ds_load} {result}, v0\ns_waitcnt lgkmcnt(0)" if name.startswith("ds_") else
+               f"{store} v[2:3], {old_store}, off\n{text}\ns_waitcnt vmcnt(0)\n"
+               f"{load} {result}, v[2:3], off\ns_waitcnt vmcnt(0)")
+    w = execute(program, arch, v=v, waves=waves, memory=mem, lanes=lanes)
     ref, k = ATOMIC[op], Kind(t, [t])
     wrong = []
     for i, row in enumerate(rows):
-        wave, lane = divmod(i, 32)
+        wave, lane = divmod(i, lanes)
         new = ref(k, *(value(x, t.name) for x in row))
         got = _lane_value(w, 44, wave, lane, width)
         if new is not None and (problem := compare(got, new, t, op)):

@@ -1095,7 +1095,6 @@ case("generic.pointers", "generic_ptrs", (1, 1, 1), (64, 1, 1), lambda rng: [rng
 # ---- mfma.cl -------------------------------------------------------------------------------------------------------
 # gfx942 and gfx950, wave64, one wave per workgroup. Inputs are multiples of small powers of two, so every product
 # and sum is exact in f32 whatever order the hardware adds in: the references are exact and the tolerance 0.
-CDNA = ("gfx942", "gfx950")
 
 
 def small_float(code: np.ndarray, e_bits: int, m_bits: int, bias: int) -> np.ndarray:
@@ -1120,7 +1119,7 @@ def nice_codes(rng, fields: tuple, shape) -> np.ndarray:
 
 def _mfma_args(m: int, n: int, k: int, dtype, blocks: int = 1, acc=np.float32):
     def make(rng):
-        if np.dtype(dtype).kind == "i":
+        if dtype is np.int8:
             a, b = rng.integers(-128, 128, (blocks, m, k)), rng.integers(-128, 128, (blocks, k, n))
             c = rng.integers(-(1 << 30), 1 << 30, (blocks, m, n))
         else:
