@@ -385,6 +385,7 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
     saturate = "clamp" in mods and dtyp[0] in "iu" and W <= 32
 
     sels = sdwa.source_selects(mods, len(srcs)) if sdwa.used(mods) else None
+    nans = _nan_order(expr) if dtyp == "f16" else ()
 
     def alu(ex, g) -> tuple[np.ndarray, np.ndarray]:
         w = ex.w
@@ -405,6 +406,11 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
         if k_op is not None:
             env["k"] = w.read(k_op, dtyp, g)
         r = np.asarray(evaluate(expr, env))
+        for name in reversed(nans):  # of several NaN operands, the first the expression names is the result
+            src = env[name]
+            if src.dtype == r.dtype:
+                quiet = (src.view(np.uint16) | np.uint16(0x200)).view(np.float16)
+                r = np.where(np.isnan(r) & np.isnan(src), quiet, r)
         if saturate:
             r = np.clip(r, np.iinfo(DTYPES[dtyp]).min, np.iinfo(DTYPES[dtyp]).max)
         r = _clamp_omod(r.astype(DTYPES[dtyp]), dtyp, mods)
@@ -415,6 +421,13 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
             lanes = lanes & lanes_ok & perm["enabled"]
         return r, lanes
     return alu
+
+
+def _nan_order(expr: str) -> list[str]:
+    """The operands of an expression in the order it names them: numpy's half-precision loops return the NaN of
+    either operand by their own rule, the hardware's arithmetic (as f32's and f64's loops do) the first one's."""
+    names = {n: m.start() for n in "abcd" if (m := re.search(rf"\b{n}\b", expr))}
+    return sorted(names, key=names.get)
 
 
 def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: dict):

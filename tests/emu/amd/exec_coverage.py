@@ -46,7 +46,7 @@ def table_coverage(arch: str) -> tuple[int, int, list[str]]:
 
 
 if __name__ == "__main__":
-    for arch in sys.argv[1:] or ["gfx1100", "gfx1200"]:
+    for arch in sys.argv[1:] or ["gfx1100", "gfx1200", "gfx942", "gfx950"]:
         done, total, missing = table_coverage(arch)
         kinds = Counter(m.split("_")[0] for m in missing)
         print(f"{arch}: {done}/{total} mnemonics implemented ({100 * done / total:.1f}%); missing by prefix: "

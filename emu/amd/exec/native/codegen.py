@@ -8,12 +8,12 @@ one instruction (the same semantics, at its speed), so every kernel runs, and ru
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from usergpu.emu.amd.codeobj.target import version
-from usergpu.emu.amd.exec import dpp, memops, valu
+from usergpu.emu.amd.exec import dpp, memops, sdwa, valu
 from usergpu.emu.amd.exec.dpp import CONTROLS
 from usergpu.emu.amd.exec.executor import BRANCH, HWREG, NOOPS, SAVEEXEC, SAVEEXEC_OPS, SCMP, _simm16, operands
 from usergpu.emu.amd.exec.helpers import DTYPES
@@ -37,8 +37,8 @@ class Kernel:
     do not decode)."""
     arch: str
     lanes: int
-    acc: int = 0  # the first AccVGPR's VGPR number (gfx90a+)
     insts: dict[int, object] = field(default_factory=dict)
+    acc: int = 0  # the first AccVGPR's VGPR number (gfx90a+)
 
     def span(self) -> tuple[int, int]:
         """The bytes the instructions lie in, from the entry: [first, end)."""
@@ -47,7 +47,7 @@ class Kernel:
 
 def discover(code, entry: int, arch: str, lanes: int, acc: int = 0) -> Kernel:
     """Walk the code from entry (an offset into code) along fall-through and branch targets."""
-    k = Kernel(arch, lanes, acc)
+    k = Kernel(arch, lanes, acc=acc)
     todo = [0]
     while todo and len(k.insts) < MAX_INSTRUCTIONS:
         off = todo.pop()
@@ -308,8 +308,12 @@ class Emitter:
     # ---- vector ALU ----------------------------------------------------------------------------------------
     def vector(self, name: str, ops: list[Operand], mods: dict) -> str | None:
         core = valu.SUFFIX.sub("", name)[2:]
-        if "_sdwa" in name:
-            return None
+        if sdwa.used(mods):  # gfx9's sub-dword operands: the plain ALU operations (valu.step's first case)
+            sig = valu.signature(name)
+            if sig is None or width(sig[0]) > 32 or core.startswith(("cmp", "cndmask")) or core in valu.CARRY:
+                return None
+            pre, body, store = self.alu(sig, ops, mods, core, "", sdwa_mods=mods)
+            return self.lanes(body + store, pre)
         if "dpp8" in mods or any(k in mods for k in CONTROLS):  # src0 from another lane: plain ALU ops only
             sig = valu.signature(name)
             if sig is None or core.startswith(("cmp", "cndmask", "s_", "pk_")) or core in valu.CARRY:
@@ -341,7 +345,7 @@ class Emitter:
         if core.startswith(("dot", "fma_mix", "wmma_", "div_fmas", "div_scale", "swap_", "permlane",
                             "writelane", "movrel")) or core in valu.FP8_CVT or core.rsplit("_", 1)[0] in valu.MOVREL:
             return None
-        sig = valu.signature(name)
+        sig = ("u32", ["u32"], "a") if core in valu.ACCVGPR_MOVES else valu.signature(name)
         if sig is None or core.startswith("s_") and any(o.kind == "v" for o in ops[1:]):
             return None
         pre, body, store = self.alu(sig, ops, mods, core, "")
@@ -349,10 +353,11 @@ class Emitter:
             return f"{{ const uint64_t em = ~0ull; const int lane = 0; {pre} {body} {store} }}"
         return self.lanes(body + store, pre)
 
-    def alu(self, sig, ops: list[Operand], mods: dict, core: str, tag: str, perm: dict | None = None
-            ) -> tuple[str, str, str]:
+    def alu(self, sig, ops: list[Operand], mods: dict, core: str, tag: str, perm: dict | None = None,
+            sdwa_mods: dict | None = None) -> tuple[str, str, str]:
         """(before the lane loop, the lane's result r<tag>, its store) for an ALU instruction (valu._alu_value);
-        perm: DPP's source lanes for src0 (dpp.permute), read for every lane before any lane writes."""
+        perm: DPP's source lanes for src0 (dpp.permute), read for every lane before any lane writes; sdwa_mods:
+        SDWA's selects of the sources and the destination (sdwa.py)."""
         dtyp, types, expr = sig
         dst, (srcs, k_op) = ops[0], valu._literal_k(core, ops[1:])
         types = valu._types(srcs, types)
@@ -385,8 +390,10 @@ class Emitter:
                     f"src_[lane]; const _Bool ok_ = {ok}; dpp_[lane] = {value}; "
                     f"ok_dpp[lane] = {'1' if perm['bound_ctrl'] else 'ok_'} && on_[lane]; }}")
             cond = "ON && ok_dpp[lane]"
+        sels = sdwa.source_selects(sdwa_mods, len(srcs)) if sdwa_mods else None
         for i, (n, o, ty) in enumerate(zip("abc", srcs, types, strict=False)):
-            v = "dpp_[lane]" if perm is not None and i == 0 else self.read(o, ty)
+            v = ("dpp_[lane]" if perm is not None and i == 0 else self.select(o, ty, sels[i]) if sels else
+                 self.read(o, ty))
             tdt = np.dtype(DTYPES[ty])
             if saturate:
                 v = f"(int64_t){v}"
@@ -414,7 +421,38 @@ class Emitter:
                             f"({ctype(dt)})1 : {r};")
             if floaty:
                 body.append(f"if (fout{tag}) {r} = h_flush_{short(dt)}({r});")
-        return pre, f"{ctype(dt)} {r}; {{ " + " ".join(body) + " }", self.write(dst, dtyp, r, cond=cond)
+        store = self.sdwa_write(dst, dtyp, r, sdwa_mods, cond) if sdwa_mods else self.write(dst, dtyp, r, cond=cond)
+        return pre, f"{ctype(dt)} {r}; {{ " + " ".join(body) + " }", store
+
+    def select(self, op: Operand, typ: str, sel: tuple[int, int]) -> str:
+        """C for an SDWA source: its field, zero- or sign-extended, as typ (sdwa.read)."""
+        shift, bits = sel
+        if (shift, bits) == (0, 32) and not op.sext:
+            return self.read(op, typ)
+        raw = f"(({self.read(replace(op, neg=False, abs=False, sext=False), 'u32')} >> {shift}) & {(1 << bits) - 1}u)"
+        if op.sext and bits < 32:
+            raw = f"(uint32_t)((int32_t)({raw} << {32 - bits}) >> {32 - bits})"
+        dt = np.dtype(DTYPES[typ])
+        size = width(typ)
+        val = f"BITCAST({ctype(dt)}, uint{size}_t, (uint{size}_t){raw})"
+        if dt.kind == "f":
+            val = f"h_abs_{short(dt)}({val})" if op.abs else val
+            val = f"h_neg_{short(dt)}({val})" if op.neg else val
+        return val
+
+    def sdwa_write(self, dst: Operand, typ: str, value: str, mods: dict, cond: str) -> str:
+        """C storing a result into the destination dword dst_sel and dst_unused make (sdwa.place)."""
+        shift, bits = sdwa.SELECTS[mods.get("dst_sel", "DWORD")]
+        unused = mods.get("dst_unused", "UNUSED_PAD")
+        dt, size = np.dtype(DTYPES[typ]), width(typ)
+        mask = (1 << bits) - 1
+        code = (f"uint32_t f_ = (uint32_t)BITCAST(uint{size}_t, {ctype(dt)}, {value}) & {mask}u; "
+                f"uint32_t n_ = f_ << {shift};")
+        if unused == "UNUSED_SEXT" and shift + bits < 32:
+            code += f" if (f_ >> {bits - 1}) n_ |= {0xFFFFFFFF ^ ((1 << (shift + bits)) - 1)}u;"
+        elif unused == "UNUSED_PRESERVE":
+            code += f" n_ |= VR({dst.index})[lane] & {0xFFFFFFFF ^ (mask << shift)}u;"
+        return f"{{ {code} VR({dst.index})[lane] = ({cond}) ? n_ : VR({dst.index})[lane]; }}"
 
     def movrel(self, core: str, ops: list[Operand]) -> str | None:
         """v_movrels / movreld / movrelsd / movrelsd_2: VGPRs indexed by M0 (valu._movrel); an index past the
@@ -449,22 +487,29 @@ class Emitter:
                        {"W": width(dtyp)})
         code, rtyp = t(expr)
         dt = np.dtype(DTYPES[dtyp])
-        if dt.itemsize != 2:
-            raise Untranslatable(f"v_{core}: not 16-bit halves")
+        wide = dt.itemsize == 4  # gfx940's packed f32: a register pair, op_sel picking the register
+        if dt.itemsize not in (2, 4) or core == "pk_mov_b32":
+            raise Untranslatable(f"v_{core}: not 16- or 32-bit halves")
         halves = []
         for k, (pick, negs) in enumerate(((sel, neg_lo), (hi, neg_hi))):
             body = []
             for i, (name, op, ty) in enumerate(zip("abc", srcs, types, strict=False)):
-                half = op if op.kind in ("int", "float", "lit") else Operand(op.kind, op.index, 1, 0, False, False,
-                                                                             pick[i], op.text)
+                half = op if op.kind in ("int", "float", "lit") else (
+                    Operand(op.kind, op.index + pick[i], 1, 0, False, False, None, op.text) if wide else
+                    Operand(op.kind, op.index, 1, 0, False, False, pick[i], op.text))
                 value = self.read(half, ty)
                 if negs[i] and ty.startswith("f"):
                     value = f"h_neg_{short(DTYPES[ty])}({value})"
                 body.append(f"const {ctype(DTYPES[ty])} {name} = {value};")
             if uses_d:
-                body.append(f"const {ctype(dt)} d = {self.read(Operand('v', dst.index, 1, half=k), dtyp)};")
-            halves.append(f"uint16_t h{k}; {{ {' '.join(body)} h{k} = BITCAST(uint16_t, {ctype(dt)}, "
+                d = Operand("v", dst.index + k, 1) if wide else Operand("v", dst.index, 1, half=k)
+                body.append(f"const {ctype(dt)} d = {self.read(d, dtyp)};")
+            bits = 8 * dt.itemsize
+            halves.append(f"uint{bits}_t h{k}; {{ {' '.join(body)} h{k} = BITCAST(uint{bits}_t, {ctype(dt)}, "
                           f"{t.convert(code, rtyp, dt)}); }}")
+        if wide:  # both results computed before either register is written (a source may be the destination)
+            stores = " ".join(self.write(Operand("v", dst.index + k, 1), "u32", f"h{k}") for k in (0, 1))
+            return self.lanes(f"{' '.join(halves)} {stores}")
         return self.lanes(f"{' '.join(halves)} {self.write(dst, 'u32', '((uint32_t)h0 | (uint32_t)h1 << 16)')}")
 
     def cndmask(self, ops: list[Operand], typ: str, tag: str) -> tuple[str, str, str]:

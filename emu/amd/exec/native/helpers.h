@@ -73,12 +73,16 @@ H _Float16 h_ldexp_f16(_Float16 a, int32_t e) { return (_Float16)ldexpf((float)a
     H T h_mul_##S(T a, T b) { return a != a ? h_quiet_##S(a) : b != b ? h_quiet_##S(b) : (T)((C)a * (C)b); } \
     H T h_div_##S(T a, T b) { return a != a ? h_quiet_##S(a) : b != b ? h_quiet_##S(b) : (T)((C)a / (C)b); }
 ARITH(f16, _Float16, float) ARITH(f32, float, float) ARITH(f64, double, double)
-/* the first NaN among a, b, c, quieted, as the reference's fma (double arithmetic) gives it */
-#define FIRST_NAN(S, a, b, c) if (a != a || b != b || c != c) return h_quiet_##S(a != a ? a : b != b ? b : c)
+/* a NaN result as the reference's fma (a * b + c in double arithmetic) gives it: a's or b's quieted, else the
+ * product's own (inf x 0: the host's default NaN), else c's quieted */
+#define FIRST_NAN(S, T, a, b, c) \
+    if (a != a || b != b) return h_quiet_##S(a != a ? a : b); \
+    { const double p_ = (double)a * (double)b; if (p_ != p_) return (T)p_; } \
+    if (c != c) return h_quiet_##S(c)
 
 /* fma: one rounding (f16: the exact double product plus c, rounded to double, then to half, as fp.py does) */
-H float h_fma_f32(float a, float b, float c) { FIRST_NAN(f32, a, b, c); return fmaf(a, b, c); }
-H double h_fma_f64(double a, double b, double c) { FIRST_NAN(f64, a, b, c); return fma(a, b, c); }
+H float h_fma_f32(float a, float b, float c) { FIRST_NAN(f32, float, a, b, c); return fmaf(a, b, c); }
+H double h_fma_f64(double a, double b, double c) { FIRST_NAN(f64, double, a, b, c); return fma(a, b, c); }
 H _Float16 h_fma_f16(_Float16 a, _Float16 b, _Float16 c) {
     return (_Float16)h_add_f64(h_mul_f64((double)a, (double)b), (double)c);
 }

@@ -28,7 +28,7 @@ SAXPY = "__kernel void saxpy(__global float *y, __global const float *x, float a
 # helper with a keyword or a Python-only algorithm. They run on the reference backend, one wave at a time.
 NOT_NATIVE = {"v_exp_f32", "v_exp_f16", "v_log_f32", "v_log_f16", "v_sin_f32", "v_sin_f16", "v_cos_f32",
               "v_cos_f16", "v_s_exp_f32", "v_s_exp_f16", "v_s_log_f32", "v_s_log_f16", "v_msad_u8",
-              "v_trig_preop_f64"}
+              "v_trig_preop_f64", "v_cvt_f32_bf16"}  # the last: gfx950's, built in exec/cdna.py
 # vector instructions built outside the table's expressions that still go to the reference
 NOT_YET = ("v_dot", "v_fma_mix", "v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_", "v_cvt_pk_fp8", "v_cvt_pk_bf8",
            "v_cvt_sr_")
@@ -116,7 +116,8 @@ def test_every_table_opcode_gets_c_from_the_table(arch):
     for name in test_exec_opcodes._names(arch):
         inst = isa.decode(isa.asm(test_exec_opcodes.plan(arch, name).text, arch), arch, 0)
         try:
-            ok = codegen.Emitter(codegen.Kernel(arch, 32, {0: inst})).instruction(inst, 0) is not None
+            kernel = codegen.Kernel(arch, test_exec_opcodes.wave_size(arch), {0: inst}, test_exec_opcodes.ACC)
+            ok = codegen.Emitter(kernel).instruction(inst, 0) is not None
         except Untranslatable:
             ok = False
         if not ok and name not in NOT_NATIVE and not name.startswith(NOT_YET):

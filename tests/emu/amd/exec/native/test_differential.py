@@ -74,7 +74,7 @@ def programs(draw, arch: str):
         for count in (2, 1, 3, 0):  # the first operand count the assembler takes
             srcs = [operand(draw, "s" if scalar else "v") for _ in range(count)]
             for text in (f"{name} {', '.join([dst, *srcs])}", f"{name} {', '.join(srcs)}",
-                         f"{name} vcc_lo, {', '.join(srcs)}"):
+                         f"{name} vcc_lo, {', '.join(srcs)}", f"{name} vcc, {', '.join(srcs)}"):
                 try:
                     code = isa.asm(text, arch)
                 except AsmError:
@@ -89,19 +89,22 @@ def programs(draw, arch: str):
     return "\n".join(lines)
 
 
-REGISTERS = st.lists(st.sampled_from([int(x) for x in EDGES]), min_size=32, max_size=32)
+LANES = {"gfx1100": 32, "gfx1200": 32, "gfx942": 64}  # gfx9: wave64 only
 
 
-@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.parametrize("arch", sorted(LANES))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                                 HealthCheck.large_base_example])
 @given(data=st.data())
 def test_random_programs_are_the_same_on_both_backends(arch, data):
     program = data.draw(programs(arch))
     if not program:
         return
-    v = {i: data.draw(REGISTERS) for i in range(16)}
-    s = {i: data.draw(REGISTERS)[0] for i in range(16)}
-    execute(program, arch, v=v, s=s, scc=data.draw(st.integers(0, 1)))
+    lanes = LANES[arch]
+    registers = st.lists(st.sampled_from([int(x) for x in EDGES]), min_size=lanes, max_size=lanes)
+    v = {i: data.draw(registers) for i in range(16)}
+    s = {i: data.draw(registers)[0] for i in range(16)}
+    execute(program, arch, v=v, s=s, scc=data.draw(st.integers(0, 1)), lanes=lanes)
 
 
 DPP = ["v_mov_b32_dpp v1, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf",
@@ -114,10 +117,23 @@ DPP = ["v_mov_b32_dpp v1, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf",
        "v_mov_b32_dpp v1, v2 dpp8:[7,6,5,4,3,2,1,0]"]
 
 
-@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
-@pytest.mark.parametrize("text", DPP)
+# gfx9's: whole-wave shifts and rotates, row broadcasts, bound_ctrl, and SDWA's sub-dword operands
+GFX9 = ["v_mov_b32_dpp v1, v2 wave_shl:1 row_mask:0xf bank_mask:0xf",
+        "v_mov_b32_dpp v1, v2 wave_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1",
+        "v_add_f32_dpp v1, v2, v3 wave_rol:1 row_mask:0xf bank_mask:0xf",
+        "v_mov_b32_dpp v1, v2 wave_ror:1 row_mask:0x7 bank_mask:0xf",
+        "v_add_u32_dpp v1, v2, v3 row_bcast:15 row_mask:0xa bank_mask:0xf",
+        "v_max_i32_dpp v4, v2, v3 row_bcast:31 row_mask:0xc bank_mask:0xf",
+        "v_or_b32_sdwa v1, v2, v3 dst_sel:BYTE_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_2 src1_sel:WORD_0",
+        "v_sub_u32_sdwa v1, sext(v2), v3 dst_sel:WORD_1 dst_unused:UNUSED_SEXT src0_sel:BYTE_0 src1_sel:DWORD",
+        "v_mul_f16_sdwa v1, -v2, |v3| dst_sel:WORD_0 dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:WORD_0"]
+
+
+@pytest.mark.parametrize(("arch", "text"), [(a, t) for a in ("gfx1100", "gfx1200") for t in DPP]
+                         + [("gfx942", t) for t in GFX9])
 @pytest.mark.parametrize("exec_mask", [0xFFFFFFFF, 0x0F0F33F1])
 def test_dpp_reads_the_same_lanes_on_both_backends(text, arch, exec_mask):
+    lanes = LANES[arch]
     rng = np.random.default_rng(len(text))
-    v = {i: rng.integers(0, 1 << 32, 32, dtype=np.uint64) for i in range(1, 5)}
-    execute(text, arch, v=v, s={126: exec_mask})
+    v = {i: rng.integers(0, 1 << 32, lanes, dtype=np.uint64) for i in range(1, 5)}
+    execute(text, arch, v=v, s={126: exec_mask, 127: exec_mask}, lanes=lanes)
