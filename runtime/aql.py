@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 
 from usergpu.autogen import amdhsa as hsa
-from usergpu.autogen import pm4_nv as pm4
 from usergpu.errors import Error
 
 SLOTS = 256
@@ -41,14 +40,13 @@ def barrier_and(signals: list[int], completion: int = 0) -> bytes:
     return bytes(p)
 
 
-def pm4_ib(ib_va: int, dwords: int) -> bytes:
-    """An AMD vendor packet running a PM4 indirect buffer (signals, timestamps) in queue order."""
+def pm4_ib(jump: list[int]) -> bytes:
+    """An AMD vendor packet running a PM4 indirect buffer (signals, timestamps) in queue order: its ib_jump_cmd is
+    the INDIRECT_BUFFER packet jump (4 dwords, pm4.Packets.indirect_buffer)."""
     raw = bytearray(SLOT)
     hdr = hsa.hsa_amd_vendor_packet_header_t(header=header(hsa.HSA_PACKET_TYPE_VENDOR_SPECIFIC),
                                              AmdFormat=AMD_AQL_FORMAT_PM4_IB)
     raw[: ctypes.sizeof(hdr)] = bytes(hdr)
-    jump = (pm4.PACKET3(pm4.PACKET3_INDIRECT_BUFFER, 2), ib_va & 0xFFFFFFFC, ib_va >> 32,
-            dwords | pm4.INDIRECT_BUFFER_VALID)
     raw[4:20] = b"".join(d.to_bytes(4, "little") for d in jump)
     return bytes(raw)
 

@@ -19,7 +19,7 @@ from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
 from usergpu.errors import DeviceNotFound, Error, GPUFault, GPUHang
 from usergpu.runtime.aql import AQLQueue
 from usergpu.runtime.memory import Buffer
-from usergpu.runtime.pm4 import ComputeQueue
+from usergpu.runtime.pm4 import FIRST_XCC, ComputeQueue, Packets
 from usergpu.runtime.profile import Span
 from usergpu.runtime.profiler import Profiler
 from usergpu.runtime.sdma import CopyQueue, SDMAPackets
@@ -49,10 +49,12 @@ def parse(device: str | None) -> tuple[str, int]:
 class Device:
     """A GPU: memory, queues, signals, programs. Waits longer than `timeout` seconds raise GPUHang."""
 
-    def __init__(self, device: str | None = None, timeout: float = 30.0, queue: str = "pm4"):
+    def __init__(self, device: str | None = None, timeout: float = 30.0, queue: str | None = None):
         """queue: where kernels go, "pm4" (a PM4 compute queue, registers programmed by the runtime) or "aql" (an
-        AQL queue, the CP sets dispatches up from the kernel descriptor)."""
-        if queue not in ("pm4", "aql"):
+        AQL queue, the CP sets dispatches up from the kernel descriptor); by default pm4, and aql on a GPU of
+        several XCCs (whose XCCs split an AQL dispatch's workgroups, where a PM4 one runs on the first XCC alone:
+        pm4.py), as ROCr and tinygrad choose there."""
+        if queue not in (None, "pm4", "aql"):
             raise DeviceNotFound(f"queue {queue!r}: kernels run on a pm4 or an aql queue")
         self.closed = False
         self._memory: dict[int, Memory] = {}  # every driver memory object the device holds, by address
@@ -61,10 +63,11 @@ class Device:
         self.hal = mock_hal(interface=self.name) if self.name.startswith("MOCK") else HAL()
         self.driver = AM.open(self.hal, self.index) if self.name.endswith("PCI+AMD") else KFD(self.hal, self.index)
         self.arch, self.timeout, self.clock_hz = self.driver.arch, timeout, TIMESTAMP_HZ
+        self.xccs = self.driver.properties.get("num_xcc", 1) if isinstance(self.driver, KFD) else 1
         self.event_page = self.memory(8 * 4096, "gtt")
         self.event = self.driver.create_event(self.event_page)
         self.compute, self.copy, self.aql = ComputeQueue(self), CopyQueue(self), AQLQueue(self)
-        self.queue_kind = queue
+        self.queue_kind = queue or ("aql" if self.xccs > 1 else "pm4")
         self.timeline = Signal(self)  # the device's own: each submission bumps it
         self.timeline_value = 0
         self._pending: list[tuple[str, str, int, dict, int]] = []  # launches not yet read: name, queue, times, args,
@@ -83,6 +86,18 @@ class Device:
             self.profiler.release()
         self.profiler = Profiler(self, sqtt, counters, **knobs)
         return self.profiler
+
+    def packets(self) -> Packets:
+        """PM4 packets in the device's encodings."""
+        return Packets(self.arch)
+
+    def first_xcc(self, packets: list[int]) -> list[int]:
+        """The packets, to run on the first XCC alone where the GPU has several (PRED_EXEC: inside an IB)."""
+        return self.packets().pred_exec(FIRST_XCC, packets) if self.xccs > 1 else packets
+
+    def sdma_packets(self) -> SDMAPackets:
+        """SDMA packets in the device's encodings."""
+        return SDMAPackets(self.arch)
 
     def register_address(self, name: str) -> int:
         """A GC register's dword address on this device."""
@@ -167,7 +182,7 @@ class Device:
         """Copy on the SDMA queue and wait for it."""
         value = self.next_timeline_value()
         with self.work(value):
-            self.copy.submit(SDMAPackets().copy(dst, src, size).signal(self.timeline, value, self.event))
+            self.copy.submit(self.sdma_packets().copy(dst, src, size).signal(self.timeline, value, self.event))
         self.timeline.wait(value)
 
     def alloc(self, size: int, kind: str = "vram", at_end: bool = False) -> Buffer:

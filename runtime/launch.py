@@ -11,6 +11,7 @@ from usergpu.errors import CodeObjectError
 from usergpu.runtime.device import Device
 
 _devices: dict[tuple, Device] = {}
+MOCK_SHAPE = ("MOCKGPU_ARCH", "MOCKGPU_COUNT", "MOCKGPU_PARTITION", "MOCKPCI_DIR", "MOCKPCI_VFIO")  # a mock's make
 
 
 def open_device(name: str | Device | None) -> Device:
@@ -18,8 +19,7 @@ def open_device(name: str | Device | None) -> Device:
     the Device given."""
     if isinstance(name, Device):
         return name
-    key = (name or os.environ.get("DEV", ""), os.environ.get("MOCKGPU_ARCH"), os.environ.get("MOCKGPU_COUNT"),
-           os.environ.get("MOCKPCI_DIR"), os.environ.get("MOCKPCI_VFIO"))
+    key = (name or os.environ.get("DEV", ""), *map(os.environ.get, MOCK_SHAPE))
     if key not in _devices or _devices[key].closed:
         _devices[key] = Device(name)
     return _devices[key]

@@ -1,7 +1,10 @@
 """Kernel profiling on the runtime: the SQ thread trace (SQTT) of every shader engine and the performance counters
 (PMC) of every instance, programmed around each PM4 dispatch, and the capture they make — a directory laid out as
 shared/data/sqtt's real captures are (capture.json, the code objects, one blob per shader engine), with the
-counters in pmc.json, so `usergpu prof show` opens real and mock captures alike.
+counters in pmc.json, so `usergpu prof show` opens real and mock captures alike. thread_trace.py programs the trace
+of each format; on a GPU of several XCCs (MI300X, MI350X) every XCC's shader engines trace and count apart: the
+blobs are numbered across them (XCC x's engine e is x * engines per XCC + e, as aqlprofile and tinygrad number them),
+counters are named "xcc,..." by instance, and what one XCC's registers need runs under PRED_EXEC.
 
 Knobs (environment, read by Profiler.from_env): PROFILE=1 turns profiling on, with SQTT=1 for thread traces and
 PMC=1 for counters (PMC_COUNTERS=NAME,... picks them); SQTT_BUFFER_SIZE is the trace buffer per shader engine in
@@ -21,8 +24,11 @@ from pathlib import Path
 
 from usergpu.autogen import _sqtt as tt
 from usergpu.autogen._pmc import BLOCKS, EVENTS, PERFMON_CNTL, PERFMON_DISABLE_AND_RESET, PERFMON_START, PERFMON_STOP
-from usergpu.emu.amd.soc import GC_REGS, vgt_event
+from usergpu.emu.amd.soc import GC_REGS, family
+from usergpu.emu.amd.sqtt import layout_of
+from usergpu.emu.amd.sqtt.tables import GFX9
 from usergpu.errors import Error
+from usergpu.runtime.thread_trace import Gfx9Trace, RdnaTrace
 
 DEFAULT_COUNTERS = ("SQ_WAVES", "SQ_INSTS_VALU", "SQ_INSTS_SALU", "SQ_INSTS_LDS", "GRBM_GUI_ACTIVE")
 MiB = 1 << 20
@@ -61,12 +67,15 @@ def _knob(name: str, default: int) -> int:
 class Profiler:
     def __init__(self, dev, sqtt: bool = True, counters: list[str] | tuple[str, ...] = (), buffer_bytes: int = 16 * MiB,
                  itrace_se_mask: int = 0x1, slots: int = 16):
-        self.dev, family = dev, dev.arch[:5]
-        self.regs = GC_REGS[family]
+        self.dev, self.family = dev, family(dev.arch)
+        self.regs = GC_REGS[self.family]
         props = dev.driver.properties
         sas = props["simd_arrays_per_engine"]
-        self.ses, self.sas, self.wgps = props["array_count"] // sas, sas, props["cu_per_simd_array"] // 2
-        events = EVENTS[family]
+        self.xccs = max(props.get("num_xcc", 1), 1)
+        self.ses, self.sas = props["array_count"] // sas // self.xccs, sas  # shader engines per XCC
+        gfx9 = layout_of(dev.arch) is GFX9
+        self.units = props["cu_per_simd_array"] // (1 if gfx9 else 2)  # gfx9: CUs; RDNA: WGPs of two CUs
+        self.blocks, events = BLOCKS[self.family], EVENTS[self.family]
         unknown = [c for c in counters if c not in events]
         if unknown:
             raise ProfileError(f"PMC_COUNTERS: {', '.join(unknown)} not counted on {dev.arch}; it counts "
@@ -75,16 +84,19 @@ class Profiler:
         for name in counters:
             block = events[name][0]
             n = sum(1 for _, b, _ in self.counters if b == block)
-            if n == BLOCKS[block][0]:
+            if n == self.blocks[block][0]:
                 raise ProfileError(f"PMC_COUNTERS: {block} has {n} counters; {name} is one too many")
             self.counters.append((name, block, n))
         self.sqtt, self.itrace_se_mask, self.slots = sqtt, itrace_se_mask, slots
         if buffer_bytes < 4096 or buffer_bytes % 4096:
             raise ProfileError(f"SQTT_BUFFER_SIZE: {buffer_bytes} bytes; a trace buffer is whole 4 KiB pages")
         self.buffer_bytes = buffer_bytes
-        self.trace_buffers = [dev.memory(self.buffer_bytes, "gtt") for _ in range(self.ses)] if sqtt else []
-        self.samples = [(name, block, n, where) for name, block, n in self.counters for where in self._instances(block)]
-        self.slot_bytes = 8 * (self.ses + len(self.samples))  # the trace write pointers, then a qword per sample
+        self.trace = (Gfx9Trace if gfx9 else RdnaTrace)(self)
+        engines = self.ses * self.xccs
+        self.trace_buffers = [dev.memory(self.buffer_bytes, "gtt") for _ in range(engines)] if sqtt else []
+        self.samples = [(name, block, n, where) for name, block, n in self.counters
+                        for where in self._instances(self.blocks[block][3])]
+        self.slot_bytes = 8 * (engines + len(self.samples))  # the trace write pointers, then a qword per sample
         self.slot_mem = dev.memory(max(slots * self.slot_bytes, 4096), "gtt")
         self.next_slot = 0
         self.pending: list[_Pending] = []
@@ -99,32 +111,29 @@ class Profiler:
                    _knob("SQTT_BUFFER_SIZE", 16) * MiB, _knob("SQTT_ITRACE_SE_MASK", 0x1), _knob("PROF_SLOTS", 16))
 
     # ---- registers ----------------------------------------------------------------------------------------------
-    def _addr(self, name: str) -> int:
+    def addr(self, name: str) -> int:
         return self.dev.register_address(name)
 
-    def _set(self, p, **regs: int) -> None:
-        p.set_uconfig_regs({self._addr(name): value for name, value in regs.items()})
+    def set(self, p, **regs: int) -> None:
+        p.set_uconfig_regs({self.addr(name): value for name, value in regs.items()})
 
-    def _index(self, se: int | None = None, sa: int | None = None, wgp: int | None = None) -> int:
-        """GRBM_GFX_INDEX selecting an instance (None: broadcast at that level)."""
-        return self.regs["GRBM_GFX_INDEX"].encode(
-            SE_INDEX=se or 0, SA_INDEX=sa or 0, INSTANCE_INDEX=wgp or 0, SE_BROADCAST_WRITES=int(se is None),
-            SA_BROADCAST_WRITES=int(sa is None), INSTANCE_BROADCAST_WRITES=int(wgp is None))
+    def index(self, se: int | None = None, sa: int | None = None, unit: int | None = None) -> int:
+        """GRBM_GFX_INDEX selecting an instance of the XCC's (None: broadcast at that level; gfx9 names the shader
+        array SH)."""
+        reg = self.regs["GRBM_GFX_INDEX"]
+        array = "SA" if "SA_INDEX" in reg.fields else "SH"
+        return reg.encode(**{"SE_INDEX": se or 0, f"{array}_INDEX": sa or 0, "INSTANCE_INDEX": unit or 0,
+                             "SE_BROADCAST_WRITES": int(se is None), f"{array}_BROADCAST_WRITES": int(sa is None),
+                             "INSTANCE_BROADCAST_WRITES": int(unit is None)})
 
-    def _instances(self, block: str) -> list[tuple[int, ...]]:
-        if block == "GRBM":
-            return [()]
-        if block == "SQG":
-            return [(se,) for se in range(self.ses)]
-        return [(se, sa, wgp) for se in range(self.ses) for sa in range(self.sas) for wgp in range(self.wgps)]
-
-    def _buffer_regs(self, se: int) -> dict[str, int]:
-        va, size = self.trace_buffers[se].va, self.buffer_bytes >> 12
-        if "SQ_THREAD_TRACE_BUF0_BASE" in self.regs:  # gfx11: the high address bits share the size register
-            return {"SQ_THREAD_TRACE_BUF0_SIZE": self.regs["SQ_THREAD_TRACE_BUF0_SIZE"].encode(
-                SIZE=size, BASE_HI=va >> 44), "SQ_THREAD_TRACE_BUF0_BASE": (va >> 12) & 0xFFFFFFFF}
-        return {"SQ_THREAD_TRACE_BUF0_SIZE": size, "SQ_THREAD_TRACE_BUF0_BASE_LO": (va >> 12) & 0xFFFFFFFF,
-                "SQ_THREAD_TRACE_BUF0_BASE_HI": va >> 44}
+    def _instances(self, scope: str) -> list[tuple[int, ...]]:
+        """A block's instances: (xcc,), (xcc, se) or (xcc, se, sa, wgp)."""
+        xccs, ses = range(self.xccs), range(self.ses)
+        if scope == "xcc":
+            return [(x,) for x in xccs]
+        if scope == "se":
+            return [(x, se) for x in xccs for se in ses]
+        return [(x, se, sa, u) for x in xccs for se in ses for sa in range(self.sas) for u in range(self.units)]
 
     # ---- around a dispatch --------------------------------------------------------------------------------------
     def begin(self, p) -> int:
@@ -137,82 +146,69 @@ class Profiler:
                           f"{self.slots}): its counters are lost; raise PROF_SLOTS or synchronize more often",
                           stacklevel=3)
         slot, self.next_slot = self.next_slot, (self.next_slot + 1) % self.slots
-        family = self.dev.arch[:5]
         if self.counters:
-            self._set(p, **{PERFMON_CNTL[family]: PERFMON_DISABLE_AND_RESET, "GRBM_GFX_INDEX": self._index()})
-            for name, block, n in self.counters:
-                select = f"{BLOCKS[block][1]}{n}_SELECT"
-                self._set(p, **{select: self.regs[select].encode(PERF_SEL=EVENTS[family][name][1])})
-            for ctrl in ("SQ_PERFCOUNTER_CTRL", "SQG_PERFCOUNTER_CTRL"):
-                self._set(p, **{ctrl: self.regs[ctrl].encode(CS_EN=1)})
-            self._set(p, **{PERFMON_CNTL[family]: PERFMON_START})
+            self._start_counters(p)
         if self.sqtt:
-            self._start_trace(p)
+            self.trace.start(p)
         return slot
 
-    def _start_trace(self, p) -> None:
-        regs = self.regs
-        for se in range(self.ses):
-            itrace = self.itrace_se_mask >> se & 1
-            exclude = 0 if itrace else tt.NO_INSTRUCTIONS
-            self._set(p, GRBM_GFX_INDEX=self._index(se), **self._buffer_regs(se))
-            self._set(p, SQ_THREAD_TRACE_MASK=regs["SQ_THREAD_TRACE_MASK"].encode(
-                WTYPE_INCLUDE=tt.SQ_TT_WTYPE_INCLUDE_CS_BIT, SIMD_SEL=0, WGP_SEL=0, SA_SEL=0))
-            include = (tt.SQ_TT_TOKEN_MASK_SQDEC_BIT | tt.SQ_TT_TOKEN_MASK_SHDEC_BIT | tt.SQ_TT_TOKEN_MASK_GFXUDEC_BIT
-                       | tt.SQ_TT_TOKEN_MASK_COMP_BIT | tt.SQ_TT_TOKEN_MASK_CONTEXT_BIT)
-            self._set(p, SQ_THREAD_TRACE_TOKEN_MASK=regs["SQ_THREAD_TRACE_TOKEN_MASK"].encode(
-                REG_INCLUDE=include, TOKEN_EXCLUDE=exclude, BOP_EVENTS_TOKEN_INCLUDE=1))
-            self._set(p, SQ_THREAD_TRACE_CTRL=regs["SQ_THREAD_TRACE_CTRL"].encode(MODE=tt.SQ_TT_MODE_ON, HIWATER=5))
-        spi = regs["SPI_CONFIG_CNTL"].encode(ENABLE_SQG_TOP_EVENTS=1, ENABLE_SQG_BOP_EVENTS=1)
-        self._set(p, GRBM_GFX_INDEX=self._index(), SPI_CONFIG_CNTL=spi)
-        p.set_sh_regs({self._addr("COMPUTE_THREAD_TRACE_ENABLE") - 0x2C00: 1})
+    def _start_counters(self, p) -> None:
+        regs, control = self.regs, PERFMON_CNTL[self.family]
+        self.set(p, **{control: PERFMON_DISABLE_AND_RESET, "GRBM_GFX_INDEX": self.index()})
+        for name, block, n in self.counters:
+            select = f"{self.blocks[block][1]}{n}_SELECT"
+            masks = {f: regs[select].fields[f][1] >> regs[select].fields[f][0]  # gfx9 SQ: every SIMD, bank, client
+                     for f in ("SIMD_MASK", "SQC_BANK_MASK", "SQC_CLIENT_MASK") if f in regs[select].fields}
+            self.set(p, **{select: regs[select].encode(PERF_SEL=EVENTS[self.family][name][1], **masks)})
+        if "SQ_PERFCOUNTER_MASK" in regs:  # gfx9: the CUs of both shader arrays
+            self.set(p, SQ_PERFCOUNTER_MASK=regs["SQ_PERFCOUNTER_MASK"].encode(SH0_MASK=0xFFFF, SH1_MASK=0xFFFF))
+        for ctrl in ("SQ_PERFCOUNTER_CTRL", "SQG_PERFCOUNTER_CTRL"):
+            if ctrl in regs:
+                self.set(p, **{ctrl: regs[ctrl].encode(CS_EN=1)})
+        p.set_sh_regs({self.addr("COMPUTE_PERFCOUNT_ENABLE") - p.pm4.PACKET3_SET_SH_REG_START: 1})
+        self.set(p, **{control: PERFMON_START})
 
     def end(self, p, slot: int, kernel) -> None:
         """Packets that stop the trace and sample the counters into the slot after the dispatch."""
-        family, base = self.dev.arch[:5], self.slot_mem.va + slot * self.slot_bytes
-        regs = self.regs
+        base = self.slot_mem.va + slot * self.slot_bytes
         if self.sqtt:
-            p.event(vgt_event(self.dev.arch, "THREAD_TRACE_FINISH"))
-            finish = regs["SQ_THREAD_TRACE_STATUS"].fields["FINISH_DONE"][1]
-            busy = regs["SQ_THREAD_TRACE_STATUS"].fields["BUSY"][1]
-            for se in range(self.ses):
-                self._set(p, GRBM_GFX_INDEX=self._index(se))
-                p.wait_register(self._addr("SQ_THREAD_TRACE_STATUS"), finish, finish)
-                self._set(p, SQ_THREAD_TRACE_CTRL=0)
-                p.wait_register(self._addr("SQ_THREAD_TRACE_STATUS"), busy, 0)
-                p.copy_register(self._addr("SQ_THREAD_TRACE_WPTR"), base + 8 * se)
-            self._set(p, GRBM_GFX_INDEX=self._index())
-            p.set_sh_regs({self._addr("COMPUTE_THREAD_TRACE_ENABLE") - 0x2C00: 0})
+            self.trace.stop(p, base)
         if self.counters:
-            self._set(p, **{PERFMON_CNTL[family]: regs[PERFMON_CNTL[family]].encode(
-                PERFMON_STATE=PERFMON_STOP, PERFMON_SAMPLE_ENABLE=1)})
-            for i, (_, block, n, where) in enumerate(self.samples):
-                self._set(p, GRBM_GFX_INDEX=self._index(*where) if where else self._index())
-                wide = BLOCKS[block][2]
-                p.copy_register(self._addr(f"{BLOCKS[block][1]}{n}_LO"), base + 8 * (self.ses + i), qword=wide)
-            self._set(p, GRBM_GFX_INDEX=self._index())
+            control = PERFMON_CNTL[self.family]
+            self.set(p, **{control: self.regs[control].encode(PERFMON_STATE=PERFMON_STOP, PERFMON_SAMPLE_ENABLE=1)})
+            engines = self.ses * self.xccs
+            for xcc in range(self.xccs):
+                def sample(q, xcc=xcc):
+                    for i, (_, block, n, where) in enumerate(self.samples):
+                        if where[0] == xcc:
+                            self.set(q, GRBM_GFX_INDEX=self.index(*where[1:]))
+                            q.copy_register(self.addr(f"{self.blocks[block][1]}{n}_LO"), base + 8 * (engines + i),
+                                            qword=self.blocks[block][2])
+                    self.set(q, GRBM_GFX_INDEX=self.index())
+                self.trace.on_xcc(p, xcc, sample)
         prog = kernel.program
         self.pending.append(_Pending(KernelCapture(kernel.meta.name, prog.co.data, prog.buf.va), slot))
 
     def collect(self) -> None:
         """Read what the finished kernels left (call after the GPU is done with them)."""
+        engines = self.ses * self.xccs
+        wptr = self.regs["SQ_THREAD_TRACE_WPTR"].fields[self.trace.wptr][1]
         for pending in self.pending:
             cap, base = pending.capture, pending.slot * self.slot_bytes
             words = self.slot_mem.view()[base : base + self.slot_bytes]
             if self.sqtt:
-                for se in range(self.ses):
-                    wptr = struct.unpack_from("<I", words, 8 * se)[0] & self.regs["SQ_THREAD_TRACE_WPTR"].fields[
-                        "OFFSET"][1]
-                    size = min(wptr * tt.WPTR_UNIT, self.buffer_bytes)
-                    if wptr * tt.WPTR_UNIT >= self.buffer_bytes:
+                for se in range(engines):
+                    written = (struct.unpack_from("<I", words, 8 * se)[0] & wptr) * tt.WPTR_UNIT
+                    if written >= self.buffer_bytes:
                         warnings.warn(f"SQTT buffer of shader engine {se} full ({self.buffer_bytes} bytes) in "
                                       f"kernel {cap.name}: the trace is cut short; raise SQTT_BUFFER_SIZE",
                                       stacklevel=2)
-                    cap.traces.append((se, bytes(self.trace_buffers[se].view()[:size]),
-                                       bool(self.itrace_se_mask >> se & 1)))
+                    blob = bytes(self.trace_buffers[se].view()[:min(written, self.buffer_bytes)])
+                    cap.traces.append((se, self.trace.header(se) + blob, bool(self.itrace_se_mask >> se & 1)))
             for i, (name, block, _, where) in enumerate(self.samples):
-                value = struct.unpack_from("<Q" if BLOCKS[block][2] else "<I", words, 8 * (self.ses + i))[0]
-                cap.counters.setdefault(name, {})[",".join(map(str, where)) or "gpu"] = value
+                value = struct.unpack_from("<Q" if self.blocks[block][2] else "<I", words, 8 * (engines + i))[0]
+                cap.counters.setdefault(name, {})[",".join(map(str, where[1:] if self.xccs == 1 else where))
+                                                  or "gpu"] = value
             self.captures.append(cap)
         self.pending.clear()
 

@@ -20,7 +20,6 @@ from usergpu.runtime.signal import AMD_SIGNAL_KIND_USER
 START_TS = hsa.amd_signal_t.start_ts.offset  # end_ts follows it
 
 ARENA = 1 << 20  # kernel arguments and dispatch packets of in-flight launches
-GC_SH_BASE = 0x2C00  # PACKET3_SET_SH_REG_START
 
 
 class Program:
@@ -85,9 +84,9 @@ class Kernel:
         end = start + 8
         user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
         regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
-        sh = {dev.register_address(name) - GC_SH_BASE: value for name, value in regs.items()
+        p = dev.packets().memory_barrier()
+        sh = {dev.register_address(name) - p.pm4.PACKET3_SET_SH_REG_START: value for name, value in regs.items()
               if name != "COMPUTE_DISPATCH_INITIATOR"}
-        p = Packets().memory_barrier()
         slot = dev.profiler.begin(p) if dev.profiler else None
         p.timestamp(start).exec(sh, grid, regs["COMPUTE_DISPATCH_INITIATOR"]).timestamp(end)
         if dev.profiler:
@@ -102,11 +101,11 @@ class Kernel:
         dev = self.dev
         done = dev.arena(64)  # the completion signal: an amd_signal_t of value 1
         struct.pack_into("<qq", dev.arena_view(done, 16), 0, AMD_SIGNAL_KIND_USER, 1)
-        before, after = Packets(), Packets()
+        before, after = dev.packets(), dev.packets()
         slot = dev.profiler.begin(before) if dev.profiler else None
         if dev.profiler:
             dev.profiler.end(after, slot, self)
-        after.signal(dev.timeline, value, dev.event)
+        after += dev.first_xcc(dev.packets().signal(dev.timeline, value, dev.event))  # one XCC signals, once
         dispatch = kernel_dispatch(self.kd_va, args_va, grid, block, lds, self.meta.private_segment_fixed_size, done)
         dev.aql.submit([self._ib(before)] * bool(before) + [dispatch, self._ib(after)])
         return done + START_TS
@@ -115,4 +114,4 @@ class Kernel:
         """An AQL vendor packet running packets as a PM4 IB (in kernel-argument memory)."""
         ib_va = self.dev.arena(4 * len(packets))
         self.dev.arena_view(ib_va, 4 * len(packets)).cast("I")[:] = array("I", packets)
-        return pm4_ib(ib_va, len(packets))
+        return pm4_ib(self.dev.packets().indirect_buffer(ib_va, len(packets)))

@@ -1,7 +1,8 @@
 """usergpu demo: what this build can do on any machine. First the showcase — vector add, tiled matmul and an LDS
-reduction compiled by clang-22, run through the runtime on a device (the mock GPU by default), checked against numpy
-and timed by the GPU's timestamps, with a Chrome/Perfetto trace of the launches — then the GPUs found and the
-showcase's vadd compiled for each ISA the disassembler knows."""
+reduction compiled by clang-22 (and on a CDNA GPU an MFMA matmul on its matrix cores), run through the runtime on a
+device (the mock GPU by default, MOCKGPU_ARCH picks its ISA), checked against numpy and timed by the GPU's
+timestamps, with a Chrome/Perfetto trace of the launches — then the GPUs found and the showcase's vadd compiled for
+each ISA the disassembler knows."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 tests) with usergpu's mock machines behind the seam tinygrad offers for mocks. The command's Python finds
 `test.mockgpu.mockgpu.MockFileIOInterface` (and `test.mockgpu.usb.MockUSB3`) as usergpu's through an import hook on
 its PYTHONPATH (tools/mock_site/sitecustomize.py); DEV is set when absent, MOCKGPU_ARCH and MOCKGPU_COUNT from the
-options. Nothing of the command is changed beyond that seam."""
+options (and MOCKGPU_PARTITION, a CDNA GPU's compute partitions). Nothing of the command is changed beyond that
+seam."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import shutil
 import sys
 
 from usergpu.autogen.generator.toolchain import LLVM
+from usergpu.emu.amd.mock.cdna import PARTITIONS, PARTS
 from usergpu.emu.amd.mock.fileio import MACHINES
 from usergpu.emu.amd.mock.machines import MAX_MOCK_GPUS
 from usergpu.errors import Error
@@ -19,7 +21,8 @@ from usergpu.tools.common import BadArgument, ranged
 
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mock_site")
 DEVICES = tuple(f"{k}+AMD" for k in MACHINES if k != "MOCK")
-ARCHS = ("gfx1100", "gfx1200")  # the mock KFD's and the mock board's GPUs
+BOARD_ARCHS = ("gfx1100", "gfx1200")  # the mock boards' GPUs (MOCKPCI, MOCKUSB)
+ARCHS = BOARD_ARCHS + tuple(PARTS)  # the mock KFD's: those and the CDNA parts
 # the LLVM tinygrad's LLVM renderer loads (its LLVM_PATH): the project's llvm-22, which tinygrad's own search
 # (libLLVM.so[.N], then LLVM-21 down to -14) passes over for Debian's older libLLVM-15
 LIBLLVM = f"/usr/lib/llvm-{LLVM}/lib/libLLVM.so"
@@ -37,13 +40,22 @@ def _arch(text: str) -> str:
     return text
 
 
+def _partition(text: str) -> str:
+    if text.lower() not in PARTITIONS:
+        raise BadArgument(f"{text!r}: a CDNA GPU partitions as {' or '.join(PARTITIONS)}")
+    return text.lower()
+
+
 def add_parser(sub, help_line: str) -> None:
     p = sub.add_parser("mock", help=help_line, description=__doc__.split("\n\n")[0],
-                       usage="usergpu mock [--dev DEV] [--arch ARCH] [--count N] -- CMD [ARGS ...]")
+                       usage="usergpu mock [--dev DEV] [--arch ARCH] [--count N] [--partition spx|cpx] -- CMD "
+                             "[ARGS ...]")
     p.add_argument("--dev", type=_device, help=f"the mock interface, one of {', '.join(DEVICES)} (default: $DEV, "
                                                  "else MOCKKFD+AMD)")
     p.add_argument("--arch", type=_arch, help=f"the mock GPUs' arch, {' or '.join(ARCHS)} (MOCKGPU_ARCH)")
     p.add_argument("--count", type=ranged(1, MAX_MOCK_GPUS, "a GPU count"), help="how many GPUs (MOCKGPU_COUNT)")
+    p.add_argument("--partition", type=_partition, help="a CDNA GPU's compute partitions: spx (one node of all "
+                   "its XCCs, the default) or cpx (a node per XCC) (MOCKGPU_PARTITION)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     p.set_defaults(run=run)
 
@@ -57,7 +69,11 @@ def environment(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]
     env.setdefault("MOCKGPU", "1")  # what tinygrad's tests read to skip what no mock does
     if os.path.exists(LIBLLVM):
         env.setdefault("LLVM_PATH", LIBLLVM)
-    for name, value in (("MOCKGPU_ARCH", args.arch), ("MOCKGPU_COUNT", args.count)):
+    interface = env["DEV"].split(":")[0]  # DEV may name a renderer after the interface (MOCKKFD+AMD:LLVM)
+    if interface != "MOCKKFD+AMD" and (args.arch or env.get("MOCKGPU_ARCH", "gfx1100")) not in BOARD_ARCHS:
+        raise Error(f"mock: {interface} models {', '.join(BOARD_ARCHS)} boards; the CDNA parts run on MOCKKFD+AMD")
+    for name, value in (("MOCKGPU_ARCH", args.arch), ("MOCKGPU_COUNT", args.count),
+                        ("MOCKGPU_PARTITION", args.partition)):
         if value is not None:
             env[name] = str(value)
     return env

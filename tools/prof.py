@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
     r.add_argument("--dev", default="MOCKKFD+AMD", help="the device (default MOCKKFD+AMD)")
     r.add_argument("--sqtt", action="store_true", help="capture thread traces")
     r.add_argument("--pmc", help="counters to sample, NAME,NAME,...")
+    r.add_argument("--itrace-se-mask", type=unsigned, default=0x1,
+                   help="the shader engines that trace instructions, a bit each (default 0x1: the first; on a GPU of "
+                        "several XCCs, XCC x's engine e is bit x * engines per XCC + e)")
     r.add_argument("-o", "--output", default="capture", type=output_dir,
                    help="the capture directory (default ./capture)")
     r.set_defaults(run=lambda args, hal: run(args))
@@ -58,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
     co, kernel, values, grid, block = prepare(args)
     dev = Device(args.dev)
-    prof = dev.profile(sqtt=args.sqtt, counters=args.pmc.split(",") if args.pmc else ())
+    prof = dev.profile(sqtt=args.sqtt, counters=args.pmc.split(",") if args.pmc else (),
+                       itrace_se_mask=args.itrace_se_mask)
     launch(co.data, kernel, grid, block, values, dev)
     out = prof.write(args.output)
     print(f"{kernel} on {args.dev} ({dev.arch}): capture in {out}")

@@ -105,8 +105,8 @@ def add_kernel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", default=(1, 1, 1), type=dims, help="workgroups: X[,Y[,Z]]")
     p.add_argument("--block", default=(64, 1, 1), type=dims, help="work-items per workgroup: X[,Y[,Z]]")
     p.add_argument("--arg", action="append", default=[], type=spec, help="an argument spec (repeat, in order)")
-    p.add_argument("--arch", type=arch, help="compile for / run as this arch (default: gfx1100, or the code "
-                                             "object's)")
+    p.add_argument("--arch", type=arch, help="compile for / run as this arch (default: a mock device's "
+                                             "MOCKGPU_ARCH, else gfx1100, or the code object's)")
     p.add_argument("--wave64", action="store_true", help="compile a .cl for wave64")
     p.add_argument("--seed", type=unsigned, default=0, help="seed of random buffers")
 
@@ -120,12 +120,16 @@ def arch(text: str) -> str:
 
 def prepare(args: argparse.Namespace):
     """(code object, kernel name, argument values, grid, block) from a command line's file, --kernel, --arg,
-    --grid and --block; a mock device string also sets MOCKGPU_ARCH to the code object's arch."""
+    --grid and --block; a .cl is compiled for --arch, else a mock device's MOCKGPU_ARCH, else gfx1100, and a mock
+    device string sets MOCKGPU_ARCH to the code object's arch where it is unset."""
     path = Path(args.file)
+    mock = args.dev.upper().startswith("MOCK")
+    mock_arch = os.environ.get("MOCKGPU_ARCH") if mock else None  # the mock GPU's (one it has no GPU for it says)
+    target = args.arch or (mock_arch if mock_arch in ARCHS else "gfx1100")
     try:
         if path.suffix == ".cl":
             options = ["-I", str(path.parent)] + (["-mwavefrontsize64"] if args.wave64 else [])
-            co = parse(compile_opencl(path.read_text(), args.arch or "gfx1100", options))
+            co = parse(compile_opencl(path.read_text(), target, options))
         else:
             co = parse(path.read_bytes())
     except (CodeObjectError, CompileError) as e:  # say which file: the compiler names its own temporary one
@@ -135,7 +139,7 @@ def prepare(args: argparse.Namespace):
         raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}")
     rng = np.random.default_rng(args.seed)
     values = [make(rng) for make in args.arg]
-    if args.dev.upper().startswith("MOCK") and co.arch:
+    if mock and co.arch:
         os.environ.setdefault("MOCKGPU_ARCH", co.arch)
     return co, kernel, values, args.grid, args.block
 

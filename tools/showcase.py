@@ -1,5 +1,6 @@
 """The demo's showcase: three kernels (vector add, LDS-tiled matmul, LDS tree reduction) compiled by clang-22 for a
-device's ISA, run on it through the runtime (usergpu.Device) and checked against numpy."""
+device's ISA, and on a CDNA GPU (gfx942, gfx950) a matmul on its matrix cores (MFMA), run on it through the runtime
+(usergpu.Device) and checked against numpy."""
 
 from __future__ import annotations
 
@@ -60,6 +61,31 @@ __kernel void reduce_sum(__global const float *a, __global float *sums) {
 }
 """
 
+# C = A B (n x n, n a multiple of 32; f16 in, f32 out) on the matrix cores: a wave per 32 x 32 tile of C, eight
+# columns of A and rows of B per v_mfma_f32_32x32x8f16. Lane l holds A's row l % 32 and B's column l % 32 at
+# k = 4 (l / 32) + t, and gets C's row 8 (v / 4) + 4 (l / 32) + v % 4 of column l % 32 in accumulator v (CDNA3 ISA,
+# the matrix instruction calculator's 32x32x8 layout).
+MFMA_SOURCE = r"""
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+typedef half half4 __attribute__((ext_vector_type(4)));
+typedef float float16 __attribute__((ext_vector_type(16)));
+__kernel void mfma_matmul(__global const half *A, __global const half *B, __global float *C, uint n) {
+  uint lane = LID(x), row0 = GRP(y) * 32, col0 = GRP(x) * 32;
+  float16 acc = 0;
+  for (uint k0 = 0; k0 < n; k0 += 8) {
+    half4 a, b;
+    for (int t = 0; t < 4; t++) {
+      uint k = k0 + 4 * (lane / 32) + t;
+      a[t] = A[(row0 + lane % 32) * n + k];
+      b[t] = B[k * n + col0 + lane % 32];
+    }
+    acc = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, acc, 0, 0, 0);
+  }
+  for (int v = 0; v < 16; v++)
+    C[(row0 + 8 * (v / 4) + 4 * (lane / 32) + v % 4) * n + col0 + lane % 32] = acc[v];
+}
+"""
+
 N = 1 << 16  # vector length and reduction input
 M = 128  # matrix side
 
@@ -92,6 +118,12 @@ CASES = [
     Case("reduce_sum", (N // 256, 1, 1), (256, 1, 1), lambda r: [_f32(r, N), np.zeros(N // 256, np.float32)], 1,
          lambda a: a[0].astype(np.float64).reshape(-1, 256).sum(axis=1)),
 ]
+MFMA_CASE = Case("mfma_matmul", (M // 32, M // 32, 1), (64, 1, 1),
+                 lambda r: [_f32(r, (M, M)).astype(np.float16), _f32(r, (M, M)).astype(np.float16),
+                            np.zeros((M, M), np.float32), np.uint32(M)],
+                 2, lambda a: a[0].astype(np.float64) @ a[1])
+# family -> the matrix-core kernels its ISA has, and their cases
+MATRIX = {"gfx94": (MFMA_SOURCE, [MFMA_CASE]), "gfx95": (MFMA_SOURCE, [MFMA_CASE])}
 
 
 @dataclass
@@ -132,8 +164,10 @@ def run_case(dev: usergpu.Device, prog: Program, co: bytes, case: Case, seed: in
 
 
 def run(device: str, cases: list[Case] | None = None) -> tuple[usergpu.Device, list[Result]]:
-    """Compile SOURCE for the device's ISA, then run and check each case there."""
+    """Compile SOURCE (and the matrix-core kernels of the device's ISA) for the device, then run and check each
+    case there (by default CASES, then the matrix-core ones)."""
     dev = usergpu.Device(device)  # its own: the trace shows this showcase's launches only
-    co = usergpu.compile_opencl(SOURCE, dev.arch)
+    extra, matrix = MATRIX.get(dev.arch[:5], ("", []))
+    co = usergpu.compile_opencl(SOURCE + extra, dev.arch)
     prog = dev.load(co)
-    return dev, [run_case(dev, prog, co, c) for c in (CASES if cases is None else cases)]
+    return dev, [run_case(dev, prog, co, c) for c in (CASES + matrix if cases is None else cases)]

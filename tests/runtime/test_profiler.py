@@ -1,5 +1,6 @@
-"""Profiling on MOCKKFD+AMD, gfx1100 and gfx1200: counters equal exact counts of what the emulator executed, and
-the thread trace the mock writes decodes back to the traced wave's instructions, in order."""
+"""Profiling on MOCKKFD+AMD (and MOCKPCI+AMD for RDNA), gfx1100, gfx1200, gfx942 and gfx950: counters equal exact
+counts of what the emulator executed, and the thread trace the mock writes decodes back to the traced wave's
+instructions, in order."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import usergpu
+from usergpu.autogen._pmc import EVENTS
 from usergpu.emu.amd.exec.dispatch import launch as emu_launch
 from usergpu.emu.amd.sqtt import decode, wave_instructions
 from usergpu.emu.amd.sqtt.waves import TOKENLESS
@@ -19,6 +21,9 @@ from usergpu.runtime.profiler import ProfileError
 KERNELS = Path(__file__).parents[1] / "kernels"
 SOURCE = (KERNELS / "prof.cl").read_text()
 ARCHS = ("gfx1100", "gfx1200")
+# the interfaces each arch is profiled on (the AM driver, MOCKPCI, drives RDNA boards only), and the queues
+RUNS = [(arch, interface, "pm4") for arch in ARCHS for interface in ("MOCKKFD+AMD", "MOCKPCI+AMD")] + [
+    (arch, "MOCKKFD+AMD", queue) for arch in ("gfx942", "gfx950") for queue in ("pm4", "aql")]
 # (kernel, grid, block, arguments)
 CASES = {
     "straight": ((4, 1, 1), (64, 1, 1), lambda: [np.arange(256, dtype=np.float32), np.ones(256, np.float32)]),
@@ -26,68 +31,81 @@ CASES = {
     "branch": ((2, 1, 1), (64, 1, 1), lambda: [np.arange(-64, 64, dtype=np.int32)]),
     "reduce": ((3, 1, 1), (64, 1, 1), lambda: [np.zeros(3, np.float32), np.arange(192, dtype=np.float32)]),
 }
-# instruction classes by mnemonic, as the mock's SQ counts them (emu/amd/mock/profiler.py's documentation)
-NOT_SALU = ("s_load", "s_buffer_load", "s_waitcnt", "s_wait_", "s_cbranch", "s_branch", "s_barrier", "s_sendmsg",
-            "s_endpgm")
+CYCLES = ("GRBM_GUI_ACTIVE", "SQ_BUSY_CYCLES", "SQ_WAVE_CYCLES", "SQ_INST_CYCLES_VALU")
+# what the SQ itself runs, counted in SQ_INSTS alone
+SEQUENCER = ("s_waitcnt", "s_wait_", "s_nop", "s_barrier", "s_endpgm")
 
-def counted(mnemonic: str) -> str | None:
-    if mnemonic.startswith("v_"):
-        return "SQ_INSTS_VALU"
-    if mnemonic.startswith("ds_"):
-        return "SQ_INSTS_LDS"
+
+def counted(mnemonic: str) -> set[str]:
+    """The instruction counters an instruction adds to, as rocprofiler-sdk's counter_defs.yaml describes them (VALU
+    includes MFMA, VMEM_RD/WR include FLAT loads/stores); an arch has the ones of its EVENTS."""
+    kinds = (("v_mfma", {"SQ_INSTS_VALU", "SQ_INSTS_MFMA"}), ("v_", {"SQ_INSTS_VALU"}), ("ds_", {"SQ_INSTS_LDS"}),
+             (("s_load", "s_buffer_load"), {"SQ_INSTS_SMEM"}), (("s_cbranch", "s_branch"), {"SQ_INSTS_BRANCH"}),
+             ("s_sendmsg", {"SQ_INSTS_SENDMSG"}), (SEQUENCER, set()))
     if mnemonic.startswith(("global_", "buffer_", "flat_")):
-        return "SQ_INSTS_VMEM_RD" if "load" in mnemonic else "SQ_INSTS_VMEM_WR"
-    if mnemonic.startswith(("s_load", "s_buffer_load")):
-        return "SQ_INSTS_SMEM"
-    return None if mnemonic.startswith(NOT_SALU) else "SQ_INSTS_SALU"
+        flat = {"SQ_INSTS_FLAT"} if not mnemonic.startswith("buffer_") else set()
+        return {"SQ_INSTS", "SQ_INSTS_VMEM", "SQ_INSTS_VMEM_RD" if "load" in mnemonic else "SQ_INSTS_VMEM_WR"} | flat
+    return {"SQ_INSTS"} | next((names for prefix, names in kinds if mnemonic.startswith(prefix)), {"SQ_INSTS_SALU"})
 
-@pytest.fixture(params=ARCHS)
-def arch(request, monkeypatch):
-    monkeypatch.setenv("MOCKGPU_ARCH", request.param)
-    return request.param
 
-def reference(co: bytes, kernel: str, grid, block, args) -> tuple[dict, list[int], int]:
-    """What the bare emulator executes: per counter the exact count, the ELF addresses wave 0 ran in order (but
-    the scheduling hints a trace has no token for), and the number of waves."""
+def reference(co: bytes, kernel: str, grid, block, args) -> tuple[dict, dict[int, tuple[int, ...]]]:
+    """What the bare emulator executes: per counter the exact count, and the ELF addresses each wave ran in order
+    (but the scheduling hints a trace has no token for)."""
     counts: dict[str, int] = {}
-    wave0: list[int] = []
-    waves = set()
+    pcs: dict[int, list[int]] = {}
 
     def observe(ex, local, first, pc, step):
-        name = counted(step.text.split()[0])
-        waves.update((first + local).tolist())
-        if name:
+        for name in counted(step.text.split()[0]):
             counts[name] = counts.get(name, 0) + len(local)
-        if first == 0 and 0 in local and step.text.split()[0] not in TOKENLESS:
-            wave0.append(pc - ex.code_base)
+        for w in (first + local).tolist():
+            pcs.setdefault(w, [])
+            if step.text.split()[0] not in TOKENLESS:
+                pcs[w].append(pc - ex.code_base)
 
-    stats: dict = {}
-    emu_launch(co, kernel, grid, block, args, stats=stats, observer=observe)
-    counts["SQ_INSTS"] = stats["instructions"]
-    counts["SQ_WAVES"] = len(waves)
-    return counts, wave0, len(waves)
+    emu_launch(co, kernel, grid, block, args, observer=observe)
+    counts["SQ_WAVES"] = len(pcs)
+    return counts, {w: tuple(run) for w, run in pcs.items()}
 
-@pytest.mark.parametrize("interface", ["MOCKKFD+AMD", "MOCKPCI+AMD"])
+
+def traced_waves(cap, co: bytes, arch: str) -> list[tuple[int, ...]]:
+    """The PCs of each wave the capture's instruction-traced engines followed."""
+    out = []
+    for _, blob, itrace in cap.traces:
+        runs: dict[tuple[int, int], list[list[int]]] = {}
+        for i in wave_instructions(blob, co, arch, cap.base) if itrace else []:
+            run = runs.setdefault((i.simd, i.wave), [[]])
+            run[-1].append(i.pc)
+            if i.text == "s_endpgm":
+                run.append([])
+        out += [tuple(r) for run in runs.values() for r in run if r]
+    return out
+
+
+@pytest.mark.parametrize(("arch", "interface", "queue"), RUNS, ids=lambda v: v)
 @pytest.mark.parametrize("kernel", CASES)
-def test_counters_and_trace_match_the_emulator(arch, kernel, interface, tmp_path):
+def test_counters_and_trace_match_the_emulator(arch, interface, queue, kernel, tmp_path, monkeypatch):
+    """RDNA traces SIMD 0 of WGP 0 of SE 0, where workgroup 0's first wave runs. gfx9 traces CU 0 of every engine
+    here: each of these single-wave workgroups runs first on a CU 0 of some XCC's engine (an AQL queue's XCCs take
+    them in turn from the queue's first logical XCC, a PM4 queue's first XCC all), so every wave is traced once."""
+    monkeypatch.setenv("MOCKGPU_ARCH", arch)
     co = usergpu.compile_opencl(SOURCE, arch, ["-I", str(KERNELS)])
     grid, block, make = CASES[kernel]
-    expected, wave0, waves = reference(co, kernel, grid, block, make())
-    dev = Device(interface)
-    names = [n for n in ("SQ_WAVES", "SQ_INSTS", "SQ_INSTS_VALU", "SQ_INSTS_SALU", "SQ_INSTS_SMEM", "SQ_INSTS_LDS",
-                         "SQ_INSTS_VMEM_RD", "SQ_INSTS_VMEM_WR") if arch == "gfx1100" or n != "SQ_INSTS"]
-    prof = dev.profile(sqtt=True, counters=names)
+    expected, pcs = reference(co, kernel, grid, block, make())
+    dev = Device(interface, queue=queue)
+    names = [n for n in EVENTS[arch[:5]] if n not in CYCLES]
+    gfx9 = arch.startswith("gfx9")
+    prof = dev.profile(sqtt=True, counters=names, itrace_se_mask=(1 << 32) - 1 if gfx9 else 1)
     launch(co, kernel, grid, block, make(), dev)
     dev.synchronize()
     (cap,) = prof.captures
     got = {name: sum(per.values()) for name, per in cap.counters.items()}
     assert got == {n: expected.get(n, 0) for n in names}
-    assert got["SQ_WAVES"] == waves
-    # the traced unit is SE 0, SA 0, WGP 0, SIMD 0: workgroup 0's first wave is there
-    (blob,) = [b for se, b, itrace in cap.traces if itrace]
-    insts = wave_instructions(blob, co, arch, cap.base)
-    assert [i.pc for i in insts if i.wave == 0] == wave0
-    assert {p.kind for p in decode(blob, arch)} >= {"LAYOUT_HEADER", "WAVESTART", "WAVEEND"}
+    assert got["SQ_WAVES"] == len(pcs)
+    traced = traced_waves(cap, co, arch)
+    assert sorted(traced) == (sorted(pcs.values()) if gfx9 else [pcs[0]])
+    kinds = set().union(*({p.kind for p in decode(b, arch)} for _, b, itrace in cap.traces if itrace))
+    assert kinds >= ({"LAYOUT_HEADER", "CDNA_WAVESTART", "CDNA_WAVEEND", "CDNA_ISSUE", "CDNA_INST"}
+                     if gfx9 else {"LAYOUT_HEADER", "WAVESTART", "WAVEEND"})
     out = prof.write(tmp_path / "cap")
     assert (out / "capture.json").exists() and (out / "pmc.json").exists()
     dev.close()
@@ -101,6 +119,26 @@ def test_bad_counters_are_refused(monkeypatch):
     with pytest.raises(ProfileError, match="SQG has 8 counters"):
         dev.profile(counters=["SQ_WAVES", "SQ_INSTS", "SQ_INSTS_LDS", "SQ_INSTS_SALU", "SQ_INSTS_SMEM",
                               "SQ_INSTS_VALU", "SQ_INSTS_VMEM_RD", "SQ_INSTS_VMEM_WR", "SQ_INST_CYCLES_VALU"])
+
+def test_cdna_blocks_and_engines(monkeypatch):
+    """MI300X: SQ counts per shader engine of each XCC, 16 counters; a trace buffer per engine, 32 in all, the
+    engines SQTT_ITRACE_SE_MASK names tracing instructions; each blob opens with the MI300 header of its engine."""
+    monkeypatch.setenv("MOCKGPU_ARCH", "gfx942")
+    dev = Device("MOCKKFD+AMD")
+    with pytest.raises(ProfileError, match="SQ has 16 counters; SQ_WAVES is one too many"):
+        dev.profile(counters=["SQ_WAVES"] * 17)
+    prof = dev.profile(sqtt=True, counters=["SQ_WAVES", "GRBM_GUI_ACTIVE"], itrace_se_mask=0x30, buffer_bytes=1 << 16)
+    co = usergpu.compile_opencl(SOURCE, "gfx942", ["-I", str(KERNELS)])
+    launch(co, "straight", (4, 1, 1), (64, 1, 1), [np.zeros(256, np.float32), np.ones(256, np.float32)], dev)
+    dev.synchronize()
+    (cap,) = prof.captures
+    assert [(se, itrace) for se, _, itrace in cap.traces] == [(se, se in (4, 5)) for se in range(32)]
+    for se, blob, _ in cap.traces:
+        head = decode(blob, "gfx942")[0]
+        assert (head.kind, head.version, head.se, head.cu, head.simd_mask) == ("LAYOUT_HEADER", 5, se, 0, 0xF)
+    assert len(cap.counters["SQ_WAVES"]) == 32 and len(cap.counters["GRBM_GUI_ACTIVE"]) == 8  # (XCC, SE); XCC
+    dev.close()
+
 
 def test_a_full_trace_buffer_and_reused_slots_warn(monkeypatch):
     monkeypatch.setenv("MOCKGPU_ARCH", "gfx1100")
@@ -141,11 +179,10 @@ def test_kernels_on_an_aql_queue_are_profiled_too(monkeypatch):
     monkeypatch.setenv("MOCKGPU_ARCH", "gfx1100")
     co = usergpu.compile_opencl(SOURCE, "gfx1100", ["-I", str(KERNELS)])
     grid, block, make = CASES["branch"]
-    expected, wave0, _ = reference(co, "branch", grid, block, make())
+    expected, pcs = reference(co, "branch", grid, block, make())
     dev = Device("MOCKKFD+AMD", queue="aql")
     prof = dev.profile(sqtt=True, counters=["SQ_WAVES", "SQ_INSTS_VALU"])
     launch(co, "branch", grid, block, make(), dev)
     (cap,) = prof.captures
     assert {n: sum(v.values()) for n, v in cap.counters.items()} == {n: expected[n] for n in cap.counters}
-    (blob,) = [b for _, b, itrace in cap.traces if itrace]
-    assert [i.pc for i in wave_instructions(blob, co, "gfx1100", cap.base) if i.wave == 0] == wave0
+    assert traced_waves(cap, co, "gfx1100") == [pcs[0]]

@@ -18,6 +18,9 @@ corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus)
 CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch, wave in corpus.cases.runs(c)
            if arch in corpus.cases.RDNA]
+CDNA_CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch, wave in corpus.cases.runs(c)
+                if arch in corpus.cases.CDNA]
+_cdna_devices: dict[tuple[str, str], object] = {}  # (arch, queue) -> this worker's Device for the CDNA corpus
 
 
 @pytest.mark.parametrize("via", INTERFACES)
@@ -29,6 +32,24 @@ def test_corpus_through_the_runtime(case, arch, wave, via, monkeypatch):
     args = case.args(np.random.default_rng(0))
     want = case.reference(copy.deepcopy(args))
     got = launch(corpus.code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args, device)
+    corpus.check(got, want, case)
+
+
+@pytest.mark.parametrize("queue", ["pm4", "aql"])
+@pytest.mark.parametrize(("case", "arch", "wave"),
+                         [pytest.param(c, a, w, id=f"{c.name}-{a}-w{w}") for c, a, w in CDNA_CONFIGS])
+def test_corpus_on_the_mock_cdna_gpus(case, arch, wave, queue, monkeypatch):
+    """The corpus on MOCKKFD+AMD's MI300X and MI350X of eight XCCs: an AQL dispatch split over the XCCs, a PM4 one
+    on the first XCC (the runtime's predication)."""
+    import usergpu
+
+    monkeypatch.setenv("MOCKGPU_ARCH", arch)
+    if (arch, queue) not in _cdna_devices or _cdna_devices[arch, queue].closed:
+        _cdna_devices[arch, queue] = usergpu.Device("MOCKKFD+AMD", queue=queue)
+    args = case.args(np.random.default_rng(0))
+    want = case.reference(copy.deepcopy(args))
+    got = launch(corpus.code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args,
+                 _cdna_devices[arch, queue])
     corpus.check(got, want, case)
 
 

@@ -1,5 +1,5 @@
-"""usergpu demo: the showcase runs on the mock GPU through the runtime, is checked and traced; then the GPUs found and
-the disassembly for each ISA."""
+"""usergpu demo: the showcase runs on the mock GPU through the runtime, is checked and traced (on a mock MI300X or
+MI350X with an MFMA matmul on its matrix cores too); then the GPUs found and the disassembly for each ISA."""
 
 from __future__ import annotations
 
@@ -14,16 +14,20 @@ from usergpu.emu.amd import isa
 from usergpu.tools import cli, showcase
 
 
-@pytest.mark.parametrize("device", ["MOCKKFD+AMD", "MOCKPCI+AMD"])
-def test_demo_runs_checks_and_traces_the_showcase(device, tmp_path, capsys):
-    """make demo (and make demo DEMO_DEV=MOCKPCI+AMD, on AM and the register-level mock GPU)."""
+@pytest.mark.parametrize(("device", "arch"), [("MOCKKFD+AMD", "gfx1100"), ("MOCKPCI+AMD", "gfx1100"),
+                                            ("MOCKKFD+AMD", "gfx942")])
+def test_demo_runs_checks_and_traces_the_showcase(device, arch, tmp_path, capsys, monkeypatch):
+    """make demo (make demo DEMO_DEV=MOCKPCI+AMD: on AM and the register-level mock GPU; make demo
+    MOCKGPU_ARCH=gfx942: on a mock MI300X, the MFMA matmul after the others)."""
+    monkeypatch.setenv("MOCKGPU_ARCH", arch)
     path = tmp_path / "t.json"
     assert cli.main(["demo", "--dev", device, "--trace", str(path)], HAL(tmp_path)) == 0
     out = capsys.readouterr().out
-    kernels = {c.kernel for c in showcase.CASES}
+    cases = showcase.CASES + showcase.MATRIX.get(arch[:5], ("", []))[1]
+    kernels = {c.kernel for c in cases}
     rows = {r[0]: r for r in map(str.split, out.splitlines()) if len(r) == 6 and r[0] in kernels}  # the table
-    assert sorted(rows) == sorted(c.kernel for c in showcase.CASES)
-    for c in showcase.CASES:
+    assert sorted(rows) == sorted(kernels) and (arch != "gfx942" or "mfma_matmul" in rows)
+    for c in cases:
         row = rows[c.kernel]
         assert row[1] == "x".join(map(str, c.grid)) and row[-1] == "OK"
         assert float(row[3]) > 0 and int(row[4].replace(",", "")) > 0  # GPU time (µs), lane-instructions
@@ -32,7 +36,7 @@ def test_demo_runs_checks_and_traces_the_showcase(device, tmp_path, capsys):
 
     events = json.loads(path.read_text())["traceEvents"]
     complete = [e for e in events if e["ph"] == "X"]
-    assert [e["name"] for e in complete] == [c.kernel for c in showcase.CASES]
+    assert [e["name"] for e in complete] == [c.kernel for c in cases]
     assert all(e["dur"] > 0 and e["ts"] >= 0 for e in complete)
     assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(complete, complete[1:], strict=False))  # one queue
     assert len({(e["pid"], e["tid"]) for e in complete}) == 1

@@ -82,6 +82,34 @@ def test_run_then_show_a_mock_capture(tmp_path, capsys, monkeypatch):
     assert shown["counters"][0]["counters"]["SQ_WAVES"] == {f"{se}": 2 * (se < 2) for se in range(6)}
 
 
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_run_then_show_a_cdna_capture(arch, tmp_path, capsys, monkeypatch):
+    """MI300X and MI350X: 8 XCCs of 4 shader engines, a trace blob each; the .cl compiles for MOCKGPU_ARCH. The
+    XCCs take the 8 workgroups in turn (from the AQL queue's first logical XCC, whichever that is), a workgroup
+    each: XCC 0's goes to its SE 0, CU 0, which traces instructions, as does XCC 1's SE 0 (bit 4)."""
+    monkeypatch.setenv("MOCKGPU_ARCH", arch)
+    out = tmp_path / "cap"
+    argv = ["prof", "run", str(KERNELS / "prof.cl"), "--kernel", "loop", "--grid", "8", "--block", "64",
+            "--arg", "f32[512]:zeros", "--arg", "u32=5", "--sqtt", "--pmc", "SQ_WAVES,SQ_INSTS_VALU,SQ_WAVE_CYCLES",
+            "--itrace-se-mask", "0x11", "-o", str(out)]
+    assert cli.main(argv) == 0
+    text = capsys.readouterr().out
+    assert f"loop on MOCKKFD+AMD ({arch})" in text and f"capture of {arch}: 32 trace blobs" in text
+    assert "s_endpgm" in text and "SQ_WAVE_CYCLES" in text
+    assert json.loads((out / "capture.json").read_text())["arch"] == arch
+    assert cli.main(["prof", "show", str(out), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [e["se"] for e in shown["traces"]] == list(range(32))
+    traced = [e for e in shown["traces"] if e["waves"]]  # the traces of XCC 0's and XCC 1's SE 0, CU 0
+    assert [e["se"] for e in traced] == [0, 4]
+    for e in traced:
+        assert e["waves"][-1]["text"] == "s_endpgm" and e["error"] is None
+        assert all(w["time"] % 4 == 0 and w["duration"] >= 4 for w in e["waves"])
+    (counters,) = shown["counters"]
+    waves = counters["counters"]["SQ_WAVES"]  # per XCC and shader engine: SE 0 of each XCC
+    assert waves == {f"{x},{se}": int(se == 0) for x in range(8) for se in range(4)}
+
+
 def test_prof_errors(tmp_path, capsys):
     assert cli.main(["prof", "show", str(tmp_path)]) == 1
     assert "not a capture directory" in capsys.readouterr().err

@@ -60,6 +60,13 @@ CASES = [
          2),
     Case(["usergpu", "prof", "run", str(KERNEL), "--sqtt", "-o", "a_file/capture"], "the folder", 2),
     Case(["usergpu", "prof", "run", str(KERNEL)], "ask for --sqtt, --pmc NAMES or both"),
+    Case(["usergpu", "prof", "run", str(KERNEL), "--sqtt", "--itrace-se-mask", "-3"],
+         "'-3': a count or address (an integer >= 0) must be >= 0", 2),
+    Case(["usergpu", "prof", "run", str(KERNEL), "--pmc", "SQ_WAVES,SQ_INST_CYCLES_VALU"],
+         "SQ_INST_CYCLES_VALU not counted on gfx942; it counts GRBM_GUI_ACTIVE, SQ_WAVES",
+         env={"MOCKGPU_ARCH": "gfx942"}),
+    Case(["usergpu", "prof", "run", str(KERNEL), "--pmc", ",".join(["SQ_WAVES"] * 17)],
+         "SQ has 16 counters; SQ_WAVES is one too many", env={"MOCKGPU_ARCH": "gfx950"}),
 ]
 
 

@@ -21,6 +21,8 @@ CONFIGS = {  # name -> (usergpu mock options, environment)
     "gfx1200-pm4-llvm": (["--arch", "gfx1200"], {"DEV": "MOCKKFD+AMD:LLVM"}),
     "gfx1200-aql-llvm": (["--arch", "gfx1200"], {"DEV": "MOCKKFD+AMD:LLVM", "AMD_AQL": "1"}),
     "gfx1100-pm4-default-2gpus": (["--arch", "gfx1100", "--count", "2"], {"DEV": "MOCKKFD+AMD"}),
+    "gfx942-aql-llvm": (["--arch", "gfx942"], {"DEV": "MOCKKFD+AMD:LLVM"}),  # MI300X: tinygrad's default is AQL
+    "gfx950-pm4-llvm": (["--arch", "gfx950"], {"DEV": "MOCKKFD+AMD:LLVM", "AMD_AQL": "0"}),
 }
 
 

@@ -137,9 +137,11 @@ def dispatch(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch
 
 def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int], arch: str,
                     budget: int = DEFAULT_BUDGET, stats: dict | None = None, kernel: str = "kernel",
-                    observer: Callable | None = None, slice_s: float | None = None) -> Iterator[None]:
+                    observer: Callable | None = None, slice_s: float | None = None,
+                    workgroups: np.ndarray | None = None) -> Iterator[None]:
     """dispatch, a time slice at a time: with slice_s, yields each time the waves have run that many seconds (the
-    next step goes on from there), as a GPU runs on while its host does other things; ends when the grid has."""
+    next step goes on from there), as a GPU runs on while its host does other things; ends when the grid has.
+    workgroups: the dispatch-order numbers of the grid's workgroups to run (an XCC's share), None for all."""
     table = _regs(arch)
 
     def field(name: str) -> dict[str, int]:
@@ -167,6 +169,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     denorm = {bits: rsrc1["FLOAT_MODE"] >> shift & 3 for bits, shift in DENORM_SHIFT.items()}
     waves_per_group = -(-block[0] * block[1] * block[2] // lanes)
     groups = np.indices(grid[::-1]).reshape(3, -1).T[:, ::-1]  # (x, y, z), x fastest
+    groups = groups if workgroups is None else groups[workgroups]
     backend = executor_class()
     batch_waves = min(backend.BATCH_WAVES, BATCH_VGPR_BYTES // (vgprs * lanes * 4))
     per_batch = max(1, batch_waves // waves_per_group)

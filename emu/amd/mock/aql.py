@@ -11,6 +11,14 @@ AMD_AQL_FORMAT_PM4_IB (its 4-dword INDIRECT_BUFFER packet runs on the PM4 comman
 (not yet published) stalls the queue, as does an unmet barrier. The header's barrier bit needs nothing: packets run
 one after another. A completion signal (amd_signal_t) gets start_ts/end_ts, its value decremented by one, and, when
 it has an event mailbox, event_id written there and a CP_EOP_INTERRUPT with event_id as context.
+
+On a CDNA GPU every XCC's command processor takes every packet (amdkfd maps an AQL queue on each XCC with
+compute_tg_chunk_size 1 and compute_current_logic_xcc_id (start + xcc) % XCCs, start moving on by one per queue:
+init_mqd_v9_4_3), so a dispatch's workgroups go round-robin to the XCCs one at a time, the first to XCC `start`. A
+packet is retired once, when the last XCC has done its part: the completion signal is decremented once, after every
+XCC's workgroups have finished, and interrupts once, as a runtime that knows nothing of XCCs (ROCr waits for the
+signal to reach 0) needs. A packet with the header's barrier bit waits until every XCC has retired the packets before
+it; a vendor PM4 IB runs on each XCC (its PRED_EXEC picks which do what).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import numpy as np
 
 from usergpu.autogen import amdhsa as hsa
 from usergpu.emu.amd.exec.dispatch import kernel_registers, user_sgpr_values
-from usergpu.emu.amd.mock.gpu import CP_EOP_INTERRUPT, GPU, RingQueue
+from usergpu.emu.amd.mock.gpu import CP_EOP_INTERRUPT, GPU, RingQueue, XCCContext
 from usergpu.emu.amd.mock.pm4 import CommandProcessor
 
 SLOT = 64
@@ -38,14 +46,20 @@ def _signal_field(name: str) -> int:
 
 
 class AQLQueue(RingQueue):
-    """An AQL queue: ring of `size` bytes at `ring`, packet indices at rptr_address / wptr_address."""
+    """An AQL queue: ring of `size` bytes at `ring`, packet indices at rptr_address / wptr_address; logical_start:
+    the logical XCC id of its first XCC (amdkfd's current_logical_xcc_start when it was made)."""
 
     unit, kind = SLOT, "aql"
 
-    def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None):
-        super().__init__(gpu, ring, size, rptr_address, wptr_address, name)
+    def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None,
+                 logical_start: int = 0):
+        n = gpu.xccs
+        super().__init__(gpu, ring, size, rptr_address, wptr_address, name,
+                         [XCCContext(xcc, n, (logical_start + xcc) % n, 1) for xcc in range(n)])
         self.queue_ptr = rptr_address - hsa.amd_queue_t.read_dispatch_id.offset
         self.cp = CommandProcessor(self)
+        self.done: dict[int, int] = {}  # packet index -> the XCCs that have done their part of it
+        self.started: set[int] = set()  # the packets an XCC has begun and not every XCC has done
 
     def _packet(self, rptr: int, wptr: int) -> int | None:
         raw = self.read_ring(rptr, SLOT)
@@ -55,11 +69,24 @@ class AQLQueue(RingQueue):
             return None
         if kind not in PACKETS:
             raise self.fail("unknown or unsupported packet type")
+        barrier = int.from_bytes(raw[:2], "little") >> hsa.HSA_PACKET_HEADER_BARRIER & 1
+        if barrier and self.taken < rptr:  # an XCC has a packet before this one left to retire
+            return None
         if not PACKETS[kind](self, raw, rptr):
             return None
         self.gpu.packet_done()
-        self.complete(int.from_bytes(raw[COMPLETION : COMPLETION + 8], "little"))
+        self.done[rptr] = self.done.get(rptr, 0) + 1
+        if self.done[rptr] == len(self.contexts):  # the last XCC retires the packet
+            del self.done[rptr]
+            self.started.discard(rptr)
+            self.complete(int.from_bytes(raw[COMPLETION : COMPLETION + 8], "little"))
         return rptr + 1
+
+    def first(self, index: int) -> bool:
+        """Whether the executing XCC is the first to begin the packet at index (which counts it begun)."""
+        begun = index in self.started
+        self.started.add(index)
+        return not begun
 
     def slot(self, index: int) -> int:
         return self.ring + index * SLOT % self.size
@@ -96,8 +123,8 @@ def _kernel_dispatch(q: AQLQueue, raw: bytes, index: int) -> bool:
     sizes = (pkt.grid_size_x, pkt.grid_size_y, pkt.grid_size_z)[:dims] + (1,) * (3 - dims)
     if dims == 0 or min(block) < 1:
         raise q.fail(f"malformed: {dims} dimensions, workgroup size {block}")
-    if q.running is None:  # the packet's first step starts the dispatch; later ones go on with it
-        if pkt.completion_signal.handle:
+    if q.ctx.running is None:  # the packet's first step starts the dispatch; later ones go on with it
+        if pkt.completion_signal.handle and q.first(index):
             gpu.store(pkt.completion_signal.handle + _signal_field("start_ts"), 8, gpu.timestamp())
         user = user_sgpr_values(kd, gpu.arch, values)
         gpu.regs.update(kernel_registers(kd, pkt.kernel_object, gpu.arch, block, user, pkt.group_segment_size,

@@ -5,13 +5,18 @@ header and one ip_v3 entry per IP block instance (hw id, instance, version, regi
 The layout is packed by hand here (struct formats from the header), so reading it back through the generated
 bindings (drivers/amd/am/discovery.py) checks both. The IP lists are the mock's own hardware: the blocks and
 versions of Navi31 (gfx1100) and Navi44 (gfx1200) as amdgpu knows them, with segment bases the mock places its
-register models at (GC's are emu/amd/soc.py's)."""
+register models at (GC's are emu/amd/soc.py's), and of the CDNA parts of cdna.py: a GC instance per XCC, each at
+the XCC-local bases its command processor addresses (the mock's XCCs have no CPU register apertures of their own),
+and every SDMA engine (four instances of each of SDMA0..3, amdgpu counting each entry as an engine). The GC table
+is gc_info v1.0 for RDNA and v2.1 (shader arrays and CUs per array, the cache sizes) for CDNA, the versions those
+GPUs' tables have."""
 
 from __future__ import annotations
 
 import struct
 
 from usergpu.autogen import amd_discovery as hw  # only the hardware ids (soc15_hw_ip.h)
+from usergpu.emu.amd.mock.cdna import PARTS, Part
 from usergpu.emu.amd.mock.profiler import TOPOLOGY
 from usergpu.emu.amd.soc import GC_BASES
 
@@ -38,12 +43,28 @@ IPS = {
                 ("SMUIO", 0, (14, 0, 2), (0x16800, 0x16A00)), ("THM", 0, (14, 0, 2), (0x16600,)),
                 ("DF", 0, (4, 8, 0), (0x7000, 0x240B800))],
 }
+# CDNA's blocks other than GC and SDMA: the bases the mock places them at; NBIO's first four are vega10_ip_offset.h's
+# NBIO_BASE (where tinygrad's gfx9 runtime finds the HDP flush pair)
+CDNA_BLOCKS = {"NBIF": NBIF_BASES[:4], "MMHUB": (0x1A000, 0x2408800), "OSSSYS": (0x10A0, 0x240A000),
+               "HDP": (0xF20, 0x240A400), "MP0": (0x16000, 0x243FC00), "MP1": (0x16000, 0x243FC00)}
+SDMA_STRIDE = 0x600  # dwords between the register segments of consecutive SDMA engines (vega10's SDMA0 -> SDMA1)
+
+
+def _cdna_ips(part: Part, arch: str) -> list:
+    gc = [("GC", xcc, part.ips["GC"], GC_BASES[arch[:5]]) for xcc in range(part.xccs)]
+    sdma = [(f"SDMA{block}", inst, part.ips["SDMA"], (0x1260 + SDMA_STRIDE * (4 * block + inst),))
+            for block in range(4) for inst in range(part.sdma_instances // 4)]
+    return gc + sdma + [(name, 0, part.ips[name], bases) for name, bases in CDNA_BLOCKS.items()]
+
+
+IPS.update({arch: _cdna_ips(part, arch) for arch, part in PARTS.items()})
 HEADER = struct.Struct("<IHHHH")  # binary_header before its table list
 TABLE_INFO = struct.Struct("<HHHH")  # offset, checksum, size, padding
 IP_DISCOVERY_HEADER = struct.Struct("<IHHIH" + "HH" * 16 + "H")  # ..., num_dies, die_info[16], padding
 DIE_HEADER = struct.Struct("<HH")
 IP_V3 = struct.Struct("<HBBBBBB")  # hw_id, instance, num_base_address, major, minor, revision, sub_rev|variant
 GC_INFO_V1_0 = struct.Struct("<IHHI" + "I" * 19)  # gpu_info_header, then gc_num_se ... gc_num_gl2a
+GC_INFO_V2_1 = struct.Struct("<IHHI" + "I" * 24)  # gpu_info_header, then gc_num_se ... gc_tcc_size
 GC_TABLE_ID = 0x4347  # "GC"
 # arch -> the GC's shape as gc_info gives it: the mock GPU's own (emu/amd/mock/profiler.py TOPOLOGY: shader engines,
 # shader arrays per engine, WGPs per array), with RDNA's per-SIMD limits
@@ -55,7 +76,9 @@ def byte_sum(data: bytes) -> int:
 
 
 def gc_info(arch: str) -> bytes:
-    """The GC table (gc_info v1.0): the shape amdgpu reads its shader engines, arrays and CUs from."""
+    """The GC table (gc_info v1.0; v2.1 for CDNA): the shape amdgpu reads its shader engines, arrays and CUs from."""
+    if arch in PARTS:
+        return _gc_info_v2(PARTS[arch])
     ses, sas, wgps = TOPOLOGY[arch[:5]]
     fields = {"se": ses, "wgp0_per_sa": wgps, "wgp1_per_sa": 0, "rb_per_se": 4, "gl2c": 16, "gprs": 1536,
               "max_gs_thds": 32, "gs_table_depth": 32, "gsprim_buff_depth": 1792, "parameter_cache_depth": 1024,
@@ -63,6 +86,18 @@ def gc_info(arch: str) -> bytes:
               "max_scratch_slots_per_cu": SCRATCH_SLOTS_PER_CU, "lds_size": LDS_KB, "sc_per_se": 1, "sa_per_se": sas,
               "packer_per_sc": 4, "gl2a": 4}
     return GC_INFO_V1_0.pack(GC_TABLE_ID, 1, 0, GC_INFO_V1_0.size, *fields.values())
+
+
+def _gc_info_v2(part: Part) -> bytes:
+    """gc_info v2.1 of one XCC (amdgpu reads every figure per XCC: gc_tcc_size "per XCD"), the cache sizes in KiB."""
+    fields = {"se": part.ses, "cu_per_sh": part.cus_per_sh, "sh_per_se": part.sh_per_se, "rb_per_se": 0, "tccs": 16,
+              "gprs": 512, "max_gs_thds": 0, "gs_table_depth": 0, "gsprim_buff_depth": 0, "parameter_cache_depth": 0,
+              "double_offchip_lds_buffer": 0, "wave_size": part.wave_size, "max_waves_per_simd": part.waves_per_simd,
+              "max_scratch_slots_per_cu": part.scratch_slots_per_cu, "lds_size": part.lds_kb, "sc_per_se": 0,
+              "packer_per_sc": 0, "tcp_per_sh": part.cus_per_sh, "tcp_size_per_cu": part.tcp_kb,
+              "sdp_interface": 16, "cu_per_sqc": part.cu_per_sqc, "instruction_cache_size_per_sqc": part.sqc_inst_kb,
+              "scalar_data_cache_size_per_sqc": part.sqc_data_kb, "tcc_size": part.tcc_kb}
+    return GC_INFO_V2_1.pack(GC_TABLE_ID, 2, 1, GC_INFO_V2_1.size, *fields.values())
 
 
 def table(arch: str) -> bytes:

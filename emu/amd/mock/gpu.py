@@ -1,6 +1,15 @@
 """The state a mock AMD GPU's engines share: the GPU VA space, the registers they reach (GC's, and NBIO's HDP flush
 pair: hdp.py), a clock, interrupts, and the ring-queue loop every engine (PM4, SDMA, AQL) runs.
 
+XCCs: a CDNA GPU (or compute partition) has several, each a GC with its own command processor and registers. A
+compute queue is mapped on every XCC (amdkfd's init_mqd_v9_4_3 writes one MQD per XCC), so each XCC's CP runs it
+with a context of its own (XCCContext: where it is in the queue, the dispatch it runs, what an IB stall left); the
+registers a packet writes are the executing XCC's (GPU.on_xcc), the blocks outside GC (attach) are shared. A
+dispatch's workgroups go to the XCCs as the MQD's compute_current_logic_xcc_id and compute_tg_chunk_size say: chunks
+of tg_chunk_size workgroups (in dispatch order, x fastest) round-robin over the XCCs by logical id; a chunk size of 0
+(what amdkfd sets for a PM4 queue, whose XCCs all have logical id 0) splits nothing, and every XCC dispatches the
+whole grid. The queue's read pointer reports what every XCC has taken (the least of their positions).
+
 The clock is a deterministic 100 MHz counter (`timestamp()`): every packet an engine executes advances it by
 PACKET_TICKS and every wave-instruction a dispatch executes by one tick, so kernels take nonzero time and two
 timestamps a queue takes in order are strictly increasing.
@@ -52,13 +61,14 @@ class QueueError(Error):
 
 
 class GPU:
-    """One mock GPU: its arch, its memory (the GPU VA space), its GC registers by name, its clock."""
+    """One mock GPU (or compute partition): its arch, its memory (the GPU VA space), its XCCs' GC registers by name,
+    its clock."""
 
-    def __init__(self, arch: str = "gfx1100", mem: Memory | None = None):
+    def __init__(self, arch: str = "gfx1100", mem: Memory | None = None, xccs: int = 1):
         family = arch[:5]
         if family not in GC_REGS:
             raise Error(f"no mock GPU for {arch}: the mock engines model {', '.join(GC_REGS)}")
-        self.arch, self.mem = arch, mem if mem is not None else Memory()
+        self.arch, self.mem, self.xccs = arch, mem if mem is not None else Memory(), xccs
         self.bases = GC_BASES[family]
         self.table = GC_REGS[family]
         self._names: dict[int, str] = {}
@@ -67,9 +77,14 @@ class GPU:
                 self._names.setdefault(reg.address(self.bases), name)
         self._attached: dict[str, int] = {}  # registers of other blocks (see attach)
         self.on_write: dict[str, Callable[[int], None]] = {}  # register name -> the model a write to it runs
-        self.regs: dict[str, int] = {}
-        self.instanced: dict[str, dict[tuple[int, int, int], int]] = {}  # per (SE, SA, WGP) copies; see read_reg
-        self.ses, self.sas, self.wgps = TOPOLOGY[family]
+        self.xcc = 0  # the XCC whose registers the engines reach now (on_xcc)
+        self._regs: list[dict[str, int]] = [{} for _ in range(xccs)]
+        # per (SE, SA, WGP) copies of each XCC's instanced registers; see read_reg
+        self._instanced: list[dict[str, dict[tuple[int, int, int], int]]] = [{} for _ in range(xccs)]
+        self.shared: dict[str, int] = {}  # the attached registers of other blocks: one copy whichever XCC reaches it
+        self.ses, self.sas, self.wgps = TOPOLOGY[family]  # per XCC; the units are CUs on gfx9
+        index = self.table["GRBM_GFX_INDEX"].fields
+        self._array = "SH" if "SH_INDEX" in index else "SA"  # gfx9 calls the shader arrays SH
         self.perfmon = Perfmon(self)
         self.thread_trace = ThreadTrace(self)
         self.ticks = 0
@@ -79,6 +94,24 @@ class GPU:
         self.hdp = FlushRequests(self)
 
     # ---- registers -------------------------------------------------------------------------------------
+    @property
+    def regs(self) -> dict[str, int]:
+        """The GC registers of the XCC the engines reach now."""
+        return self._regs[self.xcc]
+
+    @property
+    def instanced(self) -> dict[str, dict[tuple[int, int, int], int]]:
+        return self._instanced[self.xcc]
+
+    @contextlib.contextmanager
+    def on_xcc(self, xcc: int) -> Iterator[None]:
+        """Register accesses reach that XCC's GC (a packet its command processor executes)."""
+        before, self.xcc = self.xcc, xcc
+        try:
+            yield
+        finally:
+            self.xcc = before
+
     def reg_name(self, address: int) -> str:
         """The register at a dword address; a hex string for an address no register of the arch has."""
         return self._names.get(address, f"{address:#x}")
@@ -95,7 +128,7 @@ class GPU:
         """The (SE, SA, WGP) instances GRBM_GFX_INDEX selects: an index, or all of them where it broadcasts."""
         f = self.table["GRBM_GFX_INDEX"].decode(self.regs.get("GRBM_GFX_INDEX", 0))
         ses = range(self.ses) if f["SE_BROADCAST_WRITES"] else [f["SE_INDEX"]]
-        sas = range(self.sas) if f["SA_BROADCAST_WRITES"] else [f["SA_INDEX"]]
+        sas = range(self.sas) if f[f"{self._array}_BROADCAST_WRITES"] else [f[f"{self._array}_INDEX"]]
         wgps = range(self.wgps) if f["INSTANCE_BROADCAST_WRITES"] else [f["INSTANCE_INDEX"]]
         return [(se, sa, wgp) for se in ses for sa in sas for wgp in wgps]
 
@@ -104,7 +137,7 @@ class GPU:
         name = self.reg_name(address)
         if name.startswith(INSTANCED):
             return self.instanced.get(name, {}).get(self.selected()[0], 0)
-        return self.regs.get(name, 0)
+        return (self.shared if name in self._attached else self.regs).get(name, 0)
 
     def write_reg(self, address: int, value: int) -> None:
         name, value = self.reg_name(address), value & 0xFFFFFFFF
@@ -113,7 +146,7 @@ class GPU:
             for where in self.selected():
                 copies[where] = value
         else:
-            self.regs[name] = value
+            (self.shared if name in self._attached else self.regs)[name] = value
         if name in self.on_write:
             self.on_write[name](value)
         self.perfmon.written(name, value)
@@ -156,11 +189,13 @@ class GPU:
     def packet_done(self) -> None:
         self.ticks += PACKET_TICKS
 
-    def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> Iterator[None]:
+    def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int],
+                 workgroups: np.ndarray | None = None) -> Iterator[None]:
         """Run a dispatch of grid workgroups with these COMPUTE_* registers, DISPATCH_SLICE seconds per step of the
         iterator (a kernel that never ends keeps its queue busy, as on hardware, instead of holding whoever rang
-        the doorbell); the clock advances a tick per wave-instruction. While counters run or a thread trace is on,
-        the SQs watch it (profiler.py)."""
+        the doorbell); the clock advances a tick per wave-instruction. workgroups: the dispatch-order numbers of
+        the workgroups this XCC runs (None: all of them). While counters run or a thread trace is on, the SQs
+        watch it (profiler.py)."""
         pgm = (regs.get("COMPUTE_PGM_LO", 0) | regs.get("COMPUTE_PGM_HI", 0) << 32) << 8
         stats: dict = {}
         budget = int(os.environ.get("MOCKGPU_BUDGET", executor.DEFAULT_BUDGET))  # instructions a wave may run
@@ -169,13 +204,15 @@ class GPU:
             field = {n: self.table[n].decode(regs.get(n, 0)) for n in ("COMPUTE_NUM_THREAD_X", "COMPUTE_NUM_THREAD_Y",
                                                                        "COMPUTE_NUM_THREAD_Z",
                                                                        "COMPUTE_DISPATCH_INITIATOR")}
-            lanes = 32 if field["COMPUTE_DISPATCH_INITIATOR"]["CS_W32_EN"] else 64
+            lanes = 32 if field["COMPUTE_DISPATCH_INITIATOR"].get("CS_W32_EN") else 64  # gfx9: wave64 only
             threads = np.prod([field[f"COMPUTE_NUM_THREAD_{a}"]["NUM_THREAD_FULL"] for a in "XYZ"])
             per_group = -(-int(threads) // lanes)
-            profile = DispatchProfile(self.arch[:5], per_group * int(np.prod(grid)), per_group, lanes == 64,
-                                      self.thread_trace.traced)
+            groups = int(np.prod(grid)) if workgroups is None else len(workgroups)
+            profile = DispatchProfile(self.arch[:5], per_group * groups, per_group, lanes == 64,
+                                      self.thread_trace.traced, threads=int(threads), xcc=self.xcc)
         steps = executor.dispatch_slices(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
-                                         observer=profile.observe if profile else None, slice_s=DISPATCH_SLICE)
+                                         observer=profile.observe if profile else None, slice_s=DISPATCH_SLICE,
+                                         workgroups=workgroups)
         while True:
             with self.busy("gfx"):
                 try:
@@ -214,35 +251,58 @@ class GPU:
             handler(source, context_id)
 
 
+class XCCContext:
+    """One XCC's command processor on a queue (an SDMA queue has one, on no XCC): where it is in the queue, the
+    dispatch it runs, the write-then-wait it has done, where IBs it stalled in stand, and the MQD's split of a
+    dispatch (logical XCC id and chunk of workgroups, see the module doc)."""
+
+    def __init__(self, xcc: int = 0, xccs: int = 1, logical: int = 0, chunk: int = 0):
+        self.xcc, self.xccs, self.logical, self.chunk = xcc, xccs, logical, chunk
+        self.pos: int | None = None  # the pointer value of its next packet (the queue's read pointer at first)
+        self.running: Iterator[None] | None = None  # the dispatch its packet started, while it runs
+        self.wrote = False  # the write of the write-then-wait packet it is stalled on is done
+        self.resume: dict[int, int] = {}  # IB depth -> dword position of the PM4 packet a stall left there
+
+    def share(self, grid: tuple[int, int, int]) -> np.ndarray | None:
+        """The dispatch-order numbers of the workgroups of grid this XCC runs; None for all of them."""
+        if self.xccs == 1 or not self.chunk:
+            return None
+        chunks = np.arange(int(np.prod(grid))) // self.chunk
+        return np.flatnonzero(chunks % self.xccs == self.logical)
+
+
 class RingQueue:
     """A queue of packets in a ring in GPU memory, with its read/write pointers (see the module doc) in `unit`
-    bytes per count. Subclasses execute one packet at a time (`_packet`); a stall (a wait whose condition is
-    false, an AQL slot not yet valid) leaves the packet in place for a later step. A QueueError stops the queue:
-    `error` holds it and later steps do nothing."""
+    bytes per count, executed by each of its contexts (`contexts`: the XCCs it is mapped on; `ctx` is the one
+    executing). Subclasses execute one packet at a time (`_packet`); a stall (a wait whose condition is false, an
+    AQL slot not yet valid) leaves the packet in place for a later step. A QueueError stops the queue: `error`
+    holds it and later steps do nothing."""
 
     unit = 4  # bytes per pointer count
     kind = "queue"  # the default name
 
-    def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None):
+    def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None,
+                 contexts: list[XCCContext] | None = None):
         self.gpu, self.ring, self.size, self.name = gpu, ring, size, name or self.kind
         self.rptr_address, self.wptr_address = rptr_address, wptr_address
         self.error: Error | None = None
         self._packet_name, self._where, self._offset = "?", "ring", 0
-        self.running: Iterator[None] | None = None  # the dispatch the queue's packet started, while it runs
-        self.wrote = False  # the write of the write-then-wait packet the queue is stalled on is done
+        self.contexts = contexts or [XCCContext()]
+        self.ctx = self.contexts[0]
 
     def run_dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> bool:
-        """Start the queue's dispatch (or go on with it) for a time slice; whether it has finished. Until it has,
-        its packet stalls, and the queue makes no progress a caller waits on."""
-        if self.running is None:
-            self.running = self.gpu.dispatch(regs, grid)
+        """Start the executing XCC's share of a dispatch (or go on with it) for a time slice; whether it has
+        finished. Until it has, its packet stalls, and the queue makes no progress a caller waits on."""
+        ctx = self.ctx
+        if ctx.running is None:
+            ctx.running = self.gpu.dispatch(regs, grid, ctx.share(grid))
         try:
-            next(self.running)
+            next(ctx.running)
         except StopIteration:
-            self.running = None
+            ctx.running = None
             return True
         except BaseException:
-            self.running = None
+            ctx.running = None
             raise
         return False
 
@@ -250,12 +310,13 @@ class RingQueue:
         """A packet that writes a register, then waits (WAIT_REG_MEM's WR_WAIT_WR_REG, SDMA's HDP-flush POLL_REGMEM):
         the write happens once, when the packet first runs, not again while it stalls; whether done() holds. The
         write is work (it advances the clock): another queue may be waiting for it."""
-        if not self.wrote:
+        ctx = self.ctx
+        if not ctx.wrote:
             self.gpu.write_reg(address, value)
             self.gpu.packet_done()
-            self.wrote = True
-        self.wrote = not done()
-        return not self.wrote
+            ctx.wrote = True
+        ctx.wrote = not done()
+        return not ctx.wrote
 
     @property
     def rptr(self) -> int:
@@ -266,21 +327,33 @@ class RingQueue:
         return self.gpu.load(self.wptr_address, 8)
 
     @property
+    def taken(self) -> int:
+        """The read pointer the queue reports: the packets every XCC has taken."""
+        return min(ctx.pos for ctx in self.contexts)
+
+    @property
     def busy(self) -> bool:
         """Work left: the queue is stalled (or not yet stepped) short of its write pointer."""
-        return self.error is None and self.rptr < self.wptr
+        started = self.contexts[0].pos is not None
+        return self.error is None and (self.taken if started else self.rptr) < self.wptr
 
     def step(self) -> bool:
-        """Execute packets from the read pointer up to the write pointer, writing the read pointer back as they
-        complete; whether anything was executed."""
+        """Execute packets up to the write pointer on each XCC in turn, from where it is (the read pointer at first),
+        writing the read pointer back as they are taken; whether anything was executed."""
         if self.error is not None:
             return False
         ticks = self.gpu.ticks
-        rptr, wptr = self.rptr, self.wptr
+        if self.contexts[0].pos is None:
+            for ctx in self.contexts:
+                ctx.pos = self.rptr
+        wptr = self.wptr
         try:
-            while rptr < wptr and (nxt := self._packet(rptr, wptr)) is not None:
-                rptr = nxt
-                self.gpu.store(self.rptr_address, 8, rptr)
+            for ctx in self.contexts:
+                self.ctx = ctx
+                with self.gpu.on_xcc(ctx.xcc):
+                    while ctx.pos < wptr and (nxt := self._packet(ctx.pos, wptr)) is not None:
+                        ctx.pos = nxt
+                        self.gpu.store(self.rptr_address, 8, self.taken)
         except MemoryFault as e:
             self.gpu.fault(e.address, e.access)
             self.error = self.fail(f"GPU memory fault: {e}")

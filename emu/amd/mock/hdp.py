@@ -5,7 +5,7 @@ hole); a write there flushes (`HDP`, the PCI board's). The engines': NBIO's GPU_
 pair (`FlushRequests`, every mock GPU's): a client writes its bit (CP0..CP9, SDMA0/1, RSVD_ENG*) to REQ and waits
 for it in DONE — amdgpu's gfx_v11_0/gfx_v12_0 emit_hdp_flush (WAIT_REG_MEM WR_WAIT_WR_REG) and sdma_v6_0/v7_0's
 (POLL_REGMEM with HDP_FLUSH), tinygrad's memory_barrier. The registers are BIF_BX_PF0's, at the NBIO block's bases
-in the mock's discovery table (nbio_v4_3.c / nbif_v6_3_1.c get_hdp_flush_req/done_offset).
+in the mock's discovery table (nbio_v4_3.c / nbif_v6_3_1.c / nbio_v7_9.c get_hdp_flush_req/done_offset).
 
 The mock's VRAM is coherent (CPU writes land at once), so a flush does nothing but count, and completes as it is
 requested: a bit written to REQ reads as set in DONE from then on. `HDP.unflushed` counts the doorbells rung with no
@@ -17,6 +17,9 @@ from usergpu.autogen import _ipmaps
 from usergpu.emu.amd.mock import discovery
 
 FLUSH_REQ, FLUSH_DONE = "BIF_BX_PF0_GPU_HDP_FLUSH_REQ", "BIF_BX_PF0_GPU_HDP_FLUSH_DONE"
+# NBIO 7.9's pair (nbio_7_9_0_offset.h: offsets 0x106 and 0x107 of segment 2), which no generated register map
+# covers: (offset, segment) by name
+NBIO_7_9 = {FLUSH_REQ: (0x106, 2), FLUSH_DONE: (0x107, 2)}
 
 
 class HDP:
@@ -40,10 +43,12 @@ class HDP:
 
 
 def flush_registers(arch: str) -> dict[str, int]:
-    """The dword addresses of GPU_HDP_FLUSH_REQ and _DONE on a mock GPU of the arch (a gfx11 or gfx12 the
-    discovery table does not list has its family's first board's NBIO)."""
+    """The dword addresses of GPU_HDP_FLUSH_REQ and _DONE on a mock GPU of the arch (an arch the discovery table
+    does not list has its family's first board's NBIO)."""
     ips = discovery.IPS.get(arch) or next(ips for name, ips in discovery.IPS.items() if name[:5] == arch[:5])
     _, _, version, bases = next(ip for ip in ips if ip[0] == "NBIF")
+    if version[:2] == (7, 9):
+        return {name: bases[segment] + offset for name, (offset, segment) in NBIO_7_9.items()}
     return {name: _ipmaps.address("NBIF", version, bases, name) for name in (FLUSH_REQ, FLUSH_DONE)}
 
 
@@ -58,4 +63,4 @@ class FlushRequests:
 
     def _request(self, value: int) -> None:
         self.flushes += 1
-        self.gpu.regs[FLUSH_DONE] = self.gpu.regs.get(FLUSH_DONE, 0) | value
+        self.gpu.shared[FLUSH_DONE] = self.gpu.shared.get(FLUSH_DONE, 0) | value

@@ -1,6 +1,6 @@
-"""The mock machines of this process, one per (interface, arch, GPU count): amdkfd and its GPUs (MOCKKFD+AMD) or GPU
-boards on the PCI bus (MOCKPCI+AMD) or behind USB–PCIe bridges (MOCKUSB+AMD), each behind the MockHAL that
-drivers, usergpu's runtime and a foreign runtime (through emu/amd/mock/fileio) all reach it by."""
+"""The mock machines of this process, one per (interface, arch, GPU count, partition mode): amdkfd and its GPUs
+(MOCKKFD+AMD) or GPU boards on the PCI bus (MOCKPCI+AMD) or behind USB–PCIe bridges (MOCKUSB+AMD), each behind the
+MockHAL that drivers, usergpu's runtime and a foreign runtime (through emu/amd/mock/fileio) all reach it by."""
 
 from __future__ import annotations
 
@@ -29,12 +29,14 @@ def mock_count(count: int | None = None) -> int:
 
 def mock_hal(arch: str | None = None, count: int | None = None, interface: str = "MOCKKFD+AMD") -> MockHAL:
     """The HAL of this process's mock machine with MOCKGPU_COUNT GPUs of MOCKGPU_ARCH (made on first use): amdkfd
-    and its GPUs (MOCKKFD+AMD), or GPU boards on the PCI bus (MOCKPCI+AMD) or in USB enclosures (MOCKUSB+AMD),
-    whose state other processes share.
+    and its GPUs (MOCKKFD+AMD), a CDNA GPU's compute partitions in the MOCKGPU_PARTITION mode (spx, the default, or
+    cpx), or GPU boards on the PCI bus (MOCKPCI+AMD) or in USB enclosures (MOCKUSB+AMD), whose state other
+    processes share.
     The mock KFD's sysfs tree is a temporary folder, removed when the process exits."""
     arch = arch or os.environ.get("MOCKGPU_ARCH", "gfx1100")
     count = mock_count(count)
-    key: tuple = (interface, arch, count)
+    partition = os.environ.get("MOCKGPU_PARTITION", "spx").lower()
+    key: tuple = (interface, arch, count, partition)
     boards = importlib.import_module(BOARD_MACHINES[interface]) if interface in BOARD_MACHINES else None
     if boards is not None:  # one HAL per machine folder: two would make two drivers of one board
         key = (interface, arch, count, boards.folder(arch))
@@ -47,6 +49,6 @@ def mock_hal(arch: str | None = None, count: int | None = None, interface: str =
             root = tempfile.mkdtemp(prefix="usergpu-mock-")
             atexit.register(shutil.rmtree, root, ignore_errors=True)
             hal = MockHAL(root)
-            hal.kfd = MockKFD(hal, arch, count)
+            hal.kfd = MockKFD(hal, arch, count, partition)
             _machines[key] = hal
     return _machines[key]

@@ -1,31 +1,37 @@
 """The mock GPU's performance counters. CP_PERFMON_CNTL.PERFMON_STATE resets (0), starts (1) and stops (2) them;
 each block's *_PERFCOUNTERn_SELECT.PERF_SEL picks an event (autogen/_pmc.py names them); while they run, every
 dispatch adds its exact counts (profiler.py) to the counters of the instances its waves ran on, read back from
-*_PERFCOUNTERn_LO/HI of the instance GRBM_GFX_INDEX selects."""
+*_PERFCOUNTERn_LO/HI of the instance GRBM_GFX_INDEX selects (a block counted per shader engine has the same count
+in every copy of its engine). Each XCC has its own counters, started and read by its own command processor."""
 
 from __future__ import annotations
 
 from usergpu.autogen._pmc import BLOCKS, EVENTS, PERFMON_CNTL, PERFMON_DISABLE_AND_RESET, PERFMON_START
+from usergpu.emu.amd import soc
+
+_KEY = {"xcc": 0, "se": 1, "wgp": 3}  # how much of an (SE, SA, WGP) instance names the block's instance
 
 
 class Perfmon:
     def __init__(self, gpu):
-        self.gpu, family = gpu, gpu.arch[:5]
+        self.gpu, family = gpu, soc.family(gpu.arch)
+        self.blocks = BLOCKS[family]
         self.control = gpu.canonical(PERFMON_CNTL[family])
         self.events = {block: {sel: name for name, (b, sel) in EVENTS[family].items() if b == block}
-                       for block in BLOCKS}
-        self.state = PERFMON_DISABLE_AND_RESET
+                       for block in self.blocks}
+        self.state: dict[int, int] = {}  # XCC -> its PERFMON_STATE (each XCC's CP writes its own)
 
     @property
     def running(self) -> bool:
-        return self.state == PERFMON_START
+        """Whether the counters of the XCC the engines reach now run."""
+        return self.state.get(self.gpu.xcc) == PERFMON_START
 
     def written(self, name: str, value: int) -> None:
         if name != self.control:
             return
-        self.state = value & 0xF
-        if self.state == PERFMON_DISABLE_AND_RESET:
-            for n, prefix, wide in BLOCKS.values():
+        self.state[self.gpu.xcc] = value & 0xF
+        if value & 0xF == PERFMON_DISABLE_AND_RESET:
+            for n, prefix, wide, _ in self.blocks.values():
                 for i in range(n):
                     for half in ("_LO", "_HI") if wide else ("_LO",):
                         name = self.gpu.canonical(f"{prefix}{i}{half}")
@@ -39,23 +45,21 @@ class Perfmon:
         gpu = self.gpu
         everywhere = [where for se in range(gpu.ses) for where in gpu.engine(se)]
         counted: dict[tuple[str, str], dict[tuple, int]] = {}  # an event's counts, worked out once per dispatch
-        for block, (n, prefix, wide) in BLOCKS.items():
+        for block, (n, prefix, wide, scope) in self.blocks.items():
             for i in range(n):
                 select = f"{prefix}{i}_SELECT"
                 if select not in gpu.table:
                     continue
-                # GRBM is one counter for the GPU; the others are read per instance
-                wheres = [None] if block == "GRBM" else everywhere
-                for where in wheres:
+                # a block counted once per XCC has one counter; the others one per instance
+                for where in [None] if scope == "xcc" else everywhere:
                     raw = gpu.regs.get(gpu.canonical(select), 0) if where is None else gpu.instance(select, where)
                     name = self.events[block].get(gpu.table[select].decode(raw)["PERF_SEL"])
                     if name is None:
                         continue
-                    if (name, block) not in counted:
-                        counted[name, block] = profile.event(name, block)
-                    counts = counted[name, block]
-                    key = () if where is None else where[:1] if block == "SQG" else where
-                    self._add(f"{prefix}{i}", where, counts.get(key, 0), wide)
+                    if (name, scope) not in counted:
+                        counted[name, scope] = profile.event(name, scope)
+                    key = (profile.xcc, *(where or ())[:_KEY[scope]])
+                    self._add(f"{prefix}{i}", where, counted[name, scope].get(key, 0), wide)
 
     def _add(self, counter: str, where, n: int, wide: bool) -> None:
         gpu = self.gpu

@@ -1,5 +1,9 @@
-"""A PM4 compute queue: the command processor (ME/MEC) executing type-3 packets of gfx10+ (nvd.h) from a ring in
-GPU memory and from the indirect buffers it calls.
+"""A PM4 compute queue: the command processor (ME/MEC) executing type-3 packets of gfx10+ (nvd.h) and of gfx9
+(soc15d.h: the same encodings of the packets a compute queue takes, but no WAIT_REG_MEM64) from a ring in GPU memory
+and from the indirect buffers it calls. On a CDNA GPU every XCC's command processor runs the queue (gpu.py), and
+PRED_EXEC (gfx9) makes the EXEC_COUNT dwords after it run only on the XCCs its VIRTUALXCCID_SELECT mask names (bit
+n: the partition's XCC n); the MEC takes it only inside an indirect buffer (tinygrad's MI300 runtime wraps ring
+packets in an IB for that), and the mock refuses one in the ring.
 
 Ring: `size` bytes at `ring`; read and write pointers count dwords (see gpu.py for how they are read and written).
 A WAIT_REG_MEM whose condition is false stalls the queue on that packet; inside an IB the CP remembers where in
@@ -22,7 +26,8 @@ from collections.abc import Callable
 import numpy as np
 
 import usergpu.autogen.pm4_nv as nv
-from usergpu.emu.amd.mock.gpu import COMPARE, CP_EOP_INTERRUPT, GPU, RingQueue
+import usergpu.autogen.pm4_soc15 as soc15
+from usergpu.emu.amd.mock.gpu import COMPARE, CP_EOP_INTERRUPT, GPU, RingQueue, XCCContext
 
 NOP_ONE_DWORD = 0x3FFF  # a NOP whose count is 0x3fff is the header alone (gfx11's ring nop, 0xffff1000)
 MAX_IB_DEPTH = 4
@@ -31,8 +36,9 @@ WR_WAIT_WR_REG = 1  # WAIT_REG_MEM's OPERATION: write a register, then wait on a
 FORCE_START_AT_000 = 1 << 2  # COMPUTE_DISPATCH_INITIATOR: workgroups from (0, 0, 0), not from COMPUTE_START_X/Y/Z
 REG_ADDRESS = 0x3FFFF  # WAIT_REG_MEM's REG_POLL_ADDR / REG_WRITE_ADDR1 / REG_WRITE_ADDR2: 18-bit dword addresses
 COUNT_SEL = 1 << 16
+EXEC_COUNT, XCC_SELECT_SHIFT = 0x3FFF, 24  # PRED_EXEC's dword 1 (amd_gpu_pm4.h: EXEC_COUNT, VIRTUALXCCID_SELECT)
 NAMES = {}
-for _name, _value in vars(nv).items():
+for _name, _value in [*vars(nv).items(), *vars(soc15).items()]:
     if _name.startswith("PACKET3_") and isinstance(_value, int) and 0x10 <= _value <= 0xFF:
         NAMES.setdefault(_value, _name.removeprefix("PACKET3_"))
 
@@ -44,11 +50,13 @@ def _qword(lo: int, hi: int) -> int:
 
 
 class CommandProcessor:
-    """Executes PM4 packets for a queue (PM4, or an AQL queue's PM4-IB packets), resumably."""
+    """Executes PM4 packets for a queue (PM4, or an AQL queue's PM4-IB packets), resumably: where a stall left each
+    IB is the executing XCC's (its XCCContext)."""
 
     def __init__(self, queue: RingQueue):
         self.queue, self.gpu = queue, queue.gpu
-        self.resume: dict[int, int] = {}  # IB depth -> dword position of the packet a stall left there
+        self.handlers = HANDLERS[queue.gpu.arch[:5]]
+        self.skip = 0  # dwords a PRED_EXEC whose mask leaves this XCC out has the packets after it skip
 
     def packet(self, read: Reader, pos: int, end: int, where: str, offset: int, depth: int) -> int | None:
         """Execute the packet at dword pos of a stream (ring or IB) ending at dword end; the position after it,
@@ -69,15 +77,19 @@ class CommandProcessor:
             return pos + 1
         if pos + count + 2 > end:
             raise self.queue.fail(f"truncated: its header says {count + 2} dwords, only {end - pos} are there")
-        if op not in HANDLERS:
+        if op not in self.handlers:
             raise self.queue.fail("unknown or unsupported opcode")
-        need, handler = HANDLERS[op]
+        need, handler = self.handlers[op]
         if count + 1 < need:
             raise self.queue.fail(f"malformed: {count + 1} body dwords, it needs {need}")
-        if not handler(self, read(pos + 1, count + 1), depth):
+        done = handler(self, read(pos + 1, count + 1), depth)
+        skip, self.skip = self.skip, 0  # a PRED_EXEC's (the packets of an IB it called have taken theirs)
+        if not done:
             return None
         self.gpu.packet_done()
-        return pos + count + 2
+        if pos + count + 2 + skip > end:
+            raise self.queue.fail(f"PRED_EXEC's EXEC_COUNT {skip} runs past the end of the {where}")
+        return pos + count + 2 + skip
 
     # ---- values in registers and memory --------------------------------------------------------------
     def _read_reg(self, address: int, size: int) -> int:
@@ -95,8 +107,15 @@ class CommandProcessor:
         self.gpu.event(int(body[0]) & 0x3F)  # EVENT_TYPE: the thread-trace events matter here, cache ones do not
         return True
 
+    def _pred_exec(self, body: np.ndarray, depth: int) -> bool:
+        if not depth:
+            raise self.queue.fail("PRED_EXEC in the ring: the MEC executes it inside an indirect buffer only")
+        if not int(body[0]) >> XCC_SELECT_SHIFT >> self.queue.ctx.xcc & 1:
+            self.skip = int(body[0]) & EXEC_COUNT
+        return True
+
     def _dispatch_direct(self, body: np.ndarray, depth: int) -> bool:
-        if self.queue.running is None:
+        if self.queue.ctx.running is None:
             self.gpu.regs["COMPUTE_DISPATCH_INITIATOR"] = int(body[3])
             start = [self.gpu.regs.get(f"COMPUTE_START_{axis}", 0) for axis in "XYZ"]
             if not int(body[3]) & FORCE_START_AT_000 and any(start):
@@ -154,11 +173,12 @@ class CommandProcessor:
         def read(pos: int, n: int) -> np.ndarray:
             return np.frombuffer(mem.read_bytes(address + 4 * pos, 4 * n), "<u4")
 
-        pos = self.resume.pop(depth, 0)
+        resume = self.queue.ctx.resume
+        pos = resume.pop(depth, 0)
         while pos < size:
             nxt = self.packet(read, pos, size, f"IB {address:#x}", 4 * pos, depth + 1)
             if nxt is None:
-                self.resume[depth] = pos
+                resume[depth] = pos
                 return False
             pos = nxt
         return True
@@ -207,8 +227,8 @@ WRITE_DST: dict[int, Callable[[CommandProcessor, int, int, int], None]] = {
     0: lambda cp, address, size, value: cp._write_reg(address, size, value),
     **dict.fromkeys((1, 2, 5), lambda cp, address, size, value: cp.gpu.store(address, size, value))}
 
-# opcode -> (body dwords it needs at least, handler)
-HANDLERS: dict[int, tuple[int, Callable[[CommandProcessor, np.ndarray, int], bool]]] = {
+# family -> opcode -> (body dwords it needs at least, handler); the opcodes are the same numbers in nvd.h and soc15d.h
+COMMON: dict[int, tuple[int, Callable[[CommandProcessor, np.ndarray, int], bool]]] = {
     nv.PACKET3_NOP: (0, CommandProcessor._nop),
     nv.PACKET3_SET_SH_REG: (1, _set_regs(nv.PACKET3_SET_SH_REG_START)),
     nv.PACKET3_SET_UCONFIG_REG: (1, _set_regs(nv.PACKET3_SET_UCONFIG_REG_START)),
@@ -217,20 +237,24 @@ HANDLERS: dict[int, tuple[int, Callable[[CommandProcessor, np.ndarray, int], boo
     nv.PACKET3_EVENT_WRITE: (1, CommandProcessor._event_write),
     nv.PACKET3_RELEASE_MEM: (7, CommandProcessor._release_mem),
     nv.PACKET3_WAIT_REG_MEM: (6, CommandProcessor._wait_reg_mem),
-    nv.PACKET3_WAIT_REG_MEM64: (8, CommandProcessor._wait_reg_mem64),
     nv.PACKET3_INDIRECT_BUFFER: (3, CommandProcessor._indirect_buffer),
     nv.PACKET3_COPY_DATA: (5, CommandProcessor._copy_data),
     nv.PACKET3_WRITE_DATA: (3, CommandProcessor._write_data),
 }
+RDNA = {**COMMON, nv.PACKET3_WAIT_REG_MEM64: (8, CommandProcessor._wait_reg_mem64)}
+CDNA = {**COMMON, soc15.PACKET3_PRED_EXEC: (1, CommandProcessor._pred_exec)}
+HANDLERS = {"gfx94": CDNA, "gfx95": CDNA, "gfx11": RDNA, "gfx12": RDNA}
 
 
 class PM4Queue(RingQueue):
-    """A PM4 compute queue: ring of `size` bytes at `ring`, read/write pointers (dwords) at the addresses given."""
+    """A PM4 compute queue: ring of `size` bytes at `ring`, read/write pointers (dwords) at the addresses given, run
+    by every XCC with the MQD amdkfd gives a PM4 queue (logical XCC id 0, no workgroup chunks: init_mqd_v9_4_3)."""
 
     kind = "pm4"
 
     def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None):
-        super().__init__(gpu, ring, size, rptr_address, wptr_address, name)
+        super().__init__(gpu, ring, size, rptr_address, wptr_address, name,
+                         [XCCContext(xcc, gpu.xccs) for xcc in range(gpu.xccs)])
         self.cp = CommandProcessor(self)
 
     def _read(self, pos: int, n: int) -> np.ndarray:

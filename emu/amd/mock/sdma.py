@@ -1,6 +1,9 @@
-"""An SDMA queue (SDMA 6.x of gfx11, 7.x of gfx12: the packets of sdma_v6_0_0_pkt_open.h).
+"""An SDMA queue (SDMA 6.x of gfx11, 7.x of gfx12: the packets of sdma_v6_0_0_pkt_open.h; SDMA 4.4.2/4.4.5 of CDNA:
+vega10_sdma_pkt_open.h, whose packets a queue takes have the same layout with narrower counts, COPY_LINEAR's and
+CONSTANT_FILL's 22 bits (sdma_v4_4_2.c's copy_max_bytes and fill_max_bytes 0x400000), and no GCR_REQ).
 
-Ring: `size` bytes at `ring`; the read and write pointers count bytes, as sdma_v6_0.c writes them (wptr << 2), and
+Ring: `size` bytes at `ring`; the read and write pointers count bytes, as sdma_v6_0.c and sdma_v4_4_2.c write them
+(wptr << 2), and
 packets may run across the ring's end. COPY_LINEAR and CONSTANT_FILL take count = bytes - 1 (sdma_v6_0.c's
 emit_copy_buffer / emit_fill_buffer), WRITE_LINEAR count = dwords - 1 (its vm_write_pte, ring_test_ib);
 CONSTANT_FILL repeats the low 1 << FILLSIZE bytes of its data (FILLSIZE 2 is the dword fill). ATOMIC's operation is
@@ -19,11 +22,11 @@ import ctypes
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import usergpu.autogen.sdma_v6 as s6
 from usergpu.emu.amd.mock.gpu import COMPARE, GPU, SDMA_TRAP, RingQueue
+from usergpu.emu.amd.soc import SDMA
 
 IB_ALIGN = 0x1F  # the low bits of IB_BASE the engine ignores
-WRITE_DATA = s6.SDMA_PKT_WRITE_UNTILED.data0.offset  # where WRITE_LINEAR's dwords begin
+WRITE_DATA = SDMA["gfx11"].SDMA_PKT_WRITE_UNTILED.data0.offset  # where WRITE_LINEAR's dwords begin (either header's)
 
 
 def _addr(pkt: Any, field: str = "addr") -> int:
@@ -139,25 +142,32 @@ class Packet(NamedTuple):
     length: Callable[[Any], int] | None = None  # its bytes, where its fields say (else the structure's size)
 
 
-# (op, sub_op) -> the packet
-PACKETS: dict[tuple[int, int], Packet] = {
-    (s6.SDMA_OP_NOP, 0): Packet("NOP", s6.SDMA_PKT_NOP, lambda q, pkt, data: True, lambda pkt: 4 + 4 * pkt.count),
-    (s6.SDMA_OP_COPY, s6.SDMA_SUBOP_COPY_LINEAR): Packet("COPY_LINEAR", s6.SDMA_PKT_COPY_LINEAR, _copy_linear),
-    (s6.SDMA_OP_WRITE, s6.SDMA_SUBOP_WRITE_LINEAR): Packet("WRITE_LINEAR", s6.SDMA_PKT_WRITE_UNTILED, _write_linear,
-                                                           lambda pkt: WRITE_DATA + 4 * (pkt.count + 1)),
-    (s6.SDMA_OP_INDIRECT, 0): Packet("INDIRECT", s6.SDMA_PKT_INDIRECT, _indirect),
-    (s6.SDMA_OP_CONST_FILL, 0): Packet("CONSTANT_FILL", s6.SDMA_PKT_CONSTANT_FILL, _constant_fill),
-    (s6.SDMA_OP_FENCE, 0): Packet("FENCE", s6.SDMA_PKT_FENCE, _fence),
-    (s6.SDMA_OP_TRAP, 0): Packet("TRAP", s6.SDMA_PKT_TRAP, _trap),
-    (s6.SDMA_OP_POLL_REGMEM, 0): Packet("POLL_REGMEM", s6.SDMA_PKT_POLL_REGMEM, _poll_regmem),
-    (s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET): Packet("TIMESTAMP_GET", s6.SDMA_PKT_TIMESTAMP_GET,
-                                                                _timestamp),
-    (s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL): Packet(
-        "TIMESTAMP_GET_GLOBAL", s6.SDMA_PKT_TIMESTAMP_GET_GLOBAL, _timestamp),
-    (s6.SDMA_OP_ATOMIC, 0): Packet("ATOMIC", s6.SDMA_PKT_ATOMIC, _atomic),
-    (s6.SDMA_OP_GCR_REQ, 0): Packet("GCR_REQ", s6.SDMA_PKT_GCR_REQ, lambda q, pkt, data: True),
-}
-OP_NAMES = {v: k.removeprefix("SDMA_OP_") for k, v in reversed(vars(s6).items()) if k.startswith("SDMA_OP_")}
+def packets(s) -> dict[tuple[int, int], Packet]:
+    """(op, sub_op) -> the packet, of a header's packets (its module: sdma_v4 or sdma_v6)."""
+    table = {
+        (s.SDMA_OP_NOP, 0): Packet("NOP", s.SDMA_PKT_NOP, lambda q, pkt, data: True, lambda pkt: 4 + 4 * pkt.count),
+        (s.SDMA_OP_COPY, s.SDMA_SUBOP_COPY_LINEAR): Packet("COPY_LINEAR", s.SDMA_PKT_COPY_LINEAR, _copy_linear),
+        (s.SDMA_OP_WRITE, s.SDMA_SUBOP_WRITE_LINEAR): Packet("WRITE_LINEAR", s.SDMA_PKT_WRITE_UNTILED, _write_linear,
+                                                             lambda pkt: WRITE_DATA + 4 * (pkt.count + 1)),
+        (s.SDMA_OP_INDIRECT, 0): Packet("INDIRECT", s.SDMA_PKT_INDIRECT, _indirect),
+        (s.SDMA_OP_CONST_FILL, 0): Packet("CONSTANT_FILL", s.SDMA_PKT_CONSTANT_FILL, _constant_fill),
+        (s.SDMA_OP_FENCE, 0): Packet("FENCE", s.SDMA_PKT_FENCE, _fence),
+        (s.SDMA_OP_TRAP, 0): Packet("TRAP", s.SDMA_PKT_TRAP, _trap),
+        (s.SDMA_OP_POLL_REGMEM, 0): Packet("POLL_REGMEM", s.SDMA_PKT_POLL_REGMEM, _poll_regmem),
+        (s.SDMA_OP_TIMESTAMP, s.SDMA_SUBOP_TIMESTAMP_GET): Packet("TIMESTAMP_GET", s.SDMA_PKT_TIMESTAMP_GET,
+                                                                  _timestamp),
+        (s.SDMA_OP_TIMESTAMP, s.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL): Packet(
+            "TIMESTAMP_GET_GLOBAL", s.SDMA_PKT_TIMESTAMP_GET_GLOBAL, _timestamp),
+        (s.SDMA_OP_ATOMIC, 0): Packet("ATOMIC", s.SDMA_PKT_ATOMIC, _atomic),
+    }
+    if hasattr(s, "SDMA_PKT_GCR_REQ"):
+        table[(s.SDMA_OP_GCR_REQ, 0)] = Packet("GCR_REQ", s.SDMA_PKT_GCR_REQ, lambda q, pkt, data: True)
+    return table
+
+
+PACKETS = {family: packets(module) for family, module in SDMA.items()}  # family -> (op, sub_op) -> the packet
+OP_NAMES = {family: {v: k.removeprefix("SDMA_OP_") for k, v in reversed(vars(module).items())
+                     if k.startswith("SDMA_OP_")} for family, module in SDMA.items()}
 
 
 class SDMAQueue(RingQueue):
@@ -167,6 +177,7 @@ class SDMAQueue(RingQueue):
 
     def __init__(self, gpu: GPU, ring: int, size: int, rptr_address: int, wptr_address: int, name: str | None = None):
         super().__init__(gpu, ring, size, rptr_address, wptr_address, name)
+        self.packets, self.op_names = PACKETS[gpu.arch[:5]], OP_NAMES[gpu.arch[:5]]
         self.in_ib = False  # executing an IB's packets
         self.ib_rptr = 0  # the byte offset in the IB of its next packet (a stalled one waits there)
 
@@ -178,8 +189,8 @@ class SDMAQueue(RingQueue):
         the position after it, or None when it stalls. offset is its byte offset in that stream, for errors."""
         header = int.from_bytes(read(pos, 4), "little")
         op, sub_op = header & 0xFF, header >> 8 & 0xFF
-        packet = PACKETS.get((op, sub_op))
-        name = packet.name if packet else OP_NAMES.get(op, "unknown")
+        packet = self.packets.get((op, sub_op))
+        name = packet.name if packet else self.op_names.get(op, "unknown")
         self.at(f"{name} (op {op:#x} sub_op {sub_op:#x})", where, offset)
         if packet is None:
             raise self.fail("unknown or unsupported packet")

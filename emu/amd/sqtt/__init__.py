@@ -4,6 +4,7 @@
     packets.truncated                                   # where the buffer ended mid-token (None: on a boundary)
     blob = sqtt.encode(packets, "gfx1100")              # the inverse, for layouts 3 and 4 (and gfx9)
     insts = sqtt.wave_instructions(blob, elf, "gfx1100", base)  # what each traced wave executed, when
+    tokens = sqtt.wave_tokens("gfx942", waves)          # the inverse: the tokens an SQ writes for waves it ran
 
 The format is undocumented by AMD; what is known comes from public decoders: AMD's rocprof-trace-decoder
 (open sources: token lookup tables, bitfield unions, gfx9 token header, wave timing model) and tinygrad's
@@ -22,9 +23,10 @@ tables.py holds one table per format (kind, match bits, size, fields) that drive
 """
 
 from usergpu.emu.amd.sqtt.codec import decode, encode, layout_of
+from usergpu.emu.amd.sqtt.emit import Ran, Wave, dispatch_tokens, wave_tokens
 from usergpu.emu.amd.sqtt.packet import Packet, Packets, SQTTError, Truncated
 from usergpu.emu.amd.sqtt.tables import LAYOUTS, Layout, Token, inst_op
 from usergpu.emu.amd.sqtt.waves import WaveInst, wave_instructions
 
-__all__ = ["LAYOUTS", "Layout", "Packet", "Packets", "SQTTError", "Token", "Truncated", "WaveInst", "decode", "encode",
-           "inst_op", "layout_of", "wave_instructions"]
+__all__ = ["LAYOUTS", "Layout", "Packet", "Packets", "Ran", "SQTTError", "Token", "Truncated", "Wave", "WaveInst",
+           "decode", "dispatch_tokens", "encode", "inst_op", "layout_of", "wave_instructions", "wave_tokens"]

@@ -172,11 +172,12 @@ _REG_CS = F("delta", 4, 1, "pipe", 5, 2, "me", 7, 2, "addr", 9, 7, "data", 16, 3
 
 # gfx9 (CDNA): 16-bit-aligned tokens, type in the low nibble, every token's bit 4 (MISC: bits 4..11) counts 4 cycles.
 GFX9 = Layout("gfx9", 0, 16, 4, (
-    # aqlprofile's header (layout 0): the traced CU (and shader array), the SIMDs traced, the shader engine
-    Token("LAYOUT_HEADER", 0b0010001, 7, 64, F("layout", 7, 6, "rsvd13", 13, 1, "navi", 14, 1, "enable", 15, 1,
-                                               "simd_mask", 16, 4, "cu", 20, 5, "sa", 25, 1, "se", 26, 6,
-                                               "rsvd32", 32, 32),
-          NONE, "att header", first=True),
+    # the header the profiler's software puts first (rocprof-trace-decoder's gfx9_header_t): a 13-bit legacy
+    # version 0x11 (its high bits read as layout 0), the part (version: 4 MI200 or earlier, 5 MI300, 6 MI350), the
+    # SIMDs and CU (and shader array) traced instruction by instruction, the shader engine, double buffering
+    Token("LAYOUT_HEADER", 0b0010001, 7, 64, F("layout", 7, 6, "version", 13, 3, "simd_mask", 16, 4, "cu", 20, 5,
+                                               "sa", 25, 1, "se", 26, 6, "double_buffer", 32, 1, "rsvd33", 33, 31),
+          NONE, "gfx9 header", first=True),
     Token("CDNA_MISC", 0, 4, 16, F("delta", 4, 8, "sh", 12, 1, "misc_type", 13, 3), DELTA, "MISC"),
     Token("CDNA_TIMESTAMP", 1, 4, 64, F("delta", 4, 1, "rsvd5", 5, 11, "timestamp", 16, 48), DELTA, "TIME"),
     Token("CDNA_REG", 2, 4, 64, F("delta", 4, 1, "pipe", 5, 2, "me", 7, 2, "rsvd9", 9, 1, "type", 10, 3,
@@ -206,6 +207,8 @@ BY_VERSION = {3: GFX11, 4: GFX12}
 
 # gfx9 MISC misc_type values
 MISC_TIME_RESET = 1
+# the gfx9 header's version by arch family (rocprof-trace-decoder: 5 MI300, 6 MI350; 4 MI200 and earlier)
+GFX9_VERSION = {"gfx94": 5, "gfx95": 6, "gfx90": 4}
 
 # INST `op` values (rocprof's EINST enums): name, category, cycles. Categories follow rocprof's WaveInstCategory;
 # *_OTHER_SIMD ops belong to waves on another SIMD of the traced unit and are no instruction of a traced wave.

@@ -11,13 +11,16 @@ from usergpu.autogen import amd_discovery as hw
 from usergpu.autogen import amdgpu_drm as drm
 from usergpu.autogen import kfd
 from usergpu.emu.amd.mock import discovery
+from usergpu.emu.amd.mock.cdna import PARTS
 
-VRAM = {"gfx1100": 24 << 30, "gfx1200": 16 << 30}  # the boards' VRAM bytes
-# arch -> the VRAM's type and bus width (atomfirmware's vram_info): GDDR6 on 384 bits (Navi31), 256 (Navi48)
-VRAM_BUS = {"gfx1100": (drm.AMDGPU_VRAM_TYPE_GDDR6, 384), "gfx1200": (drm.AMDGPU_VRAM_TYPE_GDDR6, 256)}
+VRAM = {"gfx1100": 24 << 30, "gfx1200": 16 << 30, **{a: p.vram for a, p in PARTS.items()}}  # the boards' VRAM bytes
+# arch -> the VRAM's type and bus width (atomfirmware's vram_info): GDDR6 on 384 bits (Navi31), 256 (Navi48); the
+# CDNA parts' HBM stacks (amdgpu reports HBM3 and HBM3E as AMDGPU_VRAM_TYPE_HBM)
+VRAM_BUS = {"gfx1100": (drm.AMDGPU_VRAM_TYPE_GDDR6, 384), "gfx1200": (drm.AMDGPU_VRAM_TYPE_GDDR6, 256),
+            **{a: (drm.AMDGPU_VRAM_TYPE_HBM, p.vram_width) for a, p in PARTS.items()}}
 VM_RESERVED_VRAM = 8 << 20  # AMDGPU_VM_RESERVED_VRAM (amdgpu_vm.h): what each VM keeps back for its page tables
 PCI_REVISION = 0xC8  # the mock boards' PCI revision (pci_gpu.py's config space: the RX 7900 XTX's)
-REV_ID = 0  # adev->rev_id: NBIO's strap ATI_REV_ID, which the mock GPUs read as 0
+REV_ID = 0  # adev->rev_id: NBIO's strap ATI_REV_ID, which the mock RDNA GPUs read as 0 (a CDNA part has its own)
 SDMA_HWIDS = (hw.SDMA0_HWID, hw.SDMA1_HWID, hw.SDMA2_HWID, hw.SDMA3_HWID)  # each entry is one SDMA instance
 GTT_KINDS = kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT | kfd.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR  # objects TTM places in GTT
 
@@ -40,7 +43,18 @@ class AmdgpuDevice:
         self.kfd, self.node = kfd_, node
         self.ips = [IP(name, getattr(hw, f"{name}_HWID"), instance, version, tuple(bases))
                     for name, instance, version, bases in discovery.IPS[node.arch]]
-        self.gc = hw.struct_gc_info_v1_0.from_buffer_copy(discovery.gc_info(node.arch))
+        self.config = gfx_config(discovery.gc_info(node.arch))
+        self.rev_id = PARTS[node.arch].rev_id if node.arch in PARTS else REV_ID
+
+    @property
+    def xccs(self) -> int:
+        """The GC instances of the discovery table (one per XCC)."""
+        return sum(ip.hw_id == hw.GC_HWID for ip in self.ips)
+
+    def active_cus(self, se: int) -> int:
+        """The bitmap of the active CUs of each shader array of an engine: every CU (RDNA), or cdna.py's."""
+        part = PARTS.get(self.node.arch)
+        return part.active[se] if part else (1 << self.config["max_cu_per_sh"]) - 1
 
     def version(self, hw_id: int) -> tuple[int, int, int]:
         """amdgpu_ip_version(adev, <ip>, 0): the first instance's version."""
@@ -70,11 +84,29 @@ class AmdgpuDevice:
         return self.kfd.limits["ttm"]
 
     def usage(self) -> dict[str, int]:
-        """ttm_resource_manager_usage of the VRAM and GTT managers: the bytes of this GPU's memory objects in each
-        domain (the first of its flags amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu picks: VRAM, then GTT or user
-        pages; doorbell and MMIO objects are in neither). All VRAM is visible, so its usage is VRAM's."""
+        """ttm_resource_manager_usage of the VRAM and GTT managers: the bytes of this GPU's memory objects (every
+        compute partition's) in each domain (the first of its flags amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu picks:
+        VRAM, then GTT or user pages; doorbell and MMIO objects are in neither). All VRAM is visible, so its usage is
+        VRAM's."""
+        gpu_ids = {n.gpu_id for n in self.kfd.nodes if n.board == self.node.board}
         with self.kfd.lock:  # the process's calls change the objects
-            bos = [b for b in self.kfd.bos.values() if b.gpu_id == self.node.gpu_id]
+            bos = [b for b in self.kfd.bos.values() if b.gpu_id in gpu_ids]
         vram = sum(b.size for b in bos if b.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
         gtt = sum(b.size for b in bos if not b.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM and b.flags & GTT_KINDS)
         return {"vram": vram, "vis_vram": vram, "gtt": gtt}
+
+
+def gfx_config(blob: bytes) -> dict[str, int]:
+    """What amdgpu_discovery_get_gfx_info makes of a GC table, v1.x or v2.x: adev->gfx.config's and cu_info's figures
+    (max_cu_per_sh: a v1 WGP is two CUs)."""
+    if hw.struct_gpu_info_header.from_buffer_copy(blob).version_major == 1:
+        g = hw.struct_gc_info_v1_0.from_buffer_copy(blob)
+        arrays, cus, tccs = g.gc_num_sa_per_se, 2 * (g.gc_num_wgp0_per_sa + g.gc_num_wgp1_per_sa), g.gc_num_gl2c
+    else:
+        g = hw.struct_gc_info_v2_1.from_buffer_copy(blob)
+        arrays, cus, tccs = g.gc_num_sh_per_se, g.gc_num_cu_per_sh, g.gc_num_tccs
+    return {"max_shader_engines": g.gc_num_se, "max_sh_per_se": arrays, "max_cu_per_sh": cus,
+            "max_backends_per_se": g.gc_num_rb_per_se, "max_texture_channel_caches": tccs, "max_gprs": g.gc_num_gprs,
+            "max_gs_threads": g.gc_num_max_gs_thds, "gs_vgt_table_depth": g.gc_gs_table_depth,
+            "gs_prim_buffer_depth": g.gc_gsprim_buff_depth, "double_offchip_lds_buf": g.gc_double_offchip_lds_buffer,
+            "wave_front_size": g.gc_wave_size}

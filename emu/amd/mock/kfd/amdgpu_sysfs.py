@@ -85,38 +85,40 @@ def link(path: Path, target: str) -> None:
     path.symlink_to(target)
 
 
-def pci_address(props: dict[str, int]) -> str:
-    """The PCI function a topology node's domain and location_id (bus << 8 | device << 3 | function) name."""
-    loc = props["location_id"]
-    return f"{props['domain']:04x}:{loc >> 8:02x}:{(loc >> 3) & 0x1F:02x}.{loc & 7}"
+def pci_address(domain: int, loc: int) -> str:
+    """The PCI function a domain and a location (bus << 8 | device << 3 | function) name."""
+    return f"{domain:04x}:{loc >> 8:02x}:{(loc >> 3) & 0x1F:02x}.{loc & 7}"
 
 
 def publish(kfd_) -> None:
     """amdgpu's sysfs for every GPU of a MockKFD, under its HAL's root. Each GPU's function sits behind a root port
-    of its own, numbered as AMD's hosts number theirs (00:01.1 to 00:01.7, then 00:02.1, ...)."""
+    of its own, numbered as AMD's hosts number theirs (00:01.1 to 00:01.7, then 00:02.1, ...); the render nodes of
+    a partitioned GPU's compute partitions (amdgpu_xcp.c's, one per partition) all have its function as device."""
     sysfs = kfd_.hal.root / "sys"
     (sysfs / "bus/pci/drivers/amdgpu").mkdir(parents=True, exist_ok=True)
     for n in kfd_.nodes:
         props = n.props
-        domain, address, minor = props["domain"], pci_address(props), props["drm_render_minor"]
-        function = f"devices/pci{domain:04x}:00/{domain:04x}:00:{1 + n.index // 7:02x}.{1 + n.index % 7}/{address}"
+        domain, address, minor = props["domain"], pci_address(props["domain"], n.pci), props["drm_render_minor"]
+        function = f"devices/pci{domain:04x}:00/{domain:04x}:00:{1 + n.board // 7:02x}.{1 + n.board % 7}/{address}"
         fn = sysfs / function
-        fn.mkdir(parents=True, exist_ok=True)
+        render = fn / f"drm/renderD{minor}"
+        render.mkdir(parents=True, exist_ok=True)
+        (render / "dev").write_text(f"{DRM_MAJOR}:{minor}\n")
+        link(render / "device", f"../../../{address}")
+        link(sysfs / f"class/drm/renderD{minor}", f"../../{function}/drm/renderD{minor}")
+        if n.partition:  # the function's own files are its first partition's
+            continue
         for name, text in (("vendor", f"0x{props['vendor_id']:04x}"), ("device", f"0x{props['device_id']:04x}"),
                            ("class", f"0x{DISPLAY_CLASS:06x}"), ("revision", f"0x{PCI_REVISION:02x}")):
             (fn / name).write_text(f"{text}\n")
         link(fn / "driver", "../../../../bus/pci/drivers/amdgpu")
         link(sysfs / f"bus/pci/drivers/amdgpu/{address}", f"../../../../{function}")
         link(sysfs / f"bus/pci/devices/{address}", f"../../../{function}")
-        render = fn / f"drm/renderD{minor}"
-        render.mkdir(parents=True, exist_ok=True)
-        (render / "dev").write_text(f"{DRM_MAJOR}:{minor}\n")
-        link(render / "device", f"../../../{address}")
-        link(sysfs / f"class/drm/renderD{minor}", f"../../{function}/drm/renderD{minor}")
         adev = AmdgpuDevice(kfd_, n)
         _ip_discovery(fn / "ip_discovery/die/0", adev)
-        _attributes(kfd_.hal, fn, [f"/sys/{function}", f"/sys/bus/pci/devices/{address}",
-                                   f"/sys/class/drm/renderD{minor}/device"], adev)
+        renders = [f"/sys/class/drm/renderD{m.props['drm_render_minor']}/device" for m in kfd_.nodes
+                   if m.board == n.board]
+        _attributes(kfd_.hal, fn, [f"/sys/{function}", f"/sys/bus/pci/devices/{address}", *renders], adev)
 
 
 def _ip_discovery(die: Path, adev: AmdgpuDevice) -> None:

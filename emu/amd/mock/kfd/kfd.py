@@ -1,5 +1,7 @@
 """A mock amdkfd: the sysfs topology it publishes, /dev/kfd and the render nodes, answering the real ioctl ABI
-(kfd_ioctl.h structs and request numbers, the errno amdkfd gives) for MOCKGPU_COUNT GPUs of MOCKGPU_ARCH.
+(kfd_ioctl.h structs and request numbers, the errno amdkfd gives) for MOCKGPU_COUNT GPUs of MOCKGPU_ARCH; a CDNA
+GPU (gfx942, gfx950) is a topology node per compute partition of the MOCKGPU_PARTITION mode (spx: one node of its
+eight XCCs; cpx: eight nodes of one XCC each, topology.py), each its own GPU to the process.
 
 Memory objects are real shared memory (memfd): the process maps them at their GPU virtual address through the
 render node, as with amdgpu, and the mock GPU sees the same pages in its VM (`gpu.mem`), mapped and unmapped by
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import threading
 import time
@@ -31,8 +34,9 @@ from usergpu.autogen import kfd
 from usergpu.autogen._support import Ioctl
 from usergpu.emu.amd.mock.agent import DoorbellAgent
 from usergpu.emu.amd.mock.aql import AQLQueue
+from usergpu.emu.amd.mock.cdna import PARTITIONS, PARTS, xccs_per_partition
 from usergpu.emu.amd.mock.gpu import GPU, RingQueue
-from usergpu.emu.amd.mock.kfd import amdgpu_sysfs
+from usergpu.emu.amd.mock.kfd import amdgpu_sysfs, topology
 from usergpu.emu.amd.mock.kfd.amdgpu_device import VM_RESERVED_VRAM, VRAM
 from usergpu.emu.amd.mock.kfd.render import RenderFile
 from usergpu.emu.amd.mock.pm4 import PM4Queue
@@ -88,9 +92,12 @@ def ctx_save_restore_sizes(props: dict[str, int]) -> dict[str, int]:
     cus = props["simd_count"] // props["simd_per_cu"] // max(props.get("num_xcc", 1), 1)
     pre_navi10 = gfxv < 100100
     waves = min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512) if pre_navi10 else cus * 32
-    vgprs = (0x80000 if gfxv // 100 == 904 or gfxv in (90008, 90010) else
+    # gfx950 is the kernel's that runs it (6.12 has none): "Update cwsr area size for gfx950" gives it 0x80000 bytes
+    # of VGPRs and the node's whole LDS per CU
+    vgprs = (0x80000 if gfxv // 100 == 904 or gfxv in (90008, 90010, 90500) else
              0x60000 if gfxv in (110000, 110001, 110501, 120000, 120001) else 0x40000)
-    wave_state = page_align(cus * (vgprs + 0x4000 + 0x10000 + 0x1000))  # VGPRs, SGPRs, LDS, HW registers per CU
+    lds = props["lds_size_in_kb"] << 10 if gfxv == 90500 else 0x10000
+    wave_state = page_align(cus * (vgprs + 0x4000 + lds + 0x1000))  # VGPRs, SGPRs, LDS, HW registers per CU
     ctl_stack = page_align(40 + waves * (8 if pre_navi10 else 12) + 8)  # header, a record per wave, the end
     if gfxv // 10000 == 10:
         ctl_stack = min(ctl_stack, 0x7000)  # the hardware's limit on gfx10
@@ -167,18 +174,30 @@ class Held:
 
 
 class Node:
-    """One mock GPU: its topology entry and, per process, its VM and queues."""
+    """One mock GPU (a compute partition `partition` of `partitions` of board `board`, for CDNA): its topology entry
+    and, per process, its VM and queues."""
 
-    def __init__(self, index: int, arch: str):
+    def __init__(self, index: int, arch: str, board: int | None = None, partition: int = 0, partitions: int = 1):
         self.index, self.arch = index, arch
-        self.gpu_id = 0x4000 + 0x1111 * (index + 1)  # amdkfd's are hashes; any stable nonzero value serves
-        self.gpu = GPU(arch)
+        self.board, self.partition, self.partitions = index if board is None else board, partition, partitions
+        # amdkfd's are 16-bit hashes (KFD_GPU_ID_HASH_WIDTH): any stable nonzero value serves, and an odd step keeps
+        # 512 nodes' (64 boards of 8 partitions) apart
+        self.gpu_id = (0x4000 + 0x1111 * (index + 1)) & 0xFFFF
+        xccs = PARTS[arch].xccs // partitions if arch in PARTS else 1
+        self.gpu = GPU(arch, xccs=xccs)
+        self.logical_xcc_start = 0  # the dqm's current_logical_xcc_start: the next AQL queue's first logical XCC
+        self.pci = (0x03 + self.board) << 8  # its board's PCI function (bus << 8 | devfn): 03:00.0, 04:00.0, ...
         self.scheduler = Scheduler()
         self.queues: dict[int, RingQueue] = {}
         self.used = Counter()  # amdgpu's adev->kfd.vram_used, and vram_used_aligned (in 2 MiB chunks)
 
-    @property
+    @functools.cached_property
     def props(self) -> dict[str, int]:
+        if self.arch in PARTS:
+            props = topology.properties(PARTS[self.arch], self.index, self.partition, self.partitions, self.board,
+                                        self.pci)
+            sizes = ctx_save_restore_sizes(props)
+            return props | {"cwsr_size": sizes["cwsr_size"], "ctl_stack_size": sizes["ctl_stack_size"]}
         version, device, _, simds, cus, arrays = ARCHS[self.arch]
         props = {"cpu_cores_count": 0, "simd_count": simds, "mem_banks_count": 1, "caches_count": 0,
                  "io_links_count": 0, "p2p_links_count": 0, "cpu_core_id_base": 0,
@@ -186,7 +205,7 @@ class Node:
                  "gds_size_in_kb": 0, "num_gws": 64, "wave_front_size": 32, "array_count": arrays,
                  "simd_arrays_per_engine": 2, "cu_per_simd_array": cus, "simd_per_cu": 2,
                  "max_slots_scratch_cu": 32, "gfx_target_version": version, "vendor_id": 0x1002,
-                 "device_id": device, "location_id": (0x03 + self.index) << 8, "domain": 0,
+                 "device_id": device, "location_id": self.pci, "domain": 0,
                  "drm_render_minor": 128 + self.index, "hive_id": 0, "num_sdma_engines": 2,
                  "num_sdma_xgmi_engines": 0, "num_sdma_queues_per_engine": 6, "num_cp_queues": 8,
                  "max_engine_clk_fcompute": 2500, "local_mem_size": 0, "fw_version": 2140, "capability": 0,
@@ -204,12 +223,17 @@ class MockKFD:
     """The driver side of the mock: the nodes, and the state amdkfd keeps for the one process using them (its
     kfd_process): the VMs it acquired, its memory objects, queues and events."""
 
-    def __init__(self, hal, arch: str = "gfx1100", count: int = 1):
-        """hal: the MockHAL whose root receives the sysfs tree and whose install() takes the device files."""
-        if arch not in ARCHS:
-            raise DeviceNotFound(f"MOCKGPU_ARCH {arch!r}: the mock KFD models {', '.join(ARCHS)}")
-        self.hal, self.arch = hal, arch
-        self.nodes = [Node(i, arch) for i in range(count)]
+    def __init__(self, hal, arch: str = "gfx1100", count: int = 1, partition: str = "spx"):
+        """hal: the MockHAL whose root receives the sysfs tree and whose install() takes the device files; partition
+        the compute partition mode of CDNA GPUs (spx or cpx)."""
+        if arch not in ARCHS and arch not in PARTS:
+            raise DeviceNotFound(f"MOCKGPU_ARCH {arch!r}: the mock KFD models {', '.join([*ARCHS, *PARTS])}")
+        if partition not in PARTITIONS or partition != "spx" and arch not in PARTS:
+            raise DeviceNotFound(f"MOCKGPU_PARTITION {partition!r}: {arch} partitions as "
+                                 f"{', '.join(PARTITIONS) if arch in PARTS else 'spx'}")
+        self.hal, self.arch, self.partition = hal, arch, partition
+        per = PARTS[arch].xccs // xccs_per_partition(PARTS[arch], partition) if arch in PARTS else 1
+        self.nodes = [Node(board * per + p, arch, board, p, per) for board in range(count) for p in range(per)]
         self.limits = mem_limits(VRAM[arch])
         self.used = Counter()  # bytes counted against the system and TTM limits
         self.files: set[KFDFile] = set()  # the open /dev/kfd descriptors: the process lives while one does
@@ -244,6 +268,10 @@ class MockKFD:
             (d / "properties").write_text(n.properties())
             (d / "gpu_id").write_text(f"{n.gpu_id}\n")
             (d / "name").write_text(f"{self.arch}\n")
+            if self.arch in PARTS:  # the caches kfd_fill_cache_non_crat_info lists, caches/<n>/properties
+                for i, cache in enumerate(topology.caches(PARTS[self.arch], n.index, n.gpu.xccs)):
+                    (d / f"caches/{i}").mkdir(parents=True, exist_ok=True)
+                    (d / f"caches/{i}/properties").write_text("".join(f"{k} {v}\n" for k, v in cache.items()))
         (root / "generation_id").write_text("1\n")
         amdgpu_sysfs.publish(self)  # the PCI functions the nodes' location_ids name, bound to amdgpu
         (root / "system_properties").write_text("platform_oem 0\nplatform_id 0\nplatform_rev 0\n")
@@ -590,8 +618,14 @@ class KFDFile:
         if queue_id is None:
             raise fail(errno.ENOMEM, f"{what}: the process has {MAX_QUEUES} queues")
         held = self._acquire_buffers(n, a)
-        queue = ENGINES[a.queue_type](n.gpu, a.ring_base_address, a.ring_size, a.read_pointer_address,
-                                      a.write_pointer_address, f"{ENGINES[a.queue_type].kind} queue {queue_id}")
+        engine = ENGINES[a.queue_type]
+        name, extra = f"{engine.kind} queue {queue_id}", {}
+        if a.queue_type in COMPUTE_TYPES:  # init_mqd_v9_4_3: each compute queue moves the logical XCC start on
+            n.logical_xcc_start += 1
+            if engine is AQLQueue:
+                extra["logical_start"] = (n.logical_xcc_start - 1) % n.gpu.xccs
+        queue = engine(n.gpu, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address, name,
+                       **extra)
         for bo in held:
             bo.queue_refs[n.gpu_id] += 1
         self.kfd.held[queue_id] = Held(self, held, a.queue_type, a.queue_percentage & 0xFF, a.ctl_stack_size)

@@ -20,7 +20,7 @@ from usergpu.autogen import amd_discovery as hw
 from usergpu.autogen import amdgpu_drm as drm
 from usergpu.autogen import amdgpu_ucode as ucode
 from usergpu.autogen._support import Ioctl
-from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, REV_ID, VM_RESERVED_VRAM, VRAM_BUS, AmdgpuDevice
+from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, VM_RESERVED_VRAM, VRAM_BUS, AmdgpuDevice
 from usergpu.emu.amd.mock.uaccess import IOC_IN, IOC_OUT, copy_to_user, fail, with_user_struct
 from usergpu.emu.amd.soc import TIMESTAMP_HZ
 from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap
@@ -28,11 +28,13 @@ from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap
 # DRM's ioctl numbers, amdgpu's and the core's (drm_ioctls, amdgpu_ioctls_kms: the entries of 6.12's uapi headers)
 IOCTL_NAMES = {(v.request if isinstance(v, Ioctl) else v) & 0xFF: name.removeprefix("DRM_IOCTL_")
                for name, v in vars(drm).items() if name.startswith("DRM_IOCTL_") and name != "DRM_IOCTL_BASE"}
-# amdgpu_discovery.c's family by GC version
-FAMILY = {(11, 0, 0): drm.AMDGPU_FAMILY_GC_11_0_0, (12, 0, 0): drm.AMDGPU_FAMILY_GC_12_0_0,
-          (12, 0, 1): drm.AMDGPU_FAMILY_GC_12_0_0}
-EXTERNAL_REV = {(11, 0, 0): 0x1, (12, 0, 0): 0x40, (12, 0, 1): 0x50}  # soc21/soc24 common_early_init: rev_id + it
-MAX_HW_CONTEXTS = 8  # gfx_v11_0/gfx_v12_0_gpu_early_init
+# amdgpu_discovery.c's family by GC version (every GC 9 is AMDGPU_FAMILY_AI)
+FAMILY = {(9, 4, 3): drm.AMDGPU_FAMILY_AI, (9, 5, 0): drm.AMDGPU_FAMILY_AI, (11, 0, 0): drm.AMDGPU_FAMILY_GC_11_0_0,
+          (12, 0, 0): drm.AMDGPU_FAMILY_GC_12_0_0, (12, 0, 1): drm.AMDGPU_FAMILY_GC_12_0_0}
+# soc15/soc21/soc24 common_early_init: external_rev_id is rev_id + it
+EXTERNAL_REV = {(9, 4, 3): 0x46, (9, 5, 0): 0x50, (11, 0, 0): 0x1, (12, 0, 0): 0x40, (12, 0, 1): 0x50}
+MAX_HW_CONTEXTS = 8  # gfx_v9_4_3/gfx_v11_0/gfx_v12_0_gpu_early_init
+NO_GFX_RINGS = ("gfx94", "gfx95")  # gfx_v9_4_3 makes compute rings only: a CDNA GFX block has no ring
 # the GPUVM of gmc_v11/v12 (amdgpu_vm_adjust_size(adev, 256 * 1024, 9, 3, 48)): 256 TiB in 2 MiB PTE fragments,
 # less what amdgpu_vm.h reserves at the bottom and the top (the trap handler, SEQ64 and CSA areas), split around
 # the GMC hole (amdgpu_gmc.h)
@@ -111,6 +113,8 @@ class RenderFile:
             return drm.struct_drm_amdgpu_info_hw_ip()
         hw_id, rings, entities, start, size = HW_IPS[q.type]
         rings = min(entities, self.adev.sdma_instances if rings is None else rings)
+        if q.type == drm.AMDGPU_HW_IP_GFX and self.node.arch[:5] in NO_GFX_RINGS:
+            rings = 0
         major, minor, revision = self.adev.version(hw_id)
         return drm.struct_drm_amdgpu_info_hw_ip(hw_ip_version_major=major, ib_start_alignment=start,
                                                 ib_size_alignment=size, available_rings=(1 << rings) - 1,
@@ -159,37 +163,38 @@ class RenderFile:
 
     def dev_info(self, a) -> drm.struct_drm_amdgpu_info_device:
         """DEV_INFO as amdgpu fills it for a dGPU with DPM: the PCI ids and revisions, the family, the gfx shape of
-        gc_info with every CU active (the mock GPUs harvest none, so each shader array's bitmap has a bit per CU,
-        in gfx11's layout: SE s, SA a at [s % 4][a + s // 4 * 2]), the clocks in kHz (the 100 MHz counter, the
-        topology's top engine clock), the GPUVM layout and the VRAM bus. Of 6.12's fields after tcc_disabled_mask,
-        amdgpu reads the cache sizes from gc_info v1.2 and mall_size from a MALL_INFO table: the mock's table has
-        gc_info v1.0 and no MALL_INFO, so they are 0 as amdgpu leaves them; so are the gfx11 shadow and CSA sizes
+        gc_info with its active CUs (the mock RDNA GPUs harvest none; a CDNA part's are cdna.py's), each shader
+        array's bitmap in gfx11's layout (SE s, SA a at [s % 4][a + s // 4 * 2], which is gfx_v9_4_3's [s][a] for its
+        four engines; CDNA's is the first XCC's, cu_info.bitmap[0], and cu_active_number every XCC's), the clocks in
+        kHz (the 100 MHz counter, the topology's top engine clock), the GPUVM layout and the VRAM bus. Of 6.12's
+        fields after tcc_disabled_mask, amdgpu reads the cache sizes from gc_info v1.2 and mall_size from a
+        MALL_INFO table: the mock's tables have gc_info v1.0 or v2.1 and no MALL_INFO, so they are 0 as amdgpu
+        leaves them; so are the gfx11 shadow and CSA sizes
         (gfx_v11_0 gives them only under SR-IOV, gfx12 not at all) and enabled_rb_pipes_mask_hi (6.12 never sets
         it). What the mock has no source for stays 0: the memory clock and the minimum clocks (the SMU's DPM levels),
         the PCIe link (pcie_gen, pcie_num_lanes: the link capabilities of the GPU and its ports), the flags (no APU,
         MCBP or TMZ; TA_CNTL2's truncate-coord mode), the CE RAM (none on gfx11/12)."""
-        adev, props, gc = self.adev, self.node.props, self.adev.gc
+        adev, props, c = self.adev, self.node.props, self.adev.config
         gfx = adev.version(hw.GC_HWID)
-        ses, sas, rbs = gc.gc_num_se, gc.gc_num_sa_per_se, gc.gc_num_rb_per_se * gc.gc_num_se
-        cus = 2 * (gc.gc_num_wgp0_per_sa + gc.gc_num_wgp1_per_sa)  # max_cu_per_sh: a WGP is two CUs
+        ses, sas, rbs = c["max_shader_engines"], c["max_sh_per_se"], c["max_backends_per_se"] * c["max_shader_engines"]
         vm_size = VM_SIZE - VA_RESERVED_TOP
         vram_type, vram_width = VRAM_BUS[self.node.arch]
         info = drm.struct_drm_amdgpu_info_device(
-            device_id=props["device_id"], chip_rev=REV_ID, external_rev=REV_ID + EXTERNAL_REV[gfx],
+            device_id=props["device_id"], chip_rev=adev.rev_id, external_rev=adev.rev_id + EXTERNAL_REV[gfx],
             pci_rev=PCI_REVISION, family=FAMILY[gfx], num_shader_engines=ses, num_shader_arrays_per_engine=sas,
             gpu_counter_freq=TIMESTAMP_HZ // 1000, max_engine_clock=props["max_engine_clk_fcompute"] * 1000,
             enabled_rb_pipes_mask=(1 << rbs) - 1, num_rb_pipes=rbs, num_hw_gfx_contexts=MAX_HW_CONTEXTS,
             virtual_address_offset=VA_RESERVED_BOTTOM, virtual_address_max=min(vm_size, GMC_HOLE_START),
             virtual_address_alignment=PAGE, pte_fragment_size=(1 << FRAGMENT_SIZE) * PAGE, gart_page_size=PAGE,
-            vram_type=vram_type, vram_bit_width=vram_width, gc_double_offchip_lds_buf=gc.gc_double_offchip_lds_buffer,
-            wave_front_size=gc.gc_wave_size, num_shader_visible_vgprs=gc.gc_num_gprs, num_cu_per_sh=cus,
-            num_tcc_blocks=gc.gc_num_gl2c, gs_vgt_table_depth=gc.gc_gs_table_depth,
-            gs_prim_buffer_depth=gc.gc_gsprim_buff_depth, max_gs_waves_per_vgt=gc.gc_num_max_gs_thds,
-            high_va_offset=GMC_HOLE_END, high_va_max=GMC_HOLE_END | vm_size)
+            vram_type=vram_type, vram_bit_width=vram_width, gc_double_offchip_lds_buf=c["double_offchip_lds_buf"],
+            wave_front_size=c["wave_front_size"], num_shader_visible_vgprs=c["max_gprs"],
+            num_cu_per_sh=c["max_cu_per_sh"], num_tcc_blocks=c["max_texture_channel_caches"],
+            gs_vgt_table_depth=c["gs_vgt_table_depth"], gs_prim_buffer_depth=c["gs_prim_buffer_depth"],
+            max_gs_waves_per_vgt=c["max_gs_threads"], high_va_offset=GMC_HOLE_END, high_va_max=GMC_HOLE_END | vm_size)
         for se in range(ses):
             for sa in range(sas):
-                info.cu_bitmap[se % 4][sa + se // 4 * 2] = (1 << cus) - 1
-        info.cu_active_number = sum(bin(mask).count("1") for row in info.cu_bitmap for mask in row)
+                info.cu_bitmap[se % 4][sa + se // 4 * 2] = adev.active_cus(se)
+        info.cu_active_number = adev.xccs * sum(bin(adev.active_cus(se)).count("1") for se in range(ses)) * sas
         return info
 
     # ---- mmaps ----------------------------------------------------------------------------------------------------

@@ -1,20 +1,22 @@
-"""Fixtures of the mock GPU tests: a GPU, its interrupts, a compiled kernel, a mock KFD machine of two GPUs."""
+"""Fixtures of the mock GPU tests: a GPU of each family the engines model (RDNA3's gfx1100; CDNA3's gfx942 and
+CDNA4's gfx950 as one XCC, what a CPX partition is), its interrupts, a kernel compiled for it, a mock KFD machine of
+two GPUs."""
 
 from __future__ import annotations
 
 import pytest
-from mockrig import VADD
+from mockrig import VADD, compiled
 
-import usergpu
 from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.codeobj import parse
 from usergpu.emu.amd.mock import GPU
 from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 
+ARCHS = ("gfx1100", "gfx942", "gfx950")
 
-@pytest.fixture
-def gpu() -> GPU:
-    return GPU("gfx1100")
+
+@pytest.fixture(params=ARCHS)
+def gpu(request) -> GPU:
+    return GPU(request.param)
 
 
 @pytest.fixture
@@ -24,9 +26,9 @@ def interrupts(gpu) -> list:
     return seen
 
 
-@pytest.fixture(scope="session")
-def vadd_co():
-    return parse(usergpu.compile_opencl(VADD, "gfx1100"))
+@pytest.fixture
+def vadd_co(gpu):
+    return compiled(VADD, gpu.arch)
 
 
 @pytest.fixture

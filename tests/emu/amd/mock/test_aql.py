@@ -6,25 +6,14 @@ import ctypes
 
 import numpy as np
 import pytest
-from mockrig import Rig, load, lohi, u32, u64
+from mockrig import VALUE, Rig, hdr, load, lohi, signal, u32, u64
+from mockrig import signal_value as value
 
 import usergpu.autogen.pm4_nv as nv
 from usergpu.autogen import amdhsa as hsa
 from usergpu.emu.amd.mock import AQLQueue, QueueError
 
-VALUE, MAILBOX, EVENT_ID = (getattr(hsa.amd_signal_t, f).offset for f in ("value", "event_mailbox_ptr", "event_id"))
 START_TS, END_TS = hsa.amd_signal_t.start_ts.offset, hsa.amd_signal_t.end_ts.offset
-
-
-def hdr(kind: int, barrier: int = 1) -> int:
-    return kind << hsa.HSA_PACKET_HEADER_TYPE | barrier << hsa.HSA_PACKET_HEADER_BARRIER | (
-        hsa.HSA_FENCE_SCOPE_SYSTEM << hsa.HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE)
-
-
-def signal(gpu, value: int, mailbox: int = 0, event: int = 0) -> int:
-    s = hsa.amd_signal_t(kind=hsa.AMD_SIGNAL_KIND_USER, event_mailbox_ptr=mailbox, event_id=event)
-    s.value = value
-    return gpu.mem.map(np.frombuffer(bytes(s), np.uint8).copy())
 
 
 def barrier(kind: int, deps: list[int], completion: int = 0) -> bytes:
@@ -33,10 +22,6 @@ def barrier(kind: int, deps: list[int], completion: int = 0) -> bytes:
         p.dep_signal[i].handle = d
     p.completion_signal.handle = completion
     return bytes(p)
-
-
-def value(gpu, sig: int) -> int:
-    return int.from_bytes(gpu.mem.read_bytes(sig + VALUE, 8), "little", signed=True)
 
 
 @pytest.fixture

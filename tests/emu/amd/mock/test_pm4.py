@@ -48,6 +48,12 @@ def rig(gpu):
     return Rig(gpu, PM4Queue, 4096, pointers=0)
 
 
+@pytest.fixture(params=["gfx1100", "gfx1200"])
+def rdna_rig(request):
+    """A queue of a GPU whose packets are nvd.h's only (WAIT_REG_MEM64: soc15d.h has none)."""
+    return Rig(GPU(request.param), PM4Queue, 4096, pointers=0)
+
+
 def test_registers_and_write_data(gpu, rig):
     out = gpu.mem.map(64)
     rig.submit([P3(nv.PACKET3_SET_SH_REG, 2), 0x20C, 0x1234, 0x5678,  # COMPUTE_PGM_LO at 0x2e0c, then _HI
@@ -139,7 +145,9 @@ def test_wait_stalls_inside_an_ib_and_resumes_once(gpu, rig, interrupts):
     assert u32(gpu, out) == 9 and interrupts == [("CP_EOP_INTERRUPT", 7)]
 
 
-def test_wait_reg_mem64(gpu, rig):
+def test_wait_reg_mem64(rdna_rig):
+    rig = rdna_rig
+    gpu = rig.gpu
     flag, out = gpu.mem.map(8), gpu.mem.map(4)
     rig.submit([P3(nv.PACKET3_WAIT_REG_MEM64, 7), nv.WAIT_REG_MEM_FUNCTION(5) | nv.WAIT_REG_MEM_MEM_SPACE(1),
                 *lohi(flag), *lohi(1 << 40), *lohi((1 << 64) - 1), 4, *write_data(out, 1)])
@@ -150,7 +158,7 @@ def test_wait_reg_mem64(gpu, rig):
     assert u32(gpu, out) == 1
 
 
-@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200", "gfx942", "gfx950"])  # NBIO 7.9 (nbio_7_9_0_offset.h) too
 @pytest.mark.parametrize("function,ref", [(5, 0xFFFFFFFF), (3, 0x4 << 1)])  # tinygrad's; amdgpu's (CP2 << pipe 1)
 def test_write_wait_flushes_the_hdp_through_nbio(arch, function, ref):
     gpu = GPU(arch)
@@ -189,7 +197,6 @@ def test_a_dispatch_from_compute_start_is_refused(gpu, rig):
     (write_data(0x10, 1), "GPU memory fault"),
     ([P3(nv.PACKET3_WAIT_REG_MEM, 5), nv.WAIT_REG_MEM_OPERATION(1) | nv.WAIT_REG_MEM_MEM_SPACE(1), 0, 0, 0, 0, 4],
      "WR_WAIT_WR_REG writes and polls registers"),
-    ([P3(nv.PACKET3_WAIT_REG_MEM64, 7), nv.WAIT_REG_MEM_OPERATION(1), *[0] * 7], "OPERATION 1 not supported"),
 ])
 def test_bad_packets_stop_the_queue(gpu, rig, words, says):
     rig.submit([P3(nv.PACKET3_NOP, 3), 0, 0, 0, 0, *words])
@@ -197,6 +204,17 @@ def test_bad_packets_stop_the_queue(gpu, rig, words, says):
         rig.queue.step()
     assert e.value.offset == 0x14 and rig.read_ptr() == 5  # the NOP before it completed
     assert not rig.queue.step() and not rig.queue.busy
+
+
+@pytest.mark.parametrize(("arch", "says"), [
+    ("gfx1100", "OPERATION 1 not supported"),
+    ("gfx942", r"unknown or unsupported opcode: packet WAIT_REG_MEM64 \(0x93\)")])
+def test_wait_reg_mem64_is_nvd_s(arch, says):
+    """WAIT_REG_MEM64 is a gfx10+ packet (nvd.h): soc15d.h, gfx9's, has none."""
+    rig = Rig(GPU(arch), PM4Queue, 4096, pointers=0)
+    rig.submit([P3(nv.PACKET3_WAIT_REG_MEM64, 7), nv.WAIT_REG_MEM_OPERATION(1), *[0] * 7])
+    with pytest.raises(QueueError, match=says):
+        rig.queue.step()
 
 
 def test_error_inside_an_ib_names_the_ib(gpu, rig):
@@ -214,8 +232,8 @@ def test_dispatch_direct_runs_a_compiled_kernel(gpu, rig, vadd_co):
     c = np.zeros(n, np.int32)
     args = np.array([gpu.mem.map(a), gpu.mem.map(b), gpu.mem.map(c)], np.uint64)
     kd = gpu.mem.read_bytes(base + k.descriptor_addr, 64)
-    user = user_sgpr_values(kd, "gfx1100", {"kernarg_segment_ptr": gpu.mem.map(args)})
-    regs = kernel_registers(kd, base + k.descriptor_addr, "gfx1100", (64, 1, 1), user)
+    user = user_sgpr_values(kd, gpu.arch, {"kernarg_segment_ptr": gpu.mem.map(args)})
+    regs = kernel_registers(kd, base + k.descriptor_addr, gpu.arch, (64, 1, 1), user)
     packets = []
     for name, value in regs.items():
         if name != "COMPUTE_DISPATCH_INITIATOR":

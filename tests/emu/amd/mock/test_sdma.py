@@ -11,6 +11,10 @@ from mockrig import Rig, lohi, u32, u64
 
 import usergpu.autogen.sdma_v6 as s6
 from usergpu.emu.amd.mock import GPU, QueueError, SDMAQueue
+from usergpu.emu.amd.soc import SDMA
+
+# the packets below are SDMA 6's; SDMA 4.4.x (CDNA) encodes them alike, with narrower counts (its own header's)
+RDNA = ("gfx11", "gfx12")
 
 
 def header(op: int, sub_op: int = 0, extra: int = 0) -> int:
@@ -58,8 +62,10 @@ def rig(gpu):
     return Rig(gpu, SDMAQueue, 4096, pointers=0)
 
 
-def test_copy_64_mib(gpu, rig):
-    n = 64 << 20
+def test_copy_of_the_largest_count(gpu, rig):
+    """One COPY_LINEAR of as many bytes as its COUNT field holds (SDMA 4's 22 bits: 4 MiB), 64 MiB on SDMA 6."""
+    n = min(SDMA[gpu.arch[:5]].SDMA_PKT_COPY_LINEAR_COUNT_COUNT(-1) + 1, 64 << 20)
+    assert n == (64 << 20 if gpu.arch[:5] in RDNA else 4 << 20)
     src = np.random.default_rng(1).integers(0, 256, n, dtype=np.uint8)
     dst = np.zeros(n, np.uint8)
     rig.submit(copy(gpu.mem.map(dst), gpu.mem.map(src), n))
@@ -138,7 +144,8 @@ def test_write_linear(gpu, rig):
 def test_indirect_runs_an_ib_of_packets(gpu, rig, interrupts):
     src = gpu.mem.map(np.arange(16, dtype=np.uint8))
     out = gpu.mem.map(32)
-    gcr = [header(s6.SDMA_OP_GCR_REQ), 0, 0, 0, 0]  # sdma_v6_0_ring_emit_mem_sync: the caches, coherent here
+    # sdma_v6_0_ring_emit_mem_sync: the caches, coherent here; SDMA 4.4.2 has no such packet (nor an emit_mem_sync)
+    gcr = [header(s6.SDMA_OP_GCR_REQ), 0, 0, 0, 0] if gpu.arch[:5] in RDNA else []
     body, dwords = ib(gpu, [*copy(out, src, 16), *gcr, *write_linear(out + 16, 7), *fence(out + 20, 9),
                             header(s6.SDMA_OP_TRAP), 3])
     rig.submit([header(s6.SDMA_OP_NOP)] * 2 + indirect(body, dwords) + fence(out + 24, 1))
@@ -146,6 +153,14 @@ def test_indirect_runs_an_ib_of_packets(gpu, rig, interrupts):
     assert gpu.mem.read_bytes(out, 16) == bytes(range(16))
     assert np.frombuffer(gpu.mem.read_bytes(out + 16, 12), np.uint32).tolist() == [7, 9, 1]
     assert interrupts == [("SDMA_TRAP", 3)] and rig.read_ptr() == 8 + 24 + 16
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_sdma_4_has_no_gcr_req(arch):
+    rig = Rig(GPU(arch), SDMAQueue, 4096, pointers=0)
+    rig.submit([header(s6.SDMA_OP_GCR_REQ), 0, 0, 0, 0])
+    with pytest.raises(QueueError, match=r"unknown \(op 0x11 sub_op 0x0\)"):
+        rig.queue.step()
 
 
 def test_a_poll_inside_an_ib_stalls_and_resumes_there(gpu, rig):
@@ -159,7 +174,7 @@ def test_a_poll_inside_an_ib_stalls_and_resumes_there(gpu, rig):
     assert u64(gpu, counter) == 1 and u32(gpu, out) == 5 and rig.read_ptr() == 24  # the add ran once
 
 
-@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200", "gfx942", "gfx950"])
 def test_poll_regmem_flushes_the_hdp_through_nbio(arch):
     gpu = GPU(arch)
     rig = Rig(gpu, SDMAQueue, 4096, pointers=0)

@@ -10,7 +10,7 @@ import pytest
 from usergpu.emu.amd.sqtt import LAYOUTS, Packet, decode, encode, layout_of
 from usergpu.errors import FieldError
 
-ARCHS = ("gfx1100", "gfx1200", "gfx950")
+ARCHS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
 
 
 def test_real_capture_reencodes_to_its_own_bytes(blob):
@@ -73,6 +73,18 @@ def test_gfx9_times_count_in_fours():
         ("LAYOUT_HEADER", 0), ("CDNA_WAVESTART", 4), ("CDNA_INST", 4000)]
     with pytest.raises(FieldError, match="multiples of 4"):
         encode([("CDNA_INST", {}, 6)], "gfx950")
+
+
+@pytest.mark.parametrize(("arch", "version"), [("gfx942", 5), ("gfx950", 6)])
+def test_gfx9_header_names_the_part_and_the_traced_unit(arch, version):
+    """The 8 bytes the profiler's software puts first (rocprof-trace-decoder's gfx9 header): legacy version 0x11,
+    the part, the SIMDs and CU traced, the shader engine; a stream opening with one needs no arch to decode."""
+    fields = {"version": version, "simd_mask": 0xF, "cu": 3, "se": 17}
+    blob = encode([("LAYOUT_HEADER", fields), ("CDNA_WAVESTART", {"cu": 3}, 8)], arch)
+    assert blob[:8] == (0x11 | version << 13 | 0xF << 16 | 3 << 20 | 17 << 26).to_bytes(8, "little")
+    (head, start) = [p for p in decode(blob) if p.kind != "CDNA_MISC"]
+    assert head.kind == "LAYOUT_HEADER" and {k: head.fields[k] for k in fields} == fields
+    assert (start.kind, start.time, start.cu) == ("CDNA_WAVESTART", 8, 3)
 
 
 def test_gfx12_wave_start_extension():
