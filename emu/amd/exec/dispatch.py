@@ -86,6 +86,8 @@ def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, in
     if code % 256:
         raise LaunchError(f"kernel code at {code:#x} is not 256-byte aligned, as COMPUTE_PGM_LO/HI need")
     wave32 = fields["KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32"]
+    if wave32 and "CS_W32_EN" not in regs["COMPUTE_DISPATCH_INITIATOR"].fields:
+        raise LaunchError(f"a wave32 kernel: {arch} runs wave64 kernels only (compile it for {arch})")
     lds = desc.group_segment_fixed_size if lds_bytes is None else lds_bytes
     scratch = desc.private_segment_fixed_size if scratch_per_lane is None else scratch_per_lane
     out = {

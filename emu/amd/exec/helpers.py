@@ -199,6 +199,30 @@ def to_bf16(x: np.ndarray) -> np.ndarray:
     return np.where(nan, (bits >> np.uint64(16)) | np.uint64(0x40), rounded).astype(np.uint16)
 
 
+ARITHMETIC = (np.add, np.subtract, np.multiply, np.true_divide)
+
+
+class Half(np.ndarray):
+    """Half floats whose + - * / compute in f32 and round to half after each operation. The results are numpy's
+    half loops' (f32's 24 bits are more than 2 x 11 + 2, so rounding twice is exact), but of two NaN operands the
+    first one's is the result, as in f32's and f64's loops and the C backend; numpy's half loops pick by their own
+    rule, which depends on the loop."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [x.view(np.ndarray) if isinstance(x, Half) else x for x in inputs]
+        typed = [x.dtype for x in plain if isinstance(x, np.ndarray | np.generic)]
+        if method == "__call__" and ufunc in ARITHMETIC and not kwargs and all(t == np.float16 for t in typed):
+            wide = [x.astype(np.float32) if isinstance(x, np.ndarray | np.generic) else x for x in plain]
+            return ufunc(*wide).astype(np.float16).view(Half)
+        out = getattr(ufunc, method)(*plain, **kwargs)
+        return out.view(Half) if isinstance(out, np.ndarray) and out.dtype == np.float16 else out
+
+
+def halves(env: dict) -> dict:
+    """An expression's values with the half floats among them as Half."""
+    return {n: v.view(Half) if isinstance(v, np.ndarray) and v.dtype == np.float16 else v for n, v in env.items()}
+
+
 def pk_add16(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
     """The packed-16-bit atomic add: each half of the dwords a and b added as f16 (or bf16: in f32, rounded to
     nearest even), into the dword's half."""

@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from usergpu.emu.amd.exec import dpp, fp, mfma, sdwa, wmma
-from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE, to_bf16, unpack
+from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE, halves, to_bf16, unpack
 from usergpu.emu.amd.exec.operands import Operand
 from usergpu.emu.amd.exec.semantics import ALU, CMP, MOVREL, SCC, TYPED
 from usergpu.emu.amd.exec.waves import VCC, width
@@ -283,7 +283,8 @@ def _packed(core: str, ops: list[Operand], mods: dict):
             env["W"] = width(dtyp)
             if re.search(r"\bd\b", expr):  # v_pk_fmac: the destination's half as the addend
                 env["d"] = half(w, dst, dtyp, k, 0, g)
-            parts.append(np.broadcast_to(np.asarray(evaluate(expr, env)).astype(DTYPES[dtyp]), (len(w.pc[g]), w.lanes)))
+            parts.append(np.broadcast_to(np.asarray(evaluate(expr, halves(env))).astype(DTYPES[dtyp]),
+                                         (len(w.pc[g]), w.lanes)))
         if wide:
             for k, part in enumerate(parts):
                 w.write(Operand("v", dst.index + k, text=dst.text), dtyp, g, part, w.exec_mask(g))
@@ -385,7 +386,6 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
     saturate = "clamp" in mods and dtyp[0] in "iu" and W <= 32
 
     sels = sdwa.source_selects(mods, len(srcs)) if sdwa.used(mods) else None
-    nans = _nan_order(expr) if dtyp == "f16" else ()
 
     def alu(ex, g) -> tuple[np.ndarray, np.ndarray]:
         w = ex.w
@@ -405,12 +405,7 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
             env["d"] = w.read(dst, dtyp, g)
         if k_op is not None:
             env["k"] = w.read(k_op, dtyp, g)
-        r = np.asarray(evaluate(expr, env))
-        for name in reversed(nans):  # of several NaN operands, the first the expression names is the result
-            src = env[name]
-            if src.dtype == r.dtype:
-                quiet = (src.view(np.uint16) | np.uint16(0x200)).view(np.float16)
-                r = np.where(np.isnan(r) & np.isnan(src), quiet, r)
+        r = np.asarray(evaluate(expr, halves(env)))
         if saturate:
             r = np.clip(r, np.iinfo(DTYPES[dtyp]).min, np.iinfo(DTYPES[dtyp]).max)
         r = _clamp_omod(r.astype(DTYPES[dtyp]), dtyp, mods)
@@ -421,13 +416,6 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
             lanes = lanes & lanes_ok & perm["enabled"]
         return r, lanes
     return alu
-
-
-def _nan_order(expr: str) -> list[str]:
-    """The operands of an expression in the order it names them: numpy's half-precision loops return the NaN of
-    either operand by their own rule, the hardware's arithmetic (as f32's and f64's loops do) the first one's."""
-    names = {n: m.start() for n in "abcd" if (m := re.search(rf"\b{n}\b", expr))}
-    return sorted(names, key=names.get)
 
 
 def _compare(cmpx: bool, cond: str, typ: str, ops: list[Operand], perm, mods: dict):

@@ -79,7 +79,9 @@ def test_kernel_registers_refuses_what_the_registers_cannot_hold():
         kernel_registers(kd, 0x10000 + k.descriptor_addr, "gfx1100", (1, 1, 1), [0] * 17)
     with pytest.raises(Error, match="NUM_THREAD_FULL"):
         kernel_registers(kd, 0x10000 + k.descriptor_addr, "gfx1200", (8192, 1, 1), [])  # 13 bits on gfx12
-    with pytest.raises(LaunchError, match="gfx11 and gfx12"):
+    with pytest.raises(LaunchError, match="gfx942, gfx950, gfx11 and gfx12 kernels only"):
+        kernel_registers(kd, 0x10000 + k.descriptor_addr, "gfx90a", (1, 1, 1), [])
+    with pytest.raises(LaunchError, match="wave32 kernel: gfx942 runs wave64 kernels only"):
         kernel_registers(kd, 0x10000 + k.descriptor_addr, "gfx942", (1, 1, 1), [])
 
 
