@@ -1,7 +1,8 @@
 """The runtime on MOCKKFD+AMD's CDNA GPUs (gfx942: MI300X, gfx950: MI350X): kernels on the AQL queue (the default on a
 GPU of several XCCs, whose XCCs split a dispatch's workgroups) and on the PM4 queue (every XCC runs a PM4 queue
 whole, so the runtime predicates its packets to the first XCC), SDMA 4.4 copies, signals across queues, the GPU's
-timestamps, a CPX partition, and an MFMA matmul against numpy."""
+timestamps and a CPX partition. (MFMA through the runtime: the corpus's mfma.cl in test_runtime.py, and the demo's
+matmul in tests/tools/test_demo.py.)"""
 
 from __future__ import annotations
 
@@ -20,29 +21,6 @@ __kernel void vadd(__global const int *a, __global const int *b, __global int *c
 }
 __kernel void count(__global int *hits) {  // each workgroup counts itself: 1 each if it ran once
   if (__builtin_amdgcn_workitem_id_x() == 0) atomic_inc(&hits[__builtin_amdgcn_workgroup_id_x()]);
-}"""
-# one wave per 32 x 32 tile of C = A B (n x n, f16 in, f32 out): v_mfma_f32_32x32x8f16 takes lane l's four A values
-# of row l % 32 and B values of column l % 32, k = 4 (l / 32) + t, and leaves C's row 8 (v / 4) + 4 (l / 32) + v % 4
-# of column l % 32 in accumulator v (AMD's CDNA3 ISA, the matrix instruction calculator's 32x32x8 layout)
-MFMA = r"""
-#pragma OPENCL EXTENSION cl_khr_fp16 : enable
-typedef half half4 __attribute__((ext_vector_type(4)));
-typedef float float16 __attribute__((ext_vector_type(16)));
-__kernel void mfma_matmul(__global const half *A, __global const half *B, __global float *C, uint n) {
-  uint lane = __builtin_amdgcn_workitem_id_x();
-  uint row0 = __builtin_amdgcn_workgroup_id_y() * 32, col0 = __builtin_amdgcn_workgroup_id_x() * 32;
-  float16 acc = 0;
-  for (uint k0 = 0; k0 < n; k0 += 8) {
-    half4 a, b;
-    for (int t = 0; t < 4; t++) {
-      uint k = k0 + 4 * (lane / 32) + t;
-      a[t] = A[(row0 + lane % 32) * n + k];
-      b[t] = B[k * n + col0 + lane % 32];
-    }
-    acc = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, acc, 0, 0, 0);
-  }
-  for (int v = 0; v < 16; v++)
-    C[(row0 + 8 * (v / 4) + 4 * (lane / 32) + v % 4) * n + col0 + lane % 32] = acc[v];
 }"""
 GROUPS = 11  # not a multiple of the 8 XCCs
 
@@ -118,17 +96,6 @@ def test_a_cpx_partition_is_a_gpu_of_one_xcc(device, arch, monkeypatch):
     hits.copyin(np.zeros(GROUPS, np.int32))
     prog.kernels["count"](hits, grid=(GROUPS, 1, 1), block=(64, 1, 1))
     assert hits.copyout(np.int32).tolist() == [1] * GROUPS
-
-
-def test_an_mfma_matmul_matches_numpy(device, arch):
-    dev = device()
-    n = 64
-    rng = np.random.default_rng(3)
-    a, b = rng.standard_normal((n, n)).astype(np.float16), rng.standard_normal((n, n)).astype(np.float16)
-    out = usergpu.launch(usergpu.compile_opencl(MFMA, arch), "mfma_matmul", (n // 32, n // 32, 1), (64, 1, 1),
-                         [a, b, np.zeros((n, n), np.float32), np.uint32(n)], dev)
-    ref = a.astype(np.float64) @ b.astype(np.float64)  # f16 products are exact in f32; the sums' rounding differs
-    assert np.allclose(out[2], ref, rtol=1e-5, atol=1e-4)
 
 
 def test_the_packets_are_the_family_s():

@@ -237,12 +237,37 @@ def pk_add16(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
     return (halves[0] | halves[1]).astype(a.dtype)
 
 
+# float dtype -> (its bits' dtype, the quiet bit, the host's default NaN: what an invalid operation such as inf x 0
+# gives on x86)
+NAN_BITS = {np.dtype(np.float16): (np.uint16, 0x200, 0xFE00), np.dtype(np.float32): (np.uint32, 0x400000, 0xFFC00000),
+            np.dtype(np.float64): (np.uint64, 1 << 51, 0xFFF8000000000000)}
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    a, b, c = (np.asarray(x) for x in (a, b, c))
     if a.dtype == np.float64:
-        return fma64(a, b, c)
-    if a.dtype == np.float32:
-        return fma32(a, b, c)
-    return (a.astype(np.float64) * b + c).astype(a.dtype)  # f16: the double result rounds once to half
+        r = fma64(a, b, c)
+    elif a.dtype == np.float32:
+        r = fma32(a, b, c)
+    else:
+        r = (a.astype(np.float64) * b + c).astype(a.dtype)  # f16: the double result rounds once to half
+    return _fma_nan(a, b, c, np.asarray(r))
+
+
+def _fma_nan(a: np.ndarray, b: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """fma's NaN, one rule whatever order numpy's vector loops take their operands in (they differ): a's or b's
+    quieted, else the product's own (inf x 0), else c's quieted."""
+    if r.dtype not in NAN_BITS or not np.isnan(r).any():
+        return r
+    bits, quiet, default = NAN_BITS[r.dtype]
+
+    def quieted(x: np.ndarray) -> np.ndarray:
+        return (x.astype(r.dtype).view(bits) | bits(quiet)).view(r.dtype)
+    invalid = (np.isinf(a) & (b == 0)) | ((a == 0) & np.isinf(b))
+    out = np.where(np.isnan(c), quieted(c), r)
+    out = np.where(invalid, np.asarray(default, bits).view(r.dtype), out)
+    out = np.where(np.isnan(b), quieted(b), out)
+    return np.where(np.isnan(a), quieted(a), out).astype(r.dtype)
 
 
 def unpack(dwords: np.ndarray, kind: str) -> np.ndarray:

@@ -93,8 +93,9 @@ LANES = {"gfx1100": 32, "gfx1200": 32, "gfx942": 64}  # gfx9: wave64 only
 
 
 @pytest.mark.parametrize("arch", sorted(LANES))
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                                 HealthCheck.large_base_example])
+# derandomized: the same 80 programs every run, so a disagreement is reproducible, never a flake of the draw
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(data=st.data())
 def test_random_programs_are_the_same_on_both_backends(arch, data):
     program = data.draw(programs(arch))
