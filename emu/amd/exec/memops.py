@@ -110,29 +110,37 @@ def _offset(mods: dict) -> int:
     return v
 
 
+def scalar_address(ex, ops: list[Operand], mods: dict, g, seg: str = "") -> tuple:
+    """A scalar memory access's (address, offset, num_records or None) per wave: the base (s[base:+1]; seg
+    "buffer_": a buffer resource's first 48 bits; "scratch_": one SGPR, a private offset) plus the immediate and
+    the SGPR or literal soffset."""
+    w = ex.w
+    base, off_op = ops[1], ops[2] if len(ops) > 2 else None
+    offset = np.full(w.s[0, g].shape, _offset(mods) % (1 << 64), np.uint64)
+    if off_op is not None and off_op.kind == "s" and off_op.index != NULL:
+        offset = offset + w.sget(off_op.index, 1, g).astype(np.uint64)
+    elif off_op is not None and off_op.kind in ("int", "lit"):
+        offset = offset + np.uint64(off_op.value % (1 << 64))
+    if seg == "buffer_":
+        desc = np.stack([w.s[base.index + i, g] for i in range(4)], -1).astype(np.uint64)
+        return (desc[:, 0] | ((desc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))) + offset, offset, desc[:, 2]
+    if seg == "scratch_":
+        return w.sget(base.index, 1, g).astype(np.uint64) + offset, offset, None
+    return w.sget(base.index, 2, g) + offset, offset, None
+
+
 def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
     """s_load_*: from a 64-bit base address; s_buffer_load_*: from a buffer resource (its base in the first 48
     bits), reading 0 past its num_records. Offsets: the immediate, and an SGPR or literal soffset."""
-    dst, base = ops[0], ops[1]
-    off_op = ops[2] if len(ops) > 2 else None
-    imm = _offset(mods)
+    dst = ops[0]
     sub = {"u8": 1, "i8": 1, "u16": 2, "i16": 2}.get(name.rsplit("_", 1)[1])
-    buffer = name.startswith("s_buffer_load_")
+    seg = "buffer_" if name.startswith("s_buffer_load_") else ""
 
     def smem(ex, g) -> None:
         w = ex.w
-        offset = np.full(w.s[0, g].shape, imm % (1 << 64), np.uint64)
-        if off_op is not None and off_op.kind == "s" and off_op.index != NULL:
-            offset = offset + w.sget(off_op.index, 1, g).astype(np.uint64)
-        elif off_op is not None and off_op.kind in ("int", "lit"):
-            offset = offset + np.uint64(off_op.value % (1 << 64))
-        if buffer:
-            desc = np.stack([w.s[base.index + i, g] for i in range(4)], -1).astype(np.uint64)
-            addr = (desc[:, 0] | ((desc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))) + offset
-            inside = [offset + np.uint64(4 * i + 4) <= desc[:, 2] for i in range(dwords)]
-        else:
-            addr = w.sget(base.index, 2, g) + offset
-            inside = [np.ones(addr.shape, bool)] * dwords
+        addr, offset, records = scalar_address(ex, ops, mods, g, seg)
+        inside = ([offset + np.uint64(4 * i + 4) <= records for i in range(dwords)] if records is not None else
+                  [np.ones(addr.shape, bool)] * dwords)
         if sub:
             val = _gather(ex, addr[:, None], inside[0][:, None], sub).view(np.uint8 if sub == 1 else np.uint16)
             val = val.reshape(-1).astype(np.int64)

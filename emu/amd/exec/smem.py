@@ -8,9 +8,9 @@ import re
 
 import numpy as np
 
+from usergpu.emu.amd.exec import memops
 from usergpu.emu.amd.exec.memory import MemoryFault
 from usergpu.emu.amd.exec.operands import Operand
-from usergpu.emu.amd.exec.waves import NULL
 
 STORE = re.compile(r"^s_(buffer_|scratch_)?store_dword(?:x(\d+))?$")
 SCRATCH_LOAD = re.compile(r"^s_scratch_load_dword(?:x(\d+))?$")
@@ -45,23 +45,10 @@ def step(ex, name: str, ops: list[Operand], mods: dict, inst):
 
 
 def _addresses(ex, ops: list[Operand], mods: dict, seg: str, g, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each wave's byte address (or, scratch, private offset) and whether it is in range: the base (s[base:+1], a
-    buffer resource's first 48 bits) plus the immediate and the SGPR or literal offset; a buffer access past
+    """Each wave's byte address (or, scratch, private offset) and whether it is in range: a buffer access past
     num_records is out of range (dropped)."""
-    w = ex.w
-    base, off_op = ops[1], ops[2] if len(ops) > 2 else None
-    offset = np.full(w.s[0, g].shape, int(mods.get("offset", "0"), 0), np.uint64)
-    if off_op is not None and off_op.kind == "s" and off_op.index != NULL:
-        offset = offset + w.sget(off_op.index, 1, g).astype(np.uint64)
-    elif off_op is not None and off_op.kind in ("int", "lit"):
-        offset = offset + np.uint64(off_op.value & 0xFFFFFFFF)
-    if seg == "buffer_":
-        desc = np.stack([w.s[base.index + i, g] for i in range(4)], -1).astype(np.uint64)
-        addr = (desc[:, 0] | ((desc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))) + offset
-        return addr, offset + np.uint64(size) <= desc[:, 2]
-    if seg == "scratch_":
-        return w.sget(base.index, 1, g).astype(np.uint64) + offset, np.ones(offset.shape, bool)
-    return w.sget(base.index, 2, g) + offset, np.ones(offset.shape, bool)
+    addr, offset, records = memops.scalar_address(ex, ops, mods, g, seg)
+    return addr, (offset + np.uint64(size) <= records) if records is not None else np.ones(offset.shape, bool)
 
 
 def _scratch(ex, wave: int, offset: int, size: int) -> list[tuple[int, int]]:
