@@ -23,7 +23,7 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -n auto
 
-setup: apt venv firmware
+setup: apt venv firmware nvidia-sources
 
 # Navi31 firmware for the AM driver: Debian's firmware-amd-graphics (component non-free-firmware), fetched with a
 # private apt list of that component and unpacked into the cache with dpkg -x, never installed system-wide.
@@ -43,6 +43,39 @@ $(FIRMWARE)/.stamp:
 	rm -rf $(FIRMWARE) && dpkg -x $(FW_APT)/firmware-amd-graphics_*.deb $(FIRMWARE)
 	touch $@
 
+# NVIDIA's headers (NV.md) for the generator and its ABI tests: the RM SDK, UVM and ioctl headers of Debian's source
+# package nvidia-open-gpu-kernel-modules (contrib), one release per driver ABI bound, and two QMD headers of mesa's,
+# fetched with a private deb-src list; only what the generator reads is unpacked into the cache. Only the upstream
+# tarballs are used: a mirror that lacks a package's .dsc or Debian patches fails apt-get's download but keeps the
+# tarball, and tar stops where a tarball itself is missing.
+NV_SOURCES := $(CACHE)/nvidia-sources
+NV_APT := $(CACHE)/apt-nvidia-sources
+NV_OPTS := -o Dir::Etc::sourcelist=$(NV_APT)/nvidia.sources -o Dir::Etc::sourceparts=- \
+           -o Dir::State::Lists=$(NV_APT)/lists -o Dir::Cache=$(NV_APT)/cache
+NV_RELEASES := 535.261.03-1 555.58.02-2
+NV_MESA := 25.0.7
+NV_TREE := src/common/sdk/nvidia/inc src/nvidia/arch/nvalloc/unix/include src/nvidia/generated/g_allclasses.h \
+           src/nvidia/generated/g_gpu_class_list.c kernel-open/common/inc kernel-open/nvidia-uvm/uvm_ioctl.h \
+           kernel-open/nvidia-uvm/uvm_linux_ioctl.h kernel-open/nvidia-uvm/uvm_types.h
+NV_QMD := $(foreach h,clc6c0qmd.h clc7c0qmd.h,mesa-$(NV_MESA)/src/nouveau/headers/nvidia/classes/$(h))
+.PHONY: nvidia-sources
+nvidia-sources: $(NV_SOURCES)/.stamp
+
+$(NV_SOURCES)/.stamp:
+	mkdir -p $(NV_APT)/lists/partial $(NV_APT)/cache $(NV_APT)/src
+	printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: %s\nSigned-By: %s\n\n' \
+	    'bookworm experimental' contrib /usr/share/keyrings/debian-archive-keyring.gpg \
+	    bookworm-backports main /usr/share/keyrings/debian-archive-keyring.gpg > $(NV_APT)/nvidia.sources
+	apt-get -qq $(NV_OPTS) update
+	cd $(NV_APT)/src && { apt-get -qq $(NV_OPTS) source --download-only mesa=$(NV_MESA)-2~bpo12+1 \
+	    $(NV_RELEASES:%=nvidia-open-gpu-kernel-modules=%) || true; }
+	rm -rf $(NV_SOURCES) && mkdir -p $(NV_SOURCES)
+	for r in $(NV_RELEASES); do v=$${r%-*}; d=$(NV_SOURCES)/nvidia-open-gpu-kernel-modules-$$v; mkdir -p $$d && \
+	    tar -xJf $(NV_APT)/src/nvidia-open-gpu-kernel-modules_$$v.orig.tar.xz -C $$d --strip-components=1 \
+	        $(NV_TREE:%=NVIDIA-kernel-module-source-$$v/%) || exit 1; done
+	tar -xJf $(NV_APT)/src/mesa_$(NV_MESA).orig.tar.xz -C $(NV_SOURCES) $(NV_QMD)
+	touch $@
+
 apt:
 	@missing=$$(for p in $(APT_PACKAGES); do \
 	    dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || echo $$p; done); \
@@ -57,7 +90,7 @@ venv: $(VENV)/.stamp-installed
 $(VENV)/.stamp-installed: pyproject.toml
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,tinygrad]'
+	$(BIN)/python -m pip install -q -e '.[dev,tinygrad,nv]'
 	touch $@
 
 lint: venv

@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import importlib
 
-from usergpu.errors import CodeObjectError, DecodeError, DeviceNotFound, DriverError, Error, GPUFault, GPUHang
+from usergpu.errors import (
+    CodeObjectError,
+    CompileError,
+    DecodeError,
+    DeviceNotFound,
+    DriverError,
+    Error,
+    GPUFault,
+    GPUHang,
+    ToolchainError,
+)
 
 __version__ = "0.1.0"
-__all__ = ["CodeObjectError", "DecodeError", "Device", "DeviceNotFound", "DriverError", "Error", "GPUFault", "GPUHang",
-           "__version__", "compile_opencl", "launch"]
+__all__ = ["CodeObjectError", "CompileError", "DecodeError", "Device", "DeviceNotFound", "DriverError", "Error",
+           "GPUFault", "GPUHang", "ToolchainError", "__version__", "assemble_ptx", "compile_cuda", "compile_opencl",
+           "launch"]
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {"Device": "usergpu.runtime.device", "launch": "usergpu.runtime.launch",
-         "compile_opencl": "usergpu.emu.amd.codeobj"}
+         "compile_opencl": "usergpu.emu.compile", "compile_cuda": "usergpu.emu.nv.codeobj",
+         "assemble_ptx": "usergpu.emu.nv.codeobj"}
 
 
 def __getattr__(name: str):

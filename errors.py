@@ -23,8 +23,17 @@ class DecodeError(Error):
         super().__init__(f"{arch}: {why} at offset {offset:#x}: {self.data.hex(' ')}")
 
 
+class CompileError(Error):
+    """Source that a compiler, assembler or linker (clang-22, ld.lld-22, ptxas) rejected; carries their diagnostics."""
+
+    def __init__(self, arch: str, tool: str, diagnostics: str):
+        self.arch, self.tool, self.diagnostics = arch, tool, diagnostics
+        super().__init__(f"{tool} failed for {arch}:\n{diagnostics.rstrip()}")
+
+
 class CodeObjectError(Error):
-    """A malformed AMDGPU code object: says what is wrong and where (section, offset, kernel)."""
+    """A malformed code object (AMDGPU ELF, PTX module, cubin): says what is wrong and where (section, offset,
+    line, kernel)."""
 
 
 class GPUFault(Error):

@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_public_names_are_only_the_real_ones():
     # DESIGN.md's API names appear as each becomes real, never as stubs
-    assert set(usergpu.__all__) == {"Error", "CodeObjectError", "DecodeError", "DeviceNotFound", "DriverError",
-                                    "GPUFault", "GPUHang", "__version__", "compile_opencl", "Device", "launch"}
+    assert set(usergpu.__all__) == {"Error", "CodeObjectError", "CompileError", "DecodeError", "DeviceNotFound",
+                                    "DriverError", "GPUFault", "GPUHang", "ToolchainError", "__version__",
+                                    "compile_opencl", "compile_cuda", "assemble_ptx", "Device", "launch"}
     assert issubclass(usergpu.errors.ToolchainError, usergpu.Error)
 
 
@@ -39,11 +40,13 @@ def test_import_loads_only_the_errors_until_a_name_is_used():
 
 
 def test_lazy_names_are_the_real_ones():
-    from usergpu.emu.amd.codeobj import compile_opencl
+    from usergpu.emu.compile import compile_opencl
+    from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
     from usergpu.runtime.device import Device
     from usergpu.runtime.launch import launch
 
     assert (usergpu.Device, usergpu.launch, usergpu.compile_opencl) == (Device, launch, compile_opencl)
+    assert (usergpu.compile_cuda, usergpu.assemble_ptx) == (compile_cuda, assemble_ptx)
     assert set(usergpu.__all__) <= set(dir(usergpu))
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         usergpu.nothing  # noqa: B018

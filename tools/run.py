@@ -20,9 +20,8 @@ from tabulate import tabulate
 
 from usergpu.emu.amd import launch
 from usergpu.emu.amd.codeobj import compile_opencl, parse
-from usergpu.emu.amd.codeobj.errors import CompileError
 from usergpu.emu.amd.exec import helpers
-from usergpu.errors import CodeObjectError, Error
+from usergpu.errors import CodeObjectError, CompileError, Error
 from usergpu.runtime.device import parse as parse_device
 from usergpu.runtime.launch import launch as runtime_launch
 from usergpu.runtime.memory import byte_count

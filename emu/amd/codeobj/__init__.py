@@ -7,7 +7,7 @@
 from usergpu.emu.amd.codeobj.codeobj import CodeObject, parse
 from usergpu.emu.amd.codeobj.compile import compile_opencl
 from usergpu.emu.amd.codeobj.elf import Section, Segment, Symbol
-from usergpu.emu.amd.codeobj.errors import CompileError
 from usergpu.emu.amd.codeobj.kernel import Arg, Kernel
+from usergpu.errors import CompileError
 
 __all__ = ["Arg", "CodeObject", "CompileError", "Kernel", "Section", "Segment", "Symbol", "compile_opencl", "parse"]

@@ -15,8 +15,7 @@ import tempfile
 from pathlib import Path
 
 from usergpu.emu.amd.codeobj import elf, libclc
-from usergpu.emu.amd.codeobj.errors import CompileError
-from usergpu.errors import ToolchainError
+from usergpu.errors import CompileError, ToolchainError
 
 CLANG, LLD = "clang-22", "ld.lld-22"
 TIMEOUT_S = 300

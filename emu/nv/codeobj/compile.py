@@ -1,0 +1,160 @@
+"""NVIDIA kernels without the CUDA toolkit: CUDA C and OpenCL C to PTX with clang-22, PTX to a cubin with ptxas.
+
+clang compiles CUDA device code with -nocudainc -nocudalib and an empty --cuda-path, so the PTX does not depend on
+what CUDA installation a machine happens to have; cuda_prelude.h gives the qualifiers, the built-in variables and
+CUDA's one-instruction device functions. NVIDIA's libdevice (math functions, __nv_*) and ptxas come from PyPI's
+nvidia-cuda-nvcc (the `nv` extra); libdevice is linked only into a kernel that calls one of its functions, as
+libclc is on the AMD side. assemble_ptx keeps the PTX inside the cubin it makes (section .usergpu.ptx), so the
+PTX emulator can run a cubin through the PTX it came from.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from usergpu.errors import CompileError, ToolchainError
+
+CLANG = "clang-22"
+TIMEOUT_S = 300
+PTX_ISA = "ptx87"  # PTX 8.7: every arch from sm_80 to sm_120 (ptxas 13 reads it); clang's default is older
+PRELUDE = Path(__file__).with_name("cuda_prelude.h")
+NV_PACKAGE = "nvidia-cuda-nvcc"  # PyPI: ptxas and libdevice (pip install 'usergpu[nv]'; make test installs it)
+LIBCLC_NVPTX = Path("/usr/lib/clc/nvptx64--nvidiacl.bc")  # Debian libclc-22
+PTX_SECTION = ".usergpu.ptx"
+_COMMON = ("-O2", "-S", "-Xclang", "-target-feature", "-Xclang", f"+{PTX_ISA}")
+_ARCH = re.compile(r"sm_(\d+)[af]?$")
+# a function the module declares but does not define: `.extern .func (...) name(...);` or `.func name(...);`
+_DECLARED = re.compile(r"^\s*(?:\.extern\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*;", re.M)
+_COMMENT = re.compile(r"//[^\n]*")
+_DEFINED = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*\{", re.M)
+
+
+def check_arch(arch: str) -> str:
+    """arch as clang and ptxas name it (sm_80, sm_90a, ...); anything else is a CompileError."""
+    m = _ARCH.match(arch)
+    if not m or int(m.group(1)) < 50:
+        raise CompileError(arch, "usergpu", f"{arch!r} is not an NVIDIA GPU architecture (sm_80, sm_89, sm_90, ...)")
+    return arch
+
+
+def _clang() -> str:
+    if path := shutil.which(CLANG):
+        return path
+    raise ToolchainError(f"{CLANG} not found on PATH: install the Debian package clang-22")
+
+
+@cache
+def nvidia_tool(name: str) -> Path:
+    """A tool or file of PyPI's NVIDIA packages (bin/ptxas, bin/nvdisasm, nvvm/libdevice/libdevice.10.bc)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        found = sorted(Path(root).glob(f"*/{name}"))
+        if found:
+            return found[-1]
+    package = "nvidia-cuda-nvdisasm" if name.endswith("nvdisasm") else NV_PACKAGE
+    raise ToolchainError(f"{Path(name).name} not found: install the PyPI package {package} "
+                         "(pip install 'usergpu[nv]'; make test does)")
+
+
+def _run(argv: list[str], arch: str, tmp: str, tool: str | None = None) -> None:
+    tool = tool or Path(argv[0]).name
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CompileError(arch, tool, f"timed out after {TIMEOUT_S} s") from None
+    if res.returncode:
+        raise CompileError(arch, tool, (res.stderr or res.stdout).replace(f"{tmp}/", ""))
+
+
+def undefined_functions(ptx: str) -> list[str]:
+    """The functions a PTX module calls but does not define (libdevice's __nv_* when a kernel uses math)."""
+    code = _COMMENT.sub("", ptx)
+    return sorted(set(_DECLARED.findall(code)) - set(_DEFINED.findall(code)))
+
+
+def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
+    """PTX from clang; compiled again with libdevice linked when the first result still calls functions it does not
+    define."""
+    with tempfile.TemporaryDirectory(prefix="usergpu-nv-") as tmp:
+        path, out = Path(tmp, f"kernel{suffix}"), Path(tmp, "kernel.ptx")
+        path.write_text(src)
+        argv = [*argv, str(path), "-o", str(out)]
+        _run(argv, arch, tmp)
+        ptx = out.read_text()
+        if undefined_functions(ptx):
+            libdevice = nvidia_tool("nvvm/libdevice/libdevice.10.bc")
+            _run([*argv[:-3], "-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(libdevice), *argv[-3:]], arch, tmp)
+            ptx = out.read_text()
+            if missing := undefined_functions(ptx):
+                raise CompileError(arch, CLANG, f"the kernel calls functions nothing defines: {', '.join(missing)}")
+        return ptx
+
+
+def compile_cuda(src: str, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
+    """PTX (bytes) for CUDA C device code, for arch (sm_80, sm_86, sm_89, sm_90, sm_120, ...).
+
+    Kernels need no CUDA headers: cuda_prelude.h is included first. options go to clang after the defaults (e.g.
+    ['-O3'], ['-DN=4']). Raises ToolchainError when clang-22 is missing (or, for a kernel calling math functions,
+    libdevice); CompileError with clang's diagnostics when it fails.
+    """
+    check_arch(arch)
+    with tempfile.TemporaryDirectory(prefix="usergpu-nocuda-") as empty:  # a CUDA installation with nothing in it
+        argv = [_clang(), "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-path={empty}",
+                f"--cuda-gpu-arch={arch}", "-include", str(PRELUDE), *_COMMON, *(options or [])]
+        return _to_ptx(argv, src, ".cu", arch).encode()
+
+
+def compile_opencl(src: str, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
+    """PTX (bytes) for OpenCL C 2.0 source, for an NVIDIA arch, with libclc's nvptx library for OpenCL's built-in
+    functions (and libdevice, which libclc calls for math)."""
+    check_arch(arch)
+    if not LIBCLC_NVPTX.is_file():
+        raise ToolchainError(f"{LIBCLC_NVPTX} not found: install the Debian package libclc-22")
+    argv = [_clang(), "-x", "cl", "-cl-std=CL2.0", "-target", "nvptx64-unknown-nvidiacl", f"-march={arch}",
+            "-nogpulib", *_COMMON, "-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(LIBCLC_NVPTX),
+            "-Wno-linker-warnings", *(options or [])]
+    return _to_ptx(argv, src, ".cl", arch).encode()
+
+
+def assemble_ptx(ptx: bytes | str, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
+    """A cubin (ELF) for PTX, by ptxas; the PTX rides along in section .usergpu.ptx. CompileError with ptxas's
+    diagnostics when it rejects the PTX; ToolchainError when ptxas is not installed."""
+    check_arch(arch)
+    text = ptx.decode() if isinstance(ptx, bytes) else ptx
+    ptxas = nvidia_tool("bin/ptxas")
+    with tempfile.TemporaryDirectory(prefix="usergpu-ptxas-") as tmp:
+        src, out = Path(tmp, "kernel.ptx"), Path(tmp, "kernel.cubin")
+        src.write_text(text)
+        _run([str(ptxas), f"-arch={arch}", *(options or []), str(src), "-o", str(out)], arch, tmp, "ptxas")
+        return add_section(out.read_bytes(), PTX_SECTION, text.encode())
+
+
+def add_section(elf: bytes, name: str, data: bytes) -> bytes:
+    """The ELF64 with one more section (name, data), every existing section keeping its index: the data, a new
+    section-name table (the old one plus name) and a new section header table go at the end. (llvm-objcopy
+    rewrites a cubin's tables in an order NVIDIA's tools then reject.)"""
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<3H", elf, 0x3A)
+    headers = bytearray(elf[shoff:shoff + shentsize * shnum])
+    old = struct.unpack_from("<IIQQQQIIQQ", headers, shstrndx * shentsize)
+    names = elf[old[4]:old[4] + old[5]] + b"\0" * (not elf[old[4]:old[4] + old[5]].endswith(b"\0"))
+    out = bytearray(elf)
+    data_off = len(out)
+    out += data
+    strtab_off = len(out)
+    strtab = names + name.encode() + b"\0" + b".shstrtab\0"
+    out += strtab
+    out += b"\0" * (-len(out) % 8)
+    headers += struct.pack("<IIQQQQIIQQ", len(names), 1, 0, 0, data_off, len(data), 0, 0, 1, 0)  # SHT_PROGBITS
+    headers += struct.pack("<IIQQQQIIQQ", len(names) + len(name) + 1, 3, 0, 0, strtab_off, len(strtab), 0, 0, 1, 0)
+    struct.pack_into("<Q", out, 0x28, len(out))
+    struct.pack_into("<2H", out, 0x3C, shnum + 2, shnum + 1)
+    return bytes(out + headers)
