@@ -117,12 +117,12 @@ class _Emitter:
         return None
 
 
-def _tags(header: Path) -> set[str]:
+def _tags(header: Path, flags: tuple[str, ...] = ()) -> set[str]:
     """'struct x' / 'union x' of every tagged record libclang sees; ctypeslib makes up names for the others.
     libclang spells an untagged record by the typedef naming it (`typedef struct { ... } T;` is 'T', its type
     'T' rather than 'struct T'), so a tag is a record whose type is spelled with its kind."""
     ci = toolchain.cindex()
-    tu = ci.Index.create().parse(str(header), args=["-x", "c", *toolchain.clang_flags()])
+    tu = ci.Index.create().parse(str(header), args=["-x", "c", *flags, *toolchain.clang_flags()])
     kinds = {ci.CursorKind.STRUCT_DECL: "struct", ci.CursorKind.UNION_DECL: "union"}
     tags, stack = set(), [tu.cursor]
     while stack:
@@ -134,16 +134,18 @@ def _tags(header: Path) -> set[str]:
 
 
 def sections(
-    headers: list[Path], ioctl_prefixes: tuple[str, ...] = (), select: re.Pattern | None = None
+    headers: list[Path], ioctl_prefixes: tuple[str, ...] = (), select: re.Pattern | None = None,
+    flags: tuple[str, ...] = (),
 ) -> tuple[list[str], dict]:
     """Module sections for headers[0] and what it includes of headers[1:] (names matching select, if given),
-    with the records emitted (ctypeslib name -> its description, for _prove_layouts)."""
+    with the records emitted (ctypeslib name -> its description, for _prove_layouts). flags: include folders the
+    headers need, searched before the toolchain's."""
     clangparser, typedesc = toolchain.ctypeslib()
     main = headers[0]
-    parser = clangparser.Clang_Parser(toolchain.clang_flags())
+    parser = clangparser.Clang_Parser([*flags, *toolchain.clang_flags()])
     parser.parse(str(main))
     items = parser.get_result()
-    tags = _tags(main)
+    tags = _tags(main, flags)
     anon = {i.name for i in items if isinstance(i, (typedesc.Structure, typedesc.Union)) and i.name not in tags}
     files = {str(h) for h in headers}
     named: dict[str, str] = {}  # untagged record -> the first typedef of it in our headers
@@ -171,8 +173,8 @@ def sections(
             if line:
                 typedefs.append(line)
 
-    macros = [m for h in headers for m in cmacros.read(h, toolchain.clang_flags()) if wanted(m.name)]
-    values = cmacros.constants(macros, str(main), toolchain.c_flags())
+    macros = [m for h in headers for m in cmacros.read(h, [*flags, *toolchain.clang_flags()]) if wanted(m.name)]
+    values = cmacros.constants(macros, str(main), [*flags, *toolchain.c_flags()])
     enum_names = {v.name for e in enums for v in e.values}
 
     out = list(em.out)

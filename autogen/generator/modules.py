@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from usergpu.autogen import isa_encodings
-from usergpu.autogen.generator import amdkernel, cstructs, hwmodules, isa, kdesc, toolchain, writer
+from usergpu.autogen.generator import amdkernel, cstructs, hwmodules, isa, kdesc, nvclasses, nvrm, toolchain, writer
 from usergpu.autogen.generator.spec import Module
 
 
@@ -89,4 +89,6 @@ MODULES: list[Module] = [
     *amdkernel.MODULES,
     *hwmodules.MODULES,
     *(Module(f"isa_{arch}", "llvm-22", lambda arch=arch: isa.render(arch)) for arch in isa_encodings.FAMILIES),
+    *nvrm.MODULES,
+    *nvclasses.MODULES,
 ]

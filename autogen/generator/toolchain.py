@@ -229,3 +229,41 @@ def compile_and_run(source: str, lang: str = "c", flags: list[str] | None = None
         if build.returncode:
             return build
         return subprocess.run([str(exe)], capture_output=True, text=True)
+
+
+# NVIDIA's headers (NV.md): Debian's source packages, unpacked into the cache by `make nvidia-sources`, which keeps
+# only the folders named here (the Makefile's NV_TREE and NV_QMD; its NV_RELEASES and NV_MESA are these releases)
+NV_SOURCE = "nvidia-open-gpu-kernel-modules"
+NV_RELEASES = {"535": "535.261.03", "555": "555.58.02"}  # driver ABI -> upstream release of the Debian package
+NV_SOURCES = CACHE / "nvidia-sources"
+NV_SDK = "src/common/sdk/nvidia/inc"  # the RM SDK: nvos.h, class/, ctrl/, alloc/, nvstatuscodes.h
+NV_UNIX = "src/nvidia/arch/nvalloc/unix/include"  # nv_escape.h, nv-unix-nvos-params-wrappers.h, nv-ioctl*.h
+NV_GENERATED = "src/nvidia/generated"  # g_allclasses.h, g_gpu_class_list.c
+NV_KERNEL_INC = "kernel-open/common/inc"  # what nvidia-open-kernel-source ships: nv-ioctl*.h, nvtypes.h, nvstatus.h
+NV_UVM = "kernel-open/nvidia-uvm"  # uvm_ioctl.h, uvm_linux_ioctl.h, uvm_types.h
+MESA = "mesa"
+MESA_VERSION = "25.0.7"
+MESA_CLASSES = "src/nouveau/headers/nvidia/classes"  # NVIDIA's QMD headers as Mesa carries them
+
+
+def _nv_missing(path: Path, what: str) -> ToolchainError:
+    return ToolchainError(f"{path} not found: the Debian source package {what} is unpacked there by "
+                          "make nvidia-sources (make test does)")
+
+
+def nv_file(abi: str, rel: str) -> tuple[Path, str]:
+    """A file of nvidia-open-gpu-kernel-modules' release for driver ABI `abi` (relative to its tree), and how a
+    banner names it."""
+    release = NV_RELEASES[abi]
+    path = NV_SOURCES / f"{NV_SOURCE}-{release}" / rel
+    if not path.exists():
+        raise _nv_missing(path, f"{NV_SOURCE} {release} (contrib)")
+    return path, f"{NV_SOURCE} {release} (Debian source): {rel}"
+
+
+def mesa_file(rel: str) -> tuple[Path, str]:
+    """A file of mesa's source tree (relative to it), and how a banner names it."""
+    path = NV_SOURCES / f"{MESA}-{MESA_VERSION}" / rel
+    if not path.exists():
+        raise _nv_missing(path, f"{MESA} {MESA_VERSION} (bookworm-backports)")
+    return path, f"{MESA} {MESA_VERSION} (Debian source): {rel}"

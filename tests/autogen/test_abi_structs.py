@@ -12,7 +12,7 @@ import pytest
 from generated import module
 
 from usergpu.autogen._support import Ioctl
-from usergpu.autogen.generator import amdkernel, kdesc, modules, toolchain
+from usergpu.autogen.generator import amdkernel, kdesc, modules, nvclasses, nvrm, toolchain
 from usergpu.errors import ToolchainError
 
 MASK64 = (1 << 64) - 1
@@ -26,13 +26,19 @@ def _abi(name: str) -> tuple[str, list[str], list[str], str]:
         return "c", ["linux/vfio.h"], toolchain.c_flags(), ""
     if name in KERNEL:  # the generator's translation unit: its kernel prelude, then the amd headers
         return "c", [str(KERNEL[name].translation_unit())], toolchain.c_flags(), ""
+    if name in NV:  # the generator's translation unit of NVIDIA's headers, with their tree's include folders
+        unit, flags = NV[name]
+        return "c", [str(unit())], [*flags(), *toolchain.c_flags()], ""
     kd, aql = kdesc.header(), modules.aql_header()
     return "c++", [str(kd), str(aql)], [*toolchain.c_flags(), *kdesc.cxx_flags()], "using namespace llvm::amdhsa;"
 
 
 UAPI = {"kfd": toolchain.KFD_IOCTL, "amdgpu_drm": toolchain.AMDGPU_DRM[0]}  # amdgpu_drm.h includes the other two
 KERNEL = {i.name: i for i in amdkernel.INTERFACES}  # amdgpu's in-kernel headers (linux-source-6.12)
-MODULES = ["kfd", "vfio", "amdgpu_drm", "amdhsa", *KERNEL]
+# NVIDIA's (the nvidia-open-gpu-kernel-modules and mesa source packages): translation unit, include flags
+NV = {i.name: (i.translation_unit, i.flags) for i in nvrm.INTERFACES}
+NV["nv_classes"] = (nvclasses.translation_unit, nvclasses.include_flags)
+MODULES = ["kfd", "vfio", "amdgpu_drm", "amdhsa", *KERNEL, *NV]
 
 
 def records(mod, named: bool = True) -> list[type]:

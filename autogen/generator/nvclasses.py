@@ -1,0 +1,201 @@
+"""nv_classes: the hardware classes a compute runtime drives: GPFIFO (clc56f, clc86f), copy (clc6b5, clc7b5,
+clc8b5) and compute (clc6c0, clc7c0) methods and class ids from the RM SDK of the newest nvidia-open-gpu-kernel-modules
+release bound, the Ampere QMD (version 03_00 of Mesa's clc6c0qmd.h and clc7c0qmd.h), and the hand-written facts of
+nv_facts.py (Hopper's and Blackwell's QMD, Blackwell class ids, constant bank 0 per arch).
+
+NVIDIA writes a bit range as `hi:lo` (a method's dword) or `MW(hi:lo)` (a multi-word structure); the C compiler
+values them as `(1 ? X)` and `(0 ? X)` (nvmisc.h's DRF_EXTENT/DRF_BASE), with MW taken as its argument. The headers
+list each method, then its fields, each followed by its named values, so a field belongs to the method it follows
+when its name extends the method's (a method has at least one field); the fields that follow no method (the GP
+entry and pushbuffer header words) are kept by name alone.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from usergpu.autogen.generator import cmacros, cstructs, nv_facts, toolchain, writer
+from usergpu.autogen.generator.amdkernel import _write
+from usergpu.autogen.generator.spec import Module
+from usergpu.errors import ToolchainError
+
+ABI = max(toolchain.NV_RELEASES, key=int)  # the class headers describe hardware, not the driver: the newest release's
+CLASS_HEADERS = ("clc56f", "clc86f", "clc6b5", "clc7b5", "clc8b5", "clc6c0", "clc7c0", "clc9c0", "clcbc0")
+QMD_HEADERS = {"clc6c0qmd.h": "NVC6C0_QMDV03_00", "clc7c0qmd.h": "NVC7C0_QMDV03_00"}  # header -> the version kept
+RANGE = re.compile(r"^\d+ : \d+$")
+METHOD = re.compile(r"^NV[0-9A-F]{4}_(?!.*__)\w+$")  # a class's own name; `__` marks a header's meta value (__SIZE)
+
+DOC = """NVIDIA hardware classes: GPFIFO (AMPERE_CHANNEL_GPFIFO_A c56f, HOPPER_CHANNEL_GPFIFO_A c86f), copy (c6b5,
+c7b5, c8b5) and compute (AMPERE_COMPUTE_A/B c6c0/c7c0) methods, their fields and named values, the USERD control
+structs (Nvc56fControl: GPGet, GPPut), the QMD layouts (Ampere 03_00 from Mesa's headers; Hopper 04_00 and
+Blackwell 05_00 from the generator's facts table, nv_facts.py, which names two agreeing sources for each), the
+Blackwell class ids and constant bank 0's layout per arch (the same facts table).
+
+Tables: METHODS (C name -> Method: byte offset, stride of an indexed method, fields), FIELDS (bit ranges that belong
+to no method, by C name: the GP entry and pushbuffer header words), QMD (C prefix -> Layout: size and fields),
+BLACKWELL_CLASSES (name -> class id), CBANK0 (arch -> offsets of the parameters, %ntid and %nctaid). A field's
+C name is its method's or QMD's, `_`, and the field's."""
+
+
+def _headers() -> list[tuple[Path, str]]:
+    sdk = [toolchain.nv_file(ABI, f"{toolchain.NV_SDK}/class/{h}.h") for h in CLASS_HEADERS]
+    return sdk + [toolchain.mesa_file(f"{toolchain.MESA_CLASSES}/{h}") for h in QMD_HEADERS]
+
+
+def include_flags() -> list[str]:
+    """The RM SDK's folder, which the class headers include nvtypes.h from."""
+    return ["-I", str(toolchain.nv_file(ABI, toolchain.NV_SDK)[0])]
+
+
+def translation_unit() -> Path:
+    """The class headers, then the QMD headers (the ABI tests compile against it)."""
+    lines = ['#include "nvtypes.h"', *(f'#include "{p}"' for p, _ in _headers())]
+    return _write(toolchain.CACHE / "include" / "usergpu_nv_classes.h", "\n".join(lines) + "\n")
+
+
+def _ranges_header() -> Path:
+    """The translation unit with MW(x) taken as x, so that (1 ? X) values any range."""
+    text = f'#define MW(x) x\n#include "{translation_unit()}"\n'
+    return _write(toolchain.CACHE / "include" / "usergpu_nv_classes_ranges.h", text)
+
+
+def _is_range(m: cmacros.Macro) -> bool:
+    body = " ".join(m.body)
+    return bool(RANGE.match(body)) or body.startswith("MW (")
+
+
+def _value(m: cmacros.Macro, i: int | None) -> str:
+    return f"{m.name}({i})" if m.params else m.name
+
+
+def _evaluate(macros: list[cmacros.Macro]) -> dict[tuple[str, str, int | None], int]:
+    """(name, 'hi'|'lo'|'v', element) -> value for each range (hi, lo) and offset-like macro (v); an indexed macro
+    at elements 0..2, so that its stride is measured and proven linear."""
+    exprs = {}
+    for m in macros:
+        for i in ((0, 1, 2) if m.params else (None,)):
+            if _is_range(m):
+                exprs[(m.name, "hi", i)] = f"(1 ? {_value(m, i)})"
+                exprs[(m.name, "lo", i)] = f"(0 ? {_value(m, i)})"
+            elif m.params:
+                exprs[(m.name, "v", i)] = _value(m, i)
+    keys = {f"k{n}": k for n, k in enumerate(exprs)}
+    values = cmacros._evaluate({n: exprs[k] for n, k in keys.items()}, str(_ranges_header()), include_flags() +
+                               toolchain.c_flags(), "c")
+    return {keys[n]: v for n, v in values.items()}
+
+
+def _stride(values: dict, name: str, part: str) -> int:
+    v0, v1, v2 = (values[(name, part, i)] for i in (0, 1, 2))
+    if v2 - v1 != v1 - v0 or v1 <= v0:
+        raise ToolchainError(f"{name}(i): {part} {v0}, {v1}, {v2} is not linear in i")
+    return v1 - v0
+
+
+def _range(values: dict, m: cmacros.Macro) -> tuple[int, int, int]:
+    """(hi, lo, stride) of a range macro."""
+    if not m.params:
+        return values[(m.name, "hi", None)], values[(m.name, "lo", None)], 0
+    stride = _stride(values, m.name, "lo")
+    if _stride(values, m.name, "hi") != stride:
+        raise ToolchainError(f"{m.name}(i): hi and lo move by different strides")
+    return values[(m.name, "hi", 0)], values[(m.name, "lo", 0)], stride
+
+
+def _field(hi: int, lo: int, stride: int) -> str:
+    return f"Field({hi}, {lo}{f', {stride}' if stride else ''})"
+
+
+def _methods(macros: list[cmacros.Macro], values: dict, consts: dict[str, int]) -> tuple[list[str], list[str]]:
+    """METHODS and FIELDS rows of one class header, from the order its macros come in: a value becomes a method
+    when the range after it extends its name (a value that does not, such as an alias of another method's named
+    value, leaves the method before it current)."""
+    methods: dict[str, tuple[int, int, dict[str, str]]] = {}
+    orphans: dict[str, str] = {}
+    method = pending = field = None
+    for m in macros:
+        if _is_range(m):
+            hi, lo, stride = _range(values, m)
+            if hi > 31 or lo > hi:
+                raise ToolchainError(f"{m.name}: {hi}:{lo} is not a range of a dword")
+            if pending and m.name.startswith(f"{pending[0]}_"):
+                method, (offset, step) = pending[0], pending[1:]
+                methods[method] = (offset, step, {})
+            if method and m.name.startswith(f"{method}_"):
+                methods[method][2][m.name.removeprefix(f"{method}_")] = _field(hi, lo, stride)
+            elif orphans.setdefault(m.name, _field(hi, lo, stride)) != _field(hi, lo, stride):
+                raise ToolchainError(f"{m.name} is defined twice, as two ranges")
+            pending, field = None, m.name
+        elif field and m.name.startswith(f"{field}_"):
+            continue  # a named value of the field before it: a plain constant of the module
+        elif METHOD.match(m.name) and m.name in consts:
+            pending = (m.name, consts[m.name], 0)
+        elif METHOD.match(m.name) and (m.name, "v", 0) in values:
+            pending = (m.name, values[(m.name, "v", 0)], _stride(values, m.name, "v"))
+    rows = [f"{name!r}: Method({offset:#x}, {stride}, {{{', '.join(f'{k!r}: {v}' for k, v in fields.items())}}})"
+            for name, (offset, stride, fields) in methods.items()]
+    return rows, [f"{name!r}: {f}" for name, f in orphans.items()]
+
+
+def _qmd(macros: list[cmacros.Macro], values: dict, prefix: str) -> str:
+    """The QMD row of a Mesa header's version `prefix`: its ranges, sized by the dwords they span."""
+    fields = {m.name.removeprefix(f"{prefix}_"): _range(values, m) for m in macros
+              if _is_range(m) and m.name.startswith(f"{prefix}_")}
+    if not fields:
+        raise ToolchainError(f"no {prefix}_* field")
+    return _layout(prefix, 4 * ((max(hi for hi, _, _ in fields.values()) + 32) // 32), fields)
+
+
+def _layout(prefix: str, size: int, fields: dict[str, tuple[int, ...]]) -> str:
+    """A QMD row, one field a line."""
+    inner = "".join(f"        {k!r}: {_field(*(v if len(v) == 3 else (*v, 0)))},\n" for k, v in fields.items())
+    return f"{prefix!r}: Layout({size}, {{\n{inner}    }})"
+
+
+def render() -> str:
+    files = _headers()
+    tu = translation_unit()
+    out, records = cstructs.sections([tu, *(p for p, _ in files)], flags=tuple(include_flags()))
+    ns: dict = {}
+    exec(compile(writer.module("", [], writer.imports("\n".join(out)), out), "<nv_classes>", "exec"), ns)
+    consts = {k: v for k, v in ns.items() if isinstance(v, int) and not isinstance(v, bool)}
+    per_file = [cmacros.read(p, include_flags() + toolchain.clang_flags()) for p, _ in files]
+    values = _evaluate([m for ms in per_file for m in ms])
+    methods, orphans = [], []
+    for ms in per_file[:len(CLASS_HEADERS)]:
+        rows, loose = _methods(ms, values, consts)
+        methods += rows
+        orphans += loose
+    qmds = [_qmd(ms, values, prefix) for ms, prefix in zip(per_file[len(CLASS_HEADERS):], QMD_HEADERS.values(),
+                                                              strict=True)]
+    qmds += [_layout(prefix, size, fields) for prefix, (size, fields) in nv_facts.QMD.items()]
+    out += [
+        "# Blackwell class ids (nv_facts.py; no header of the packages defines them)\n"
+        + writer.table("BLACKWELL_CLASSES", [f"{k!r}: {v:#x}" for k, v in nv_facts.CLASSES.items()]),
+        "# class method -> Method(byte offset, stride of NAME(i), fields)\n" + writer.table("METHODS", methods),
+        "# bit ranges of no method: GP entry and pushbuffer header words\n" + writer.table("FIELDS", orphans),
+        "# QMD -> Layout(bytes, fields)\n" + writer.table("QMD", qmds),
+        "# constant bank 0 per arch: byte offsets of the parameters, %ntid.xyz, %nctaid.xyz (nv_facts.py)\n"
+        + writer.table("CBANK0", [f"{arch!r}: {{{', '.join(f'{k!r}: {v:#x}' for k, v in offsets.items())}}}"
+                                  for arch, offsets in nv_facts.CBANK0.items()]),
+    ]
+    inputs = [banner for _, banner in files] + ["usergpu: autogen/generator/nv_facts.py (hand-written facts)"]
+    text = writer.module(DOC, inputs, _imports(out), out)
+    cstructs.prove_layouts(text, records)
+    return text
+
+
+def _imports(out: list[str]) -> list[str]:
+    """writer's imports, with the records of _nvclass the tables use (first of usergpu's, in isort's order)."""
+    lines = writer.imports("\n".join(out))
+    records = [r for r in ("Field", "Layout", "Method") if any(f"{r}(" in s for s in out)]
+    ours = f"from usergpu.autogen._nvclass import {', '.join(records)}"
+    at = next((n for n, line in enumerate(lines) if line.startswith("from usergpu")), None)
+    return [*lines, "", ours] if at is None else [*lines[:at], ours, *lines[at:]]
+
+
+MODULES: list[Module] = [
+    Module("nv_classes", f"{toolchain.NV_SOURCE} {toolchain.NV_RELEASES[ABI]} (source), "
+           f"{toolchain.MESA} {toolchain.MESA_VERSION} (source)", render),
+]
