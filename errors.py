@@ -38,17 +38,20 @@ class CodeObjectError(Error):
 
 class GPUFault(Error):
     """A kernel touched memory it may not: the faulting address, the access, the kernel, the wave and the PC.
-    `registers` holds the faulting wave's register dump (scalar, vector, exec) for a person to read."""
+    `registers` holds the faulting wave's register dump (scalar, vector, exec) for a person to read. `where`, when
+    given, says where instead of the wave and PC (NVIDIA: the block, thread and PTX line)."""
 
     def __init__(self, address: int, access: str, kernel: str, wave: int, pc: int, why: str = "not mapped",
-                 registers: dict | None = None):
+                 registers: dict | None = None, where: str = ""):
         self.address, self.access, self.kernel, self.wave, self.pc, self.why = address, access, kernel, wave, pc, why
         self.registers = registers or {}
-        super().__init__(f"GPU fault: {access} of {address:#x} ({why}) by kernel {kernel}, wave {wave}, pc {pc:#x}")
+        self.where = where
+        super().__init__(f"GPU fault: {access} of {address:#x} ({why}) by kernel {kernel}, "
+                         + (where or f"wave {wave}, pc {pc:#x}"))
 
     def named(self, kernel: str) -> GPUFault:
         """The same fault, of the kernel known by this name (the runtime knows what the GPU ran)."""
-        return GPUFault(self.address, self.access, kernel, self.wave, self.pc, self.why, self.registers)
+        return GPUFault(self.address, self.access, kernel, self.wave, self.pc, self.why, self.registers, self.where)
 
 
 class GPUHang(Error):

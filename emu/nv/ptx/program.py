@@ -1,0 +1,169 @@
+"""A kernel linked for the emulator: its body and those of the device functions it calls, in one instruction list,
+with every name resolved to a place (a register, a shared/local/param/global address) before anything runs.
+
+Device functions are not recursive in what this links (a call graph cycle is refused), so each function's
+registers, local variables and parameters have one static place per thread: a call writes its arguments straight
+into the callee's parameters, and the caller's return-value variable is the callee's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from usergpu.emu.nv.codeobj import ptx
+from usergpu.errors import CodeObjectError
+
+SHARED_WINDOW = 0x0000_7E00_0000_0000  # generic addresses of the block's shared memory (cvta.shared)
+LOCAL_WINDOW = 0x0000_7D00_0000_0000  # generic addresses of the thread's local memory (cvta.local)
+WINDOW = 1 << 32
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // max(a, 1)) * max(a, 1)
+
+
+@dataclass(frozen=True)
+class Place:
+    space: str  # reg, shared, local, param, global, const, func, label
+    address: int = 0  # the offset in its space (a global/const variable: its GPU address, set at load)
+    name: str = ""
+
+
+@dataclass
+class Program:
+    kernel: ptx.Function
+    module: ptx.Module
+    code: list[ptx.Instruction] = field(default_factory=list)
+    owner: list[str] = field(default_factory=list)  # the function each instruction belongs to
+    entry: dict[str, int] = field(default_factory=dict)  # function -> index of its first instruction
+    places: dict[tuple[str, str], Place] = field(default_factory=dict)  # (function, name) -> where it lives
+    registers: dict[str, str] = field(default_factory=dict)  # "function:reg" -> PTX type
+    shared_size: int = 0  # the static shared memory of the kernel
+    dynamic_shared_at: int = 0  # where extern (dynamic) shared memory starts
+    local_size: int = 0
+    param_size: int = 0  # per thread: the kernel's parameters, then every callee's and call sequence's
+    globals: dict[str, ptx.Variable] = field(default_factory=dict)  # module .global/.const variables
+
+    def place(self, fn: str, name: str, line: int) -> Place:
+        if (fn, name) in self.places:
+            return self.places[(fn, name)]
+        if ("", name) in self.places:
+            return self.places[("", name)]
+        raise CodeObjectError(f"ptx: line {line}: {name!r} is not declared")
+
+    def reg(self, fn: str, name: str) -> str:
+        return f"{fn}:{name}"
+
+
+def _callees(fn: ptx.Function) -> list[str]:
+    return [ins.operands[1 if isinstance(ins.operands[0], ptx.Group) else 0].name for ins in fn.body
+            if ins.opcode.split(".")[0] == "call" and ins.operands]
+
+
+def _reachable(module: ptx.Module, kernel: str) -> list[str]:
+    """The kernel, then every function it calls (directly or not), each once; a cycle is refused."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, via: str) -> None:
+        if state.get(name) == 1:
+            raise CodeObjectError(f"ptx: {name} calls itself (through {via}): recursive device functions are not "
+                                  "supported by the emulator")
+        if state.get(name) == 2:
+            return
+        fn = module.functions.get(name)
+        if fn is None or not fn.defined:
+            raise CodeObjectError(f"ptx: {via} calls {name}, which the module does not define")
+        state[name] = 1
+        order.append(name)
+        for callee in _callees(fn):
+            visit(callee, name)
+        state[name] = 2
+
+    visit(kernel, kernel)
+    return order
+
+
+def link(module: ptx.Module, kernel: str) -> Program:
+    fn = module.kernels[kernel]
+    prog = Program(fn, module)
+    shared, param = 0, 0
+    for name, v in module.variables.items():
+        if v.space in ("global", "const"):
+            prog.globals[name] = v
+            prog.places[("", name)] = Place(v.space, 0, name)
+        elif v.space == "shared":  # module-scope shared variables belong to every block
+            shared, place = _static(shared, v)
+            prog.places[("", name)] = place
+    extern_shared = [("", v) for v in module.variables.values() if v.space == "shared" and v.extern]
+    for name in _reachable(module, kernel):
+        f = module.functions[name]
+        prog.entry[name] = len(prog.code)
+        prog.code += f.body
+        prog.owner += [name] * len(f.body)
+        for label, index in f.labels.items():
+            prog.places[(name, label)] = Place("label", prog.entry[name] + index, label)
+        for reg, typ in f.registers.items():
+            prog.registers[prog.reg(name, reg)] = typ
+            prog.places[(name, reg)] = Place("reg", 0, prog.reg(name, reg))
+        for p in (*f.params, *f.returns):
+            param = _align(param, p.align)
+            prog.places[(name, p.name)] = Place("param", param, p.name)
+            param += p.size
+        for vname, v in f.variables.items():
+            if v.space == "shared":
+                if v.extern:
+                    extern_shared.append((name, v))
+                    continue
+                shared, prog.places[(name, vname)] = _static(shared, v)
+            elif v.space == "local":
+                prog.local_size = _align(prog.local_size, v.align)
+                prog.places[(name, vname)] = Place("local", prog.local_size, vname)
+                prog.local_size += v.size
+            elif v.space == "param":  # a call sequence's argument or return value: placed at the call below
+                continue
+            else:
+                raise CodeObjectError(f"ptx: line {v.line}: .{v.space} variables inside a function are not supported")
+    for name in prog.entry:
+        prog.places[("", name)] = Place("func", prog.entry[name], name)
+    prog.dynamic_shared_at = _align(shared, 16)
+    for owner, v in extern_shared:
+        prog.places[(owner, v.name)] = Place("shared", prog.dynamic_shared_at, v.name)
+    prog.shared_size = shared
+    prog.param_size = param
+    _bind_calls(prog)
+    _unbound_params(prog)
+    return prog
+
+
+def _static(offset: int, v: ptx.Variable) -> tuple[int, Place]:
+    at = _align(offset, v.align)
+    return at + v.size, Place("shared", at, v.name)
+
+
+def _bind_calls(prog: Program) -> None:
+    """Each call's argument and return-value variables are the callee's parameters (see the module doc)."""
+    for ins, owner in zip(prog.code, prog.owner, strict=True):
+        if ins.opcode.split(".")[0] != "call":
+            continue
+        ops = list(ins.operands)
+        rets = ops.pop(0).items if isinstance(ops[0], ptx.Group) else ()
+        callee = prog.module.functions[ops.pop(0).name]
+        args = ops.pop(0).items if ops and isinstance(ops[0], ptx.Group) else ()
+        if len(args) != len(callee.params) or len(rets) != len(callee.returns):
+            raise CodeObjectError(f"ptx: line {ins.line}: {callee.name} takes {len(callee.params)} parameters and "
+                                  f"{len(callee.returns)} return values; the call gives {len(args)} and {len(rets)}")
+        for var, formal in zip((*args, *rets), (*callee.params, *callee.returns), strict=True):
+            if not isinstance(var, ptx.Sym):
+                raise CodeObjectError(f"ptx: line {ins.line}: a call's arguments must be .param variables")
+            prog.places[(owner, var.name)] = prog.places[(callee.name, formal.name)]
+
+
+def _unbound_params(prog: Program) -> None:
+    """A .param variable of a call sequence that no call names (none in PTX clang emits) still gets a place."""
+    for name in prog.entry:
+        for vname, v in prog.module.functions[name].variables.items():
+            if v.space == "param" and (name, vname) not in prog.places:
+                prog.param_size = _align(prog.param_size, v.align)
+                prog.places[(name, vname)] = Place("param", prog.param_size, vname)
+                prog.param_size += v.size

@@ -1,0 +1,155 @@
+"""The threads of a batch of blocks as numpy arrays: registers, program counters, the special registers' values,
+and the state spaces (global through Memory; shared per block; local and param per thread), every access
+bounds-checked.
+
+A batch's lanes are its blocks' threads, block after block, each block's in linear thread order (x fastest), so
+lane // 32 within a block is its warp and lane % 32 its %laneid, as on the hardware.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from usergpu.emu.amd.exec.memory import Memory, MemoryFault
+from usergpu.emu.nv.ptx.program import LOCAL_WINDOW, SHARED_WINDOW, WINDOW, Program
+
+RUN, BAR, EXIT = 0, 1, 2  # a lane's status
+WARP = 32
+
+
+class LaneFault(Exception):
+    """A bad access by one lane (the executor adds the kernel, block, thread and line)."""
+
+    def __init__(self, lane: int, address: int, access: str, why: str):
+        self.lane, self.address, self.access, self.why = lane, address, access, why
+        super().__init__(f"{access} of {address:#x}: {why}")
+
+
+class State:
+    def __init__(self, prog: Program, mem: Memory, blocks: np.ndarray, ntid: tuple[int, int, int],
+                 nctaid: tuple[int, int, int], params: bytes, dynamic_shared: int, sm_count: int):
+        self.prog, self.mem = prog, mem
+        self.ntid, self.nctaid = ntid, nctaid
+        per = ntid[0] * ntid[1] * ntid[2]
+        nb = len(blocks)
+        self.n = n = nb * per
+        self.per_block = per
+        linear = np.tile(np.arange(per, dtype=np.int64), nb)
+        self.blk = np.repeat(np.arange(nb, dtype=np.int64), per)
+        self.tid = np.stack([linear % ntid[0], linear // ntid[0] % ntid[1], linear // (ntid[0] * ntid[1])]
+                            ).astype(np.uint32)
+        self.ctaid = blocks.T.astype(np.uint32)[:, self.blk]
+        self.laneid = (linear % WARP).astype(np.uint32)
+        self.warpid = (linear // WARP).astype(np.uint32)
+        self.warp = self.blk * (-(-per // WARP)) + linear // WARP  # the batch-wide warp of each lane
+        self.smid = (self.ctaid[0] + self.ctaid[1] * nctaid[0]) % sm_count
+        self.sm_count = sm_count
+        self.R: dict[str, np.ndarray] = {}
+        self.pc = np.zeros(n, np.int64)
+        self.status = np.zeros(n, np.int8)
+        self.ret = {name: np.zeros(n, np.int64) for name in prog.entry}
+        self.bar_value = np.zeros(n, bool)  # bar.red's predicate, as each lane arrived
+        self.bar_site = np.zeros(n, np.int64)  # the barrier instruction each waiting lane is at
+        self.bar_id = np.zeros(n, np.int64)
+        self.bar_count = np.zeros(n, np.int64)  # the count operand of bar.sync a, b (0: the whole block)
+        self.bar_red: dict[int, tuple] = {}  # bar.red's instruction -> (its reduction, its destination)
+        self.blocks = nb
+        self.p = 0  # the instruction running now
+        self.time_ns = 0  # %globaltimer at the launch
+        self.globals: dict[str, int] = {}  # module variables' GPU addresses
+        self.shared_size = (prog.dynamic_shared_at + dynamic_shared) if dynamic_shared else prog.shared_size
+        self.dynamic_shared = dynamic_shared
+        self.shared = np.zeros(nb * self.shared_size, np.uint8)
+        self.local = np.zeros(n * prog.local_size, np.uint8)
+        self.param = np.zeros((n, max(prog.param_size, 1)), np.uint8)
+        self.param[:, :len(params)] = np.frombuffer(params, np.uint8)
+        self.param = self.param.reshape(-1)
+        self.steps = 0
+        self.lane_steps = 0
+
+    # ---- registers -------------------------------------------------------------------------------------------
+    def register(self, key: str, dtype: np.dtype) -> np.ndarray:
+        arr = self.R.get(key)
+        if arr is None:
+            arr = self.R[key] = np.zeros(self.n, dtype)
+        return arr
+
+    # ---- state spaces ----------------------------------------------------------------------------------------
+    def _rows(self, space: str, sel) -> tuple[np.ndarray, int, np.ndarray]:
+        """(the space's bytes, its size per row, each selected lane's row)"""
+        lanes = np.arange(self.n)[sel]
+        if space == "shared":
+            return self.shared, self.shared_size, self.blk[sel]
+        if space == "local":
+            return self.local, self.prog.local_size, lanes
+        return self.param, max(self.prog.param_size, 1), lanes
+
+    def _check(self, addr: np.ndarray, nbytes: int, size: int, sel, space: str, access: str, window: int) -> None:
+        bad = addr + np.uint64(nbytes) > np.uint64(size)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            lane = int(np.arange(self.n)[sel][i])
+            raise LaneFault(lane, int(addr[i]) + window, access,
+                            f"outside the {size} bytes of {space} memory" + (" of the block" if space == "shared"
+                                                                               else " of the thread"))
+
+    def load(self, space: str, addr: np.ndarray, nbytes: int, sel) -> np.ndarray:
+        """Bytes at each selected lane's address in space: shape (lanes, nbytes)."""
+        addr = np.broadcast_to(np.asarray(addr, np.uint64), (_count(self.n, sel),))
+        if space == "generic":
+            return self._generic(addr, nbytes, sel, None)
+        if space in ("global", "const"):
+            return self._global(addr, nbytes, sel, "read")
+        buf, size, rows = self._rows(space, sel)
+        self._check(addr, nbytes, size, sel, space, "read", 0)
+        flat = rows * size + addr.astype(np.int64)
+        return buf[flat[:, None] + np.arange(nbytes)]
+
+    def store(self, space: str, addr: np.ndarray, data: np.ndarray, sel) -> None:
+        """Store data (lanes, nbytes) at each selected lane's address; later lanes win where addresses repeat."""
+        addr = np.broadcast_to(np.asarray(addr, np.uint64), (_count(self.n, sel),))
+        if space == "generic":
+            self._generic(addr, data.shape[1], sel, data)
+            return
+        if space in ("global", "const"):
+            try:
+                self.mem.write(addr, data)
+            except MemoryFault as e:
+                raise self._fault(e, addr, sel) from None
+            return
+        buf, size, rows = self._rows(space, sel)
+        self._check(addr, data.shape[1], size, sel, space, "write", 0)
+        flat = rows * size + addr.astype(np.int64)
+        buf[flat[:, None] + np.arange(data.shape[1])] = data
+
+    def _global(self, addr: np.ndarray, nbytes: int, sel, access: str) -> np.ndarray:
+        try:
+            return self.mem.read(addr, nbytes)
+        except MemoryFault as e:
+            raise self._fault(e, addr, sel) from None
+
+    def _fault(self, e: MemoryFault, addr: np.ndarray, sel) -> LaneFault:
+        i = int(np.flatnonzero(addr == np.uint64(e.address))[0]) if (addr == np.uint64(e.address)).any() else 0
+        return LaneFault(int(np.arange(self.n)[sel][i]), e.address, e.access, e.why)
+
+    def _generic(self, addr: np.ndarray, nbytes: int, sel, data: np.ndarray | None):
+        """A generic access: each address goes to the window it lies in (shared, local) or to global memory."""
+        lanes = np.arange(self.n)[sel]
+        out = None if data is not None else np.empty((len(lanes), nbytes), np.uint8)
+        for space, base in (("shared", SHARED_WINDOW), ("local", LOCAL_WINDOW), ("global", 0)):
+            inside = ((addr >= np.uint64(base)) & (addr < np.uint64(base + WINDOW))) if base else None
+            if inside is None:
+                inside = ~(((addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + WINDOW)))
+                           | ((addr >= np.uint64(LOCAL_WINDOW)) & (addr < np.uint64(LOCAL_WINDOW + WINDOW))))
+            if not inside.any():
+                continue
+            sub, a = lanes[inside], addr[inside] - np.uint64(base)
+            if data is None:
+                out[inside] = self.load(space, a, nbytes, sub)
+            else:
+                self.store(space, a, data[inside], sub)
+        return out
+
+
+def _count(n: int, sel) -> int:
+    return n if isinstance(sel, slice) else len(sel)
