@@ -1,4 +1,5 @@
-"""usergpu disasm: a code object's kernels (metadata summary, then each instruction at its address), or raw bytes."""
+"""usergpu disasm: a code object's kernels (metadata summary, then each instruction at its address), or raw bytes.
+NVIDIA files (a cubin, a PTX module) go to disasm_nv."""
 
 from __future__ import annotations
 
@@ -31,11 +32,20 @@ def hex_bytes(text: str) -> bytes:
     return bytes.fromhex(digits)
 
 
+def any_arch(text: str) -> str:
+    """An AMD ISA the disassembler knows, or an NVIDIA one (sm_90, sm_90a: what a cubin or PTX module must be)."""
+    from usergpu.tools.disasm_nv import ARCH
+
+    return text if ARCH.match(text) else arch(text)
+
+
 def add_parser(sub, help: str) -> None:
     p = sub.add_parser("disasm", help=help, description=help)
-    p.add_argument("file", nargs="?", type=input_file, help="an AMDGPU ELF code object")
+    p.add_argument("file", nargs="?", type=input_file,
+                   help="an AMDGPU ELF code object, a cubin, or a PTX module (.ptx)")
     p.add_argument("--kernel", help="only this kernel")
-    p.add_argument("--arch", type=arch, help=f"the ISA of --hex bytes ({', '.join(isa.ARCHS)})")
+    p.add_argument("--arch", type=any_arch, help=f"the ISA of --hex bytes ({', '.join(isa.ARCHS)}); with a FILE, "
+                   "the arch it must be (gfx..., sm_...)")
     p.add_argument("--hex", type=hex_bytes, help='raw instruction bytes, e.g. "7e 00 82 be"')
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=lambda args, hal: run(args))
@@ -66,14 +76,22 @@ def run(args: argparse.Namespace) -> int:
             raise Error("--hex disassembles raw bytes: give a code object FILE (and --kernel) or --hex, not both")
         if not args.arch:
             raise Error(f"--hex needs --arch ({', '.join(isa.ARCHS)})")
+        if args.arch not in isa.ARCHS:
+            raise Error(f"--hex disassembles AMD instruction bytes ({', '.join(isa.ARCHS)}): for {args.arch} SASS, "
+                        "give a cubin FILE")
         _print({"arch": args.arch, "instructions": listing(args.hex, args.arch, 0)}, args.json)
         return 0
     if not args.file:
         raise Error("give a code object FILE, or --arch with --hex")
+    data = Path(args.file).read_bytes()
+    from usergpu.tools import disasm_nv
+
+    if nv := disasm_nv.kind(args.file, data):
+        return disasm_nv.run(args.file, data, nv, args.kernel, args.arch, args.json)
     from usergpu.emu.amd.codeobj import parse  # the ELF and metadata readers: only for a file
 
     try:
-        co = parse(Path(args.file).read_bytes())
+        co = parse(data)
     except CodeObjectError as e:
         raise CodeObjectError(f"{args.file}: not an AMDGPU code object: {e}") from None
     if args.arch and args.arch != co.arch:

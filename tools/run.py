@@ -30,7 +30,10 @@ from usergpu.tools.common import BadArgument, input_file, output_dir, unsigned
 DTYPES = {name: t for name, t in helpers.DTYPES.items() if name != "bf16"}  # numpy has no bfloat16
 BUFFER = re.compile(r"^(\w+)\[(\d+)\]:(random|zeros|ones|iota)$")
 SCALAR = re.compile(r"^(\w+)=(.+)$")
-ARCHS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+AMD_ARCHS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+NV_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+ARCHS = AMD_ARCHS + NV_ARCHS
+NV_SUFFIXES = (".cu", ".ptx", ".cubin")
 
 
 class SpecError(BadArgument):
@@ -99,7 +102,8 @@ def dims(text: str) -> tuple[int, int, int]:
 
 def add_kernel_arguments(p: argparse.ArgumentParser) -> None:
     """What says which kernel to run and with what: `usergpu run` and `usergpu prof run` take the same."""
-    p.add_argument("file", type=input_file, help="FILE.cl (compiled with clang-22) or an AMDGPU code object")
+    p.add_argument("file", type=input_file, help="FILE.cl or FILE.cu (compiled with clang-22), an AMDGPU code "
+                                                 "object, or NVIDIA's FILE.ptx / FILE.cubin")
     p.add_argument("--kernel", help="the kernel to run (default: the first)")
     p.add_argument("--grid", default=(1, 1, 1), type=dims, help="workgroups: X[,Y[,Z]]")
     p.add_argument("--block", default=(64, 1, 1), type=dims, help="work-items per workgroup: X[,Y[,Z]]")
@@ -117,28 +121,60 @@ def arch(text: str) -> str:
     return text
 
 
+class NvCode:
+    """An NVIDIA kernel file as `usergpu run` uses it: its PTX (or cubin) bytes, its arch and its kernels."""
+
+    def __init__(self, data: bytes, arch: str | None):
+        from usergpu.emu.nv.ptx.launch import module_of
+
+        self.data, self.module = data, module_of(data)
+        self.arch, self.kernels = arch or self.module.arch, self.module.kernels
+
+
+def _nv(path: Path, arch: str | None) -> NvCode:
+    from usergpu.emu.nv.codeobj import compile_cuda
+
+    if arch is not None and arch not in NV_ARCHS:
+        raise SpecError(f"--arch {arch}: an NVIDIA kernel runs as {', '.join(NV_ARCHS)}")
+    data = compile_cuda(path.read_text(), arch or "sm_90", ["-I", str(path.parent)]) if path.suffix == ".cu" \
+        else path.read_bytes()
+    return NvCode(data, arch)
+
+
 def prepare(args: argparse.Namespace):
     """(code object, kernel name, argument values, grid, block) from a command line's file, --kernel, --arg,
     --grid and --block; a .cl is compiled for --arch, else a mock device's MOCKGPU_ARCH, else gfx1100, and a mock
-    device string sets MOCKGPU_ARCH to the code object's arch where it is unset."""
+    device string sets MOCKGPU_ARCH to the code object's arch where it is unset. A .cu is compiled for --arch
+    (default sm_90); a .cu, .ptx or .cubin gives an NvCode."""
     path = Path(args.file)
     mock = args.dev.upper().startswith("MOCK")
     mock_arch = os.environ.get("MOCKGPU_ARCH") if mock else None  # the mock GPU's (one it has no GPU for it says)
-    target = args.arch or (mock_arch if mock_arch in ARCHS else "gfx1100")
+    target = args.arch or (mock_arch if mock_arch in AMD_ARCHS else "gfx1100")
     try:
-        if path.suffix == ".cl":
+        if path.suffix in NV_SUFFIXES:
+            co = _nv(path, args.arch)
+        elif path.suffix == ".cl":
             options = ["-I", str(path.parent)] + (["-mwavefrontsize64"] if args.wave64 else [])
             co = parse(compile_opencl(path.read_text(), target, options))
         else:
             co = parse(path.read_bytes())
     except (CodeObjectError, CompileError) as e:  # say which file: the compiler names its own temporary one
         raise CodeObjectError(f"{path}: {e}") from None
+    if not co.kernels:
+        raise SpecError(f"{path} has no kernels")
     kernel = args.kernel or next(iter(co.kernels))
-    if kernel not in co.kernels:
+    if isinstance(co, NvCode):
+        from usergpu.emu.nv.ptx.launch import find_kernel
+
+        try:
+            kernel = find_kernel(co.module, kernel)
+        except Error:
+            raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}") from None
+    elif kernel not in co.kernels:
         raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}")
     rng = np.random.default_rng(args.seed)
     values = [make(rng) for make in args.arg]
-    if mock and co.arch:
+    if mock and co.arch and not isinstance(co, NvCode):
         os.environ.setdefault("MOCKGPU_ARCH", co.arch)
     return co, kernel, values, args.grid, args.block
 
@@ -167,7 +203,13 @@ def device(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     co, kernel, values, grid, block = prepare(args)
     start = time.perf_counter()
-    if args.dev == "emu":
+    if isinstance(co, NvCode):
+        if args.dev != "emu":
+            raise SpecError(f"--dev {args.dev}: NVIDIA kernels run on the PTX emulator (--dev emu)")
+        from usergpu.emu.nv import launch as nv_launch
+
+        outputs = nv_launch(co.data, kernel, grid, block, values, arch=co.arch)
+    elif args.dev == "emu":
         outputs = launch(co, kernel, grid, block, values, arch=args.arch)
     else:  # through the runtime: the driver of the device string, on its GPU (or mock)
         outputs = runtime_launch(co.data, kernel, grid, block, values, args.dev)

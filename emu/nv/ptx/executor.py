@@ -1,10 +1,12 @@
-"""Runs a linked kernel over a batch of blocks: SIMT over numpy arrays, every lane at the lowest program counter
-running together.
+"""Runs a linked kernel over a batch of blocks: SIMT over numpy arrays, the lanes at one instruction running
+together.
 
-The lanes at the lowest PC execute as one step; while they are all the lanes that can run, they stay together
-and the PC is one number (the fast path). A branch that splits them sends each lane its own way, and the lowest PC
-runs first again, so divergent lanes meet where their paths join. Lanes at a barrier wait (status BAR) until
-their block's lanes have all arrived. An instruction is compiled from the semantics table when it first runs.
+The lanes at the instruction first in the program's reverse post-order (Program.order) execute as one step; while
+they are all the lanes that can run, they stay together and the PC is one number (the fast path). A branch that
+splits them sends each lane its own way, and the earliest instruction in that order runs first again, so lanes
+that reach a join early (an if's end, a loop's latch) wait there for the others. Lanes at a barrier wait (status
+BAR) until their block's lanes have all arrived. An instruction is compiled from the semantics table when it first
+runs.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
     prog, kernel = c.prog, c.prog.kernel.name
     trace = bool(os.environ.get("USERGPU_TRACE")) if trace is None else trace
     everyone = np.arange(st.n)
+    order = prog.order
     while True:
         runnable = np.flatnonzero(st.status == RUN)
         if not len(runnable):
@@ -68,8 +71,9 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                               "for threads that exited or wait at another barrier", kernel)
             return
         pcs = st.pc[runnable]
-        p = int(pcs.min())
-        here = runnable[pcs == p] if len(runnable) != st.n or pcs.max() != p else everyone
+        p = int(pcs[np.argmin(order[pcs])])
+        at = pcs == p
+        here = everyone if len(runnable) == st.n and at.all() else runnable[at]
         whole = len(here) == len(runnable)
         sel = slice(None) if len(here) == st.n else here
         while True:

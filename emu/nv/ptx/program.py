@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from usergpu.emu.nv.codeobj import ptx
 from usergpu.errors import CodeObjectError
 
@@ -43,6 +45,9 @@ class Program:
     local_size: int = 0
     param_size: int = 0  # per thread: the kernel's parameters, then every callee's and call sequence's
     globals: dict[str, ptx.Variable] = field(default_factory=dict)  # module .global/.const variables
+    # each instruction's place in a reverse post-order of the control-flow graph: the executor runs the lanes
+    # lowest in it first, so lanes wait at a join (a loop's latch, an if's end) for those still on the way there
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def place(self, fn: str, name: str, line: int) -> Place:
         if (fn, name) in self.places:
@@ -133,7 +138,57 @@ def link(module: ptx.Module, kernel: str) -> Program:
     prog.param_size = param
     _bind_calls(prog)
     _unbound_params(prog)
+    prog.order = _reverse_postorder(prog)
     return prog
+
+
+def _successors(prog: Program, i: int, returns: dict[str, list[int]]) -> list[int]:
+    """Where control can go after instruction i: a call goes into its callee, a callee's ret to its call sites."""
+    ins = prog.code[i]
+    base = ins.opcode.split(".")[0]
+    after = [i + 1] if i + 1 < len(prog.code) and prog.owner[i + 1] == prog.owner[i] else []
+    if base == "bra":
+        target = prog.place(prog.owner[i], ins.operands[0].name, ins.line).address
+        return [target, *after] if ins.guard is not None else [target]
+    if base == "call":
+        callee = ins.operands[1 if isinstance(ins.operands[0], ptx.Group) else 0].name
+        return [prog.entry[callee]]
+    if base == "ret" and prog.owner[i] != prog.kernel.name:
+        return [*returns.get(prog.owner[i], []), *(after if ins.guard is not None else [])]
+    if base in ("ret", "exit", "trap"):
+        return after if ins.guard is not None else []
+    return after
+
+
+def _reverse_postorder(prog: Program) -> np.ndarray:
+    """Each instruction's rank in a reverse post-order of the graph of instructions (depth first from the kernel's
+    entry); an instruction nothing reaches gets the next ranks."""
+    n = len(prog.code)
+    returns: dict[str, list[int]] = {}
+    for i, ins in enumerate(prog.code):
+        if ins.opcode.split(".")[0] == "call":
+            callee = ins.operands[1 if isinstance(ins.operands[0], ptx.Group) else 0].name
+            returns.setdefault(callee, []).append(i + 1)
+    post: list[int] = []
+    seen = np.zeros(n, bool)
+    for root in range(n):
+        if seen[root]:
+            continue
+        seen[root] = True
+        stack = [(root, iter(_successors(prog, root, returns)))]
+        while stack:
+            node, succ = stack[-1]
+            for s in succ:
+                if s < n and not seen[s]:
+                    seen[s] = True
+                    stack.append((s, iter(_successors(prog, s, returns))))
+                    break
+            else:
+                post.append(node)
+                stack.pop()
+    order = np.empty(n, np.int64)
+    order[post[::-1]] = np.arange(n)
+    return order
 
 
 def _static(offset: int, v: ptx.Variable) -> tuple[int, Place]:

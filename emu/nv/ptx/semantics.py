@@ -824,6 +824,7 @@ TABLE: dict[str, Callable[[Inst], Op]] = {
     **{name: _lazy("control", name) for name in (
         "bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier", "membar", "fence", "nanosleep",
         "shfl", "vote", "match", "activemask", "redux", "pmevent")},
+    **{name: _lazy("mma", name) for name in ("wmma", "mma", "ldmatrix", "stmatrix", "movmatrix")},
 }
 
 
