@@ -129,6 +129,7 @@ class Function:
     variables: dict[str, Variable] = field(default_factory=dict)  # declared in the body, by unique name
     body: list[Instruction] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # label -> index of the instruction after it
+    branch_targets: dict[str, list[str]] = field(default_factory=dict)  # name: .branchtargets L0, L1, ...
     directives: dict[str, tuple[int, ...]] = field(default_factory=dict)  # maxntid, reqntid, ...
     defined: bool = True
 
@@ -412,6 +413,13 @@ class _Body:
             elif text in _LINE_DIRECTIVES:
                 t.next()
                 t.rest_of_line(line)
+            elif kind == "id" and t.peek(1)[1] == ":" and t.peek(2)[1] == ".branchtargets":
+                t.next(), t.next(), t.next()
+                targets = [t.next()[1]]
+                while t.take(","):
+                    targets.append(t.next()[1])
+                t.expect(";")
+                self.fn.branch_targets[text] = targets
             elif kind == "id" and t.peek(1)[1] == ":":
                 t.next()
                 t.next()

@@ -27,6 +27,21 @@ def bra(ins: Inst) -> Op:
     return lambda st, sel: target
 
 
+def brx(ins: Inst) -> Op:
+    """brx.idx index, table: a jump to the index-th label of a .branchtargets list (past its end: undefined in
+    PTX; here a fault-like error)."""
+    table = ins.o.ops_table(ins.ops[1])
+    index = ins.o.get(ins.ops[0], "u32")
+    targets = np.asarray(table, np.int64)
+
+    def run(st, sel):
+        i = np.asarray(index(st, sel)).astype(np.int64)
+        if (i >= len(targets)).any():
+            raise Trap(int(np.arange(st.n)[sel][int(np.argmax(i >= len(targets)))]), "brx.idx past its table")
+        return targets[i]
+    return run
+
+
 def call(ins: Inst) -> Op:
     ops = list(ins.ops)
     if isinstance(ops[0], ptx.Group):

@@ -198,6 +198,13 @@ class Operands:
             return self.prog.place(self.fn, base.name, self.ins.line).space
         return None
 
+    def ops_table(self, op) -> list[int]:
+        """The instruction indices of a .branchtargets list named by op."""
+        fn = self.prog.module.functions[self.fn]
+        if not isinstance(op, ptx.Sym) or op.name not in fn.branch_targets:
+            raise self.error("brx.idx needs a .branchtargets list")
+        return [self.label(ptx.Sym(name)) for name in fn.branch_targets[op.name]]
+
     def label(self, op) -> int:
         if not isinstance(op, ptx.Sym):
             raise self.error("a branch target must be a label")

@@ -79,12 +79,9 @@ def _hi(a, b, t: str):
     if size < 8:
         wide = np.asarray(a).astype(np.int64) * np.asarray(b).astype(np.int64)
         return (wide >> (8 * size)).astype(NP[t])
-    ua, ub = (np.asarray(x).astype(np.int64).view(np.uint64) if signed(t) else np.asarray(x, np.uint64) for x in (a, b))
-    hi = helpers.mul_hi(np.atleast_1d(ua), np.atleast_1d(ub)).astype(np.uint64)
-    if signed(t):  # the signed high word from the unsigned one: subtract the other operand where one is negative
-        hi = hi - np.where(np.asarray(a) < 0, ub, 0).astype(np.uint64) - np.where(np.asarray(b) < 0, ua, 0).astype(
-            np.uint64)
-    return hi.view(NP[t]).reshape(np.broadcast(a, b).shape)
+    x, y = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    exact = [(int(u) * int(v)) >> 64 for u, v in zip(x.reshape(-1), y.reshape(-1), strict=True)]
+    return np.array([e & ((1 << 64) - 1) for e in exact], np.uint64).view(NP[t]).reshape(x.shape)
 
 
 def _wide_t(t: str) -> str:
@@ -110,6 +107,8 @@ def _mad(ins: Inst) -> Op:
     t = ins.t
     if t[0] == "f" or t in ("bf16", "f16x2", "bf16x2"):
         return _float_op(ins, "fma")
+    if ins.has("cc"):
+        return _carry(ins, 1)
     a, b, c = ins.srcs(t)
     if ins.has("wide"):
         wt = _wide_t(t)
@@ -141,23 +140,32 @@ def _addsub(ins: Inst, sign: int) -> Op:
 
 
 def _carry(ins: Inst, sign: int) -> Op:
-    """add.cc/addc/sub.cc/subc: the carry (borrow) flag is one per thread, CC.CF."""
-    t, use_in, set_out = ins.t, ins.base in ("addc", "subc"), ins.has("cc")
-    a, b = ins.srcs(t)
+    """add.cc/addc/sub.cc/subc and mad.cc/madc (lo or hi product plus c): the carry (borrow) flag is one per
+    thread, CC.CF."""
+    t, set_out = ins.t, ins.has("cc")
+    use_in = ins.base in ("addc", "subc", "madc")
+    srcs = ins.srcs(t)
     dst = ins.dst(t)
     size = np.dtype(NP[t]).itemsize * 8
     mask = (1 << size) - 1
+    hi = ins.has("hi")
 
     def run(st, sel):
-        x = np.asarray(a(st, sel)).astype(np.uint64 if size == 64 else np.int64).view(np.uint64) & np.uint64(mask)
-        y = np.asarray(b(st, sel)).astype(np.uint64 if size == 64 else np.int64).view(np.uint64) & np.uint64(mask)
-        cf = st.register("%cc", np.bool_)[sel].astype(np.uint64) if use_in else np.uint64(0)
-        x, y = (np.atleast_1d(v).astype(object) for v in np.broadcast_arrays(x, y))
-        cfo = np.broadcast_to(cf, x.shape).astype(object)
-        r = x + y + cfo if sign > 0 else x - y - cfo
+        vals = [np.atleast_1d(np.asarray(g(st, sel))) for g in srcs]
+        vals = np.broadcast_arrays(*vals)
+        cf = np.broadcast_to(st.register("%cc", np.bool_)[sel] if use_in else np.zeros(1, bool), vals[0].shape)
+        out, carry = [], []
+        for k in range(vals[0].size):
+            x = [int(v.reshape(-1)[k]) & mask for v in vals]
+            if len(x) == 3:  # mad: the product's low or high half, then + c
+                prod = (int(vals[0].reshape(-1)[k]) * int(vals[1].reshape(-1)[k]))
+                x = [(prod >> size if hi else prod) & mask, x[2]]
+            r = x[0] + x[1] + int(cf.reshape(-1)[k]) if sign > 0 else x[0] - x[1] - int(cf.reshape(-1)[k])
+            out.append(r & mask)
+            carry.append(r >> size != 0 if sign > 0 else r < 0)
         if set_out:
-            st.register("%cc", np.bool_)[sel] = np.array([(v >> size) != 0 if sign > 0 else v < 0 for v in r], bool)
-        dst(st, sel, np.array([int(v) & mask for v in r], np.uint64).astype(UINT[size // 8]).view(NP[t]))
+            st.register("%cc", np.bool_)[sel] = np.array(carry, bool).reshape(vals[0].shape)
+        dst(st, sel, np.array(out, np.uint64).astype(UINT[size // 8]).view(NP[t]).reshape(vals[0].shape))
     return run
 
 
@@ -802,7 +810,8 @@ def _lazy(module: str, name: str) -> Callable:
 
 TABLE: dict[str, Callable[[Inst], Op]] = {
     "add": lambda i: _addsub(i, 1), "sub": lambda i: _addsub(i, -1), "addc": lambda i: _carry(i, 1),
-    "subc": lambda i: _carry(i, -1), "mul": _mul, "mad": _mad, "fma": lambda i: _float_op(i, "fma"),
+    "subc": lambda i: _carry(i, -1), "madc": lambda i: _carry(i, 1), "mul": _mul, "mad": _mad,
+    "fma": lambda i: _float_op(i, "fma"),
     "div": lambda i: _divrem(i, False), "rem": lambda i: _divrem(i, True),
     "min": lambda i: _minmax(i, "min"), "max": lambda i: _minmax(i, "max"),
     "abs": lambda i: _abs_neg(i, "abs"), "neg": lambda i: _abs_neg(i, "neg"),
@@ -822,7 +831,7 @@ TABLE: dict[str, Callable[[Inst], Op]] = {
     "mov": _mov, "cvt": _cvt, "cvta": _cvta,
     **{name: _lazy("memory", name) for name in ("ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu")},
     **{name: _lazy("control", name) for name in (
-        "bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier", "membar", "fence", "nanosleep",
+        "bra", "brx", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier", "membar", "fence", "nanosleep",
         "shfl", "vote", "match", "activemask", "redux", "pmevent")},
     **{name: _lazy("mma", name) for name in ("wmma", "mma", "ldmatrix", "stmatrix", "movmatrix")},
 }

@@ -5,20 +5,16 @@ corpus is there to exercise, and every case matches its numpy reference on the P
 from __future__ import annotations
 
 import copy
-import importlib.util
 import re
 import shutil
-from pathlib import Path
 
 import numpy as np
+import nv_corpus  # noqa: E402 (tests/kernels, on the path by conftest.py)
 import pytest
 
 from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.errors import ToolchainError
 
-_spec = importlib.util.spec_from_file_location("nv_corpus", Path(__file__).parents[2] / "kernels" / "nv_corpus.py")
-nv_corpus = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(nv_corpus)
 cases = nv_corpus.cases
 
 
