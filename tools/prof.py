@@ -16,7 +16,7 @@ from usergpu.emu.amd.sqtt import Packets, SQTTError, decode, layout_of, wave_ins
 from usergpu.errors import Error, FieldError
 from usergpu.runtime import profile as perfetto
 from usergpu.tools.common import input_dir, output_dir, output_file, unsigned
-from usergpu.tools.run import add_kernel_arguments, prepare
+from usergpu.tools.run import NvCode, add_kernel_arguments, prepare
 
 # What show reads of a capture's entries (shared/data/sqtt's README; runtime/profiler.py writes the same): each
 # field and the types it may have (None: it may be left out)
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     from usergpu.runtime.launch import launch
 
     co, kernel, values, grid, block = prepare(args)
+    if isinstance(co, NvCode):
+        raise Error(f"prof run: {args.file} is an NVIDIA kernel; the profiler traces AMD GPUs (SQTT, PMC)")
     dev = Device(args.dev)
     prof = dev.profile(sqtt=args.sqtt, counters=args.pmc.split(",") if args.pmc else (),
                        itrace_se_mask=args.itrace_se_mask)
