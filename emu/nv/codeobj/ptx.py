@@ -27,7 +27,7 @@ SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|smid|nsmid|
 _TOKEN = re.compile(r"""
     (?P<ws>\s+) | (?P<str>"[^"]*") | (?P<fimm>0[fF][0-9a-fA-F]{8}\b|0[dD][0-9a-fA-F]{16}\b)
   | (?P<num>0[xX][0-9a-fA-F]+U?|0[bB][01]+U?|\d+\.\d*(?:[eE][+-]?\d+)?|\d+U?)
-  | (?P<id>[%$.A-Za-z_][\w$.%]*) | (?P<punct>[{}()\[\];,:=+\-<>@!|*])
+  | (?P<id>[%$.A-Za-z_](?:[\w$.%]|::)*) | (?P<punct>[{}()\[\];,:=+\-<>@!|*])
 """, re.X)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _LINE_DIRECTIVES = {".version", ".target", ".address_size", ".file", ".loc"}  # end at the line's end, no ';'

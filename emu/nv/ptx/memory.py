@@ -88,6 +88,9 @@ def prefetch(ins: Inst) -> Op:
 prefetchu = prefetch
 
 
+BITS = {"f16": "b16", "bf16": "b16", "f16x2": "b32", "bf16x2": "b32"}  # half types travel as their bits
+
+
 def _combine(op: str, t: str):
     """new = f(old, b, c) for an atomic operation on values of t."""
     if t in ("f16x2", "bf16x2", "f16", "bf16"):
@@ -101,7 +104,7 @@ def _combine(op: str, t: str):
                     np.uint16), elem).astype(np.float64) for v in (old, b))
                 r = {"add": x + y, "min": np.fmin(x, y), "max": np.fmax(x, y)}[op]
                 out |= _encode(r, elem, "rn").astype(np.uint32) << np.uint32(s)
-            return out.astype(NP[t])
+            return out.astype(UINT[np.dtype(NP[BITS[t]]).itemsize])
         return packed
     dt = NP[t]
     ops = {
@@ -112,7 +115,9 @@ def _combine(op: str, t: str):
         "inc": lambda o, b, c: np.where(o >= b, 0, o + 1).astype(dt),
         "dec": lambda o, b, c: np.where((o == 0) | (o > b), b, o - 1).astype(dt),
     }
-    if np.dtype(dt).kind == "f":
+    if dt == np.float32:  # atom.add.f32 rounds to nearest even and flushes subnormal inputs and results
+        ops["add"] = lambda o, b, c: fp.flush(fp.canonical_nan((fp.flush(o) + fp.flush(b)).astype(dt)))
+    elif np.dtype(dt).kind == "f":
         ops["add"] = lambda o, b, c: fp.canonical_nan((o + b).astype(dt))
         ops["min"] = lambda o, b, c: np.fmin(o, b)
         ops["max"] = lambda o, b, c: np.fmax(o, b)
@@ -131,15 +136,15 @@ def red(ins: Inst) -> Op:
 
 
 def _atomic(ins: Inst, returns: bool) -> Op:
-    t = ins.t
     op = next(m for m in ins.mods if m in ATOMIC_OPS)
+    f = _combine(op, ins.t)
+    t = BITS.get(ins.t, ins.t)
     size = np.dtype(NP[t]).itemsize
     first = 1 if returns else 0
     addr, space = _address(ins, ins.ops[first])
     b = ins.o.get(ins.ops[first + 1], t)
     c = ins.o.get(ins.ops[first + 2], t) if op == "cas" else (lambda st, sel: 0)
     dst = ins.dst(t) if returns else None
-    f = _combine(op, t)
     uint = UINT[size]
 
     def run(st, sel):

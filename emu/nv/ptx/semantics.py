@@ -117,6 +117,9 @@ def _mad(ins: Inst) -> Op:
         return lambda st, sel: dst(st, sel, np.asarray(a(st, sel)).astype(NP[wt]) * np.asarray(b(st, sel)).astype(
             NP[wt]) + c(st, sel))
     dst = ins.dst(t)
+    if ins.has("hi") and ins.has("sat"):  # s32: the high word plus c, clamped to the int32 range
+        return lambda st, sel: dst(st, sel, helpers.sat(np.asarray(_hi(a(st, sel), b(st, sel), t)).astype(np.int64)
+                                                        + np.asarray(c(st, sel)).astype(np.int64), np.int32))
     if ins.has("hi"):
         return lambda st, sel: dst(st, sel, np.add(_hi(a(st, sel), b(st, sel), t), c(st, sel), dtype=NP[t]))
     if ins.has("sat"):
@@ -151,9 +154,8 @@ def _carry(ins: Inst, sign: int) -> Op:
     hi = ins.has("hi")
 
     def run(st, sel):
-        vals = [np.atleast_1d(np.asarray(g(st, sel))) for g in srcs]
-        vals = np.broadcast_arrays(*vals)
-        cf = np.broadcast_to(st.register("%cc", np.bool_)[sel] if use_in else np.zeros(1, bool), vals[0].shape)
+        cf = np.atleast_1d(st.register("%cc", np.bool_)[sel] if use_in else np.zeros(1, bool))
+        *vals, cf = np.broadcast_arrays(*(np.atleast_1d(np.asarray(g(st, sel))) for g in srcs), cf)
         out, carry = [], []
         for k in range(vals[0].size):
             x = [int(v.reshape(-1)[k]) & mask for v in vals]
@@ -299,26 +301,28 @@ def _brev(t: str, a):
 
 
 def _bfe(ins: Inst) -> Op:
+    """bfe: len bits from pos (both taken mod 256), zero- or sign-filled above them; the sign is bit
+    min(pos + len - 1, msb) (PTX ISA's pseudocode); len 0 gives 0."""
     t = ins.t
     a = ins.o.get(ins.ops[1], t)
     pos, length = (ins.o.get(x, "u32") for x in ins.ops[2:4])
     dst = ins.dst(t)
     size = np.dtype(NP[t]).itemsize * 8
+    full = np.uint64((1 << size) - 1)
 
     def run(st, sel):
         x = np.asarray(a(st, sel)).view(UINT[size // 8]).astype(np.uint64)
-        p = np.asarray(pos(st, sel)).astype(np.uint64) & np.uint64(0xFF)
-        n = np.asarray(length(st, sel)).astype(np.uint64) & np.uint64(0xFF)
-        shifted = np.where(p >= size, np.uint64(0), x >> np.minimum(p, size - 1))
-        keep = np.where(n >= 64, ~np.uint64(0), (np.uint64(1) << np.minimum(n, 63)) - np.uint64(1))
-        field = shifted & keep
-        if signed(t):  # the sign is bit min(pos + len - 1, size - 1) of a (len 0: 0)
-            sbit = np.minimum(p + n - np.uint64(1), size - 1)
-            neg = (n != 0) & (((x >> sbit) & np.uint64(1)) != 0)
-            fill = np.where(n >= size, np.uint64(0), ~keep) & np.uint64((1 << size) - 1)
-            field = np.where(neg, field | fill, field)
+        p = np.asarray(pos(st, sel)).astype(np.int64) & 0xFF
+        n = np.asarray(length(st, sel)).astype(np.int64) & 0xFF
+        valid = np.clip(np.minimum(n, size - p), 0, 64).astype(np.uint64)  # bits of a the field really has
+        keep = np.where(valid >= 64, ~np.uint64(0), (np.uint64(1) << np.minimum(valid, 63)) - np.uint64(1))
+        field = np.where(p >= size, np.uint64(0), x >> np.minimum(p, size - 1).astype(np.uint64)) & keep
+        if signed(t):
+            sbit = np.clip(p + n - 1, 0, size - 1).astype(np.uint64)
+            neg = (n > 0) & (((x >> sbit) & np.uint64(1)) != 0)
+            field = np.where(neg, field | (~keep & full), field)
         field = np.where(n == 0, np.uint64(0), field)
-        dst(st, sel, (field & np.uint64((1 << size) - 1)).astype(UINT[size // 8]).view(NP[t]))
+        dst(st, sel, (field & full).astype(UINT[size // 8]).view(NP[t]))
     return run
 
 
@@ -412,9 +416,13 @@ def _cnot(ins: Inst) -> Op:
 
 
 def _sad(ins: Inst) -> Op:
-    t = ins.t
-    return _op(ins, lambda a, b, c: (np.abs(np.asarray(a).astype(np.int64) - np.asarray(b).astype(np.int64))
-                                     + np.asarray(c).astype(np.int64)).astype(NP[t]))
+    uint = UINT[np.dtype(NP[ins.t]).itemsize]
+
+    def f(a, b, c):  # |a - b| + c, wrapping: the difference taken the larger minus the smaller, unsigned
+        a, b = np.asarray(a), np.asarray(b)
+        diff = np.where(a > b, a.view(uint) - b.view(uint), b.view(uint) - a.view(uint)).astype(uint)
+        return (diff + np.asarray(c).view(uint)).astype(uint).view(NP[ins.t])
+    return _op(ins, f)
 
 
 def _mul24(ins: Inst) -> Op:
@@ -423,10 +431,13 @@ def _mul24(ins: Inst) -> Op:
         (lambda x: np.asarray(x).astype(np.int64) & 0xFFFFFF)
     hi = ins.has("hi")
 
+    sat = ins.has("sat")
+
     def f(a, b, c=0):
         p = ext(a) * ext(b)
         p = (p >> 16) if hi else p
-        return (p + np.asarray(c).astype(np.int64)).astype(np.uint32).view(NP[t])
+        s = p + np.asarray(c).astype(np.int64)
+        return helpers.sat(s, np.int32) if sat else s.astype(np.uint32).view(NP[t])
     return _op(ins, f)
 
 
@@ -454,20 +465,30 @@ def _dp4a(ins: Inst, pairs: int) -> Op:
 
 
 # ---- floats ----------------------------------------------------------------------------------------------------
-def _half_pair(ins: Inst, name: str) -> Op:
-    """f16x2/bf16x2: the operation on each half of the 32-bit operands."""
-    elem = "f16" if ins.t == "f16x2" else "bf16"
-    srcs, dst = ins.srcs("u32"), ins.dst("u32")
+HALF = {"f16": ("f16", (0,)), "bf16": ("bf16", (0,)), "f16x2": ("f16", (0, 16)), "bf16x2": ("bf16", (0, 16))}
+HALF_TINY = {"f16": 2.0**-14, "bf16": float(np.finfo(np.float32).tiny)}  # their smallest normal numbers
+HALF_EXPONENT = {"f16": 0x7C00, "bf16": 0x7F80}
+
+
+def _half_op(ins: Inst, name: str) -> Op:
+    """f16, bf16 and their pairs: the operation on each 16-bit half of the operands, computed wide and rounded
+    once; .ftz flushes subnormal operands and results."""
+    elem, shifts = HALF[ins.t]
+    reg = "u32" if len(shifts) == 2 else "b16"
+    srcs, dst = ins.srcs(reg), ins.dst(reg)
     f = _float_fn(ins, name, elem)
+    mode, ftz = ins.mode(), ins.has("ftz")
 
     def run(st, sel):
         vals = [np.asarray(g(st, sel)).astype(np.uint32) for g in srcs]
-        out = 0
-        for shift in (0, 16):
+        out = np.uint32(0)
+        for shift in shifts:
             halves = [_decode(((v >> np.uint32(shift)) & np.uint32(0xFFFF)).astype(np.uint16), elem) for v in vals]
-            r = _encode(f(*halves), elem, ins.mode())
+            r = _encode(f(*halves), elem, mode)
+            if ftz:
+                r = fp.flush_bits(r, HALF_EXPONENT[elem])
             out = out | (np.asarray(r).astype(np.uint32) << np.uint32(shift))
-        dst(st, sel, np.asarray(out, np.uint32))
+        dst(st, sel, np.asarray(out).astype(np.uint32 if len(shifts) == 2 else np.uint16))
     return run
 
 
@@ -484,12 +505,13 @@ def _float_fn(ins: Inst, name: str, elem: str) -> Callable:
     caller; f32, f64: here, with the rounding mode)."""
     mode, ftz, sat = ins.mode(), ins.has("ftz"), ins.has("sat")
     dt = {"f16": np.float64, "bf16": np.float64}.get(elem, NP[elem])
+    tiny = HALF_TINY.get(elem)  # None: flush by dt's own smallest normal
     nan = ins.has("NaN")
     xorsign = ins.has("xorsign")
     funcs = {
         "add": lambda a, b: fp.add(a, b, mode, dt), "sub": lambda a, b: fp.add(a, -np.asarray(b), mode, dt),
         "mul": lambda a, b: fp.mul(a, b, mode, dt), "fma": lambda a, b, c: fp.fma(a, b, c, mode, dt),
-        "div": lambda a, b: fp.div(a, b, mode, dt),
+        "div": lambda a, b: _approx_div(a, b) if ins.has("approx") else fp.div(a, b, mode, dt),
         "min": lambda a, b: _fminmax(a, b, np.fmin, np.minimum, nan, xorsign),
         "max": lambda a, b: _fminmax(a, b, np.fmax, np.maximum, nan, xorsign),
         "abs": lambda a: np.abs(a), "neg": lambda a: -np.asarray(a),
@@ -499,10 +521,10 @@ def _float_fn(ins: Inst, name: str, elem: str) -> Callable:
     def run(*args):
         args = [np.asarray(a).astype(dt) for a in args]
         if ftz:
-            args = [fp.flush(a) for a in args]
+            args = [fp.flush(a, tiny) for a in args]
         with np.errstate(all="ignore"):
             r = np.asarray(f(*args)).astype(dt)
-        if ftz:
+        if ftz and tiny is None:  # a half's result is flushed once rounded (_half_op)
             r = fp.flush(r)
         if sat:
             r = fp.saturate(r)
@@ -510,6 +532,15 @@ def _float_fn(ins: Inst, name: str, elem: str) -> Callable:
             r = fp.canonical_nan(r)
         return r
     return run
+
+
+def _approx_div(a, b):
+    """div.approx.f32: a * (1 / b), which for 2^126 < |b| < 2^128 is 0 (NaN for an infinite a), as the PTX ISA
+    states; elsewhere the quotient (within its 2 ulp)."""
+    with np.errstate(all="ignore"):
+        q = np.asarray(a) / np.asarray(b)
+        big = np.isfinite(b) & (np.abs(b) > np.float32(2.0**126))
+        return np.where(big, np.where(np.isinf(a), np.nan, q * 0), q).astype(np.asarray(q).dtype)
 
 
 def _fminmax(a, b, pick, nan_pick, nan: bool, xorsign: bool):
@@ -530,19 +561,9 @@ def _fminmax(a, b, pick, nan_pick, nan: bool, xorsign: bool):
 
 
 def _float_op(ins: Inst, name: str) -> Op:
-    t = ins.t
-    if t in ("f16x2", "bf16x2"):
-        return _half_pair(ins, name)
-    if t in ("f16", "bf16"):
-        srcs, dst = ins.srcs("b16"), ins.dst("b16")
-        f = _float_fn(ins, name, t)
-        mode = ins.mode()
-        return lambda st, sel: dst(st, sel, _encode(f(*(_decode(np.asarray(g(st, sel)).astype(np.uint16), t)
-                                                        for g in srcs)), t, mode))
-    if name in ("abs", "neg"):
-        f = _float_fn(ins, name, t)
-        return _op(ins, f)
-    return _op(ins, _float_fn(ins, name, t))
+    if ins.t in HALF:
+        return _half_op(ins, name)
+    return _op(ins, _float_fn(ins, name, ins.t))
 
 
 def _approx(fn: Callable, name: str) -> Callable:
@@ -608,19 +629,16 @@ CMP = {
 BOOL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
-def _compare(ins: Inst, t: str) -> Callable:
+def _compare(ins: Inst, t: str) -> tuple[str, Callable]:
+    """(the type its operands are read as, f(a, b) -> the comparison's result per element: one, or the low and high
+    halves of a pair type); unordered comparisons (equ, ltu, ...) are true for a NaN, ordered ones false."""
     cmp = next(m for m in ins.mods if m in CMP or m.rstrip("u") in CMP or m in ("num", "nan"))
-    if t in ("f16", "bf16"):
-        def decode(x):
-            return _decode(np.asarray(x).astype(np.uint16), t)
-    else:
-        def decode(x):
-            return np.asarray(x)
-    ordered = t[0] != "f" and t != "bf16"
+    elem, shifts = HALF.get(t, (t, (0,)))
+    reg = ("u32" if len(shifts) == 2 else "b16") if t in HALF else t
+    ordered = elem[0] != "f" and elem != "bf16"
     ftz = ins.has("ftz")
 
-    def f(a, b):
-        a, b = decode(a), decode(b)
+    def one(a, b):
         if ftz:
             a, b = fp.flush(a), fp.flush(b)
         if cmp == "num":
@@ -631,42 +649,53 @@ def _compare(ins: Inst, t: str) -> Callable:
             if ordered or cmp in CMP:
                 r = CMP[cmp](a, b)
                 return r & ~np.isnan(a) & ~np.isnan(b) if cmp == "ne" and not ordered else r
-            return CMP[cmp.rstrip("u")](a, b) | np.isnan(a) | np.isnan(b)  # equ, ltu, ...: NaN compares true
-    return f
+            return CMP[cmp.rstrip("u")](a, b) | np.isnan(a) | np.isnan(b)
+
+    def f(a, b) -> list:
+        if t not in HALF:
+            return [one(np.asarray(a), np.asarray(b))]
+        a, b = np.asarray(a).astype(np.uint32), np.asarray(b).astype(np.uint32)
+        return [one(*(_decode(((v >> np.uint32(s)) & np.uint32(0xFFFF)).astype(np.uint16), elem) for v in (a, b)))
+                for s in shifts]
+    return reg, f
+
+
+def _combined(ins: Inst, at: int) -> Callable:
+    """The .and/.or/.xor of a setp or set with its predicate operand at index at (identity when there is none)."""
+    combine = next((BOOL[m] for m in ins.mods if m in BOOL), None)
+    if combine is None:
+        return lambda st, sel, r: r
+    c = ins.o.get(ins.ops[at], "pred")
+    return lambda st, sel, r: combine(r, c(st, sel))
 
 
 def _setp(ins: Inst) -> Op:
-    t = ins.t
-    src_t = "b16" if t in ("f16", "bf16") else t
-    cmp = _compare(ins, t)
-    a, b = (ins.o.get(x, src_t) for x in ins.ops[1:3])
-    combine = next((BOOL[m] for m in ins.mods if m in BOOL), None)
-    c = ins.o.get(ins.ops[3], "pred") if combine else None
+    """setp p[|q], a, b[, c]: q is the negation (combined the same way), or for a pair type the high halves'."""
+    reg, cmp = _compare(ins, ins.t)
+    a, b = (ins.o.get(x, reg) for x in ins.ops[1:3])
+    combine = _combined(ins, 3)
     first = ins.ops[0]
     p = ins.o.set(first.first if isinstance(first, ptx.Pair) else first, "pred")
     q = ins.o.set(first.second, "pred") if isinstance(first, ptx.Pair) else None
 
     def run(st, sel):
         r = cmp(a(st, sel), b(st, sel))
-        if combine is not None:
-            cv = c(st, sel)
-            p(st, sel, combine(r, cv))
-            if q:
-                q(st, sel, combine(~r, cv))
-        else:
-            p(st, sel, r)
-            if q:
-                q(st, sel, ~r)
+        p(st, sel, combine(st, sel, r[0]))
+        if q:
+            q(st, sel, combine(st, sel, r[1] if len(r) == 2 else ~r[0]))
     return run
 
 
 def _set(ins: Inst) -> Op:
+    """set d, a, b[, c]: all ones (1.0 for a float d) where the comparison, combined with c, holds, else 0."""
     dt, st_ = ins.types[0], ins.types[1]
-    cmp = _compare(ins, st_)
-    a, b = (ins.o.get(x, st_) for x in ins.ops[1:3])
+    reg, cmp = _compare(ins, st_)
+    a, b = (ins.o.get(x, reg) for x in ins.ops[1:3])
+    combine = _combined(ins, 3)
     dst = ins.dst(dt)
     true = np.array(1.0 if dt[0] == "f" else -1).astype(NP[dt])
-    return lambda st, sel: dst(st, sel, np.where(cmp(a(st, sel), b(st, sel)), true, NP[dt](0)))
+    return lambda st, sel: dst(st, sel, np.where(combine(st, sel, cmp(a(st, sel), b(st, sel))[0]), true,
+                                                 NP[dt](0)))
 
 
 def _selp(ins: Inst) -> Op:
@@ -682,7 +711,9 @@ def _slct(ins: Inst) -> Op:
     a, b = (ins.o.get(x, t) for x in ins.ops[1:3])
     c = ins.o.get(ins.ops[3], ct)
     dst = ins.dst(t)
-    return lambda st, sel: dst(st, sel, np.where(np.asarray(c(st, sel)) >= 0, a(st, sel), b(st, sel)).astype(NP[t]))
+    flush = fp.flush if ins.has("ftz") else np.asarray  # .ftz: a subnormal c counts as zero (so -subnormal >= 0)
+    return lambda st, sel: dst(st, sel, np.where(flush(np.asarray(c(st, sel))) >= 0, a(st, sel), b(st, sel)).astype(
+        NP[t]))
 
 
 # ---- moves and conversions -------------------------------------------------------------------------------------
@@ -694,17 +725,47 @@ def _mov(ins: Inst) -> Op:
     return _op(ins, lambda a: a, t)
 
 
+FLOAT_DST = {"f16": np.float16, "bf16": np.float32, "tf32": np.float32, "f32": np.float32, "f64": np.float64}
+LARGEST = {"f16": 65504.0, "bf16": float(np.uint32(0x7F7F0000).view(np.float32)),
+           "tf32": float(np.uint32(0x7F7FE000).view(np.float32)), "f32": float(np.finfo(np.float32).max),
+           "f64": float(np.finfo(np.float64).max)}
+
+
+def _round_float(x: np.ndarray, mode: str, dt: str) -> np.ndarray:
+    """x (a float array) rounded once to dt by mode: the value (f16/f32/f64), or bf16/tf32 bits."""
+    if mode in INT_ROUNDING:  # cvt.rni.f32.f32 and kin: an integral value, then the type
+        x = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[mode](x)
+        mode = "rn"
+    if dt == "bf16":
+        return fp.to_bf16(x, mode)
+    if dt == "tf32":
+        return fp.to_tf32(x, mode)
+    return fp.convert(x, mode, FLOAT_DST[dt])
+
+
+def _int_as_float(x: np.ndarray, mode: str, dt: str) -> np.ndarray:
+    """An integer as a float of dt (f16, f32, f64: rounded once by mode), or for bf16/tf32 as a double rounded to
+    odd (rn) or by the directed mode, so that rounding it to bf16/tf32 (53 bits > 24 + 2) rounds the integer once."""
+    if dt in ("f16", "f32", "f64"):
+        return fp.from_integer(x, mode, FLOAT_DST[dt])
+    d = fp.from_integer(x, "rz" if mode == "rn" else mode, np.float64)
+    if mode != "rn" or x.dtype.itemsize < 8:
+        return d
+    inexact = d.astype(object) != x.astype(object)
+    return (d.view(np.uint64) | inexact.astype(np.uint64)).view(np.float64)
+
+
 def _cvt(ins: Inst) -> Op:
     dt, st_ = ins.types[0], ins.types[1]
     mode, sat, ftz = ins.mode(""), ins.has("sat"), ins.has("ftz")
-    relu = ins.has("relu")
+    relu, satfinite = ins.has("relu"), ins.has("satfinite")
     a = ins.o.get(ins.ops[1], st_ if st_ not in ("f16", "bf16") else "b16")
     dst = ins.dst(dt if dt not in ("f16", "bf16") else "b16")
-    fsrc, fdst = st_[0] == "f" or st_ == "bf16", dt[0] == "f" or dt in ("bf16", "tf32")
-    if dt == "tf32":
-        return lambda st, sel: dst(st, sel, fp.to_tf32(np.asarray(a(st, sel))))
+    fsrc, fdst = st_[0] == "f" or st_ == "bf16", dt in FLOAT_DST
     if dt in ("e4m3x2", "e5m2x2", "f16x2", "bf16x2"):
         return _cvt_pack(ins, dt, st_)
+    # NaN to an integer: 0, but the sign bit alone from a double or into 64 bits (PTX ISA 9.0)
+    nan_int = 1 << (np.dtype(NP[dt]).itemsize * 8 - 1) if not fdst and (st_ == "f64" or dt[1:] == "64") else 0
 
     def value(x):
         x = np.asarray(x)
@@ -714,37 +775,30 @@ def _cvt(ins: Inst) -> Op:
             return fp.from_bf16(x)
         return x
 
+    def to_float(x):
+        r = _round_float(x, mode or ("rn" if dt != "tf32" else "rna"), dt)
+        f = fp.from_bf16(r) if dt == "bf16" else r.view(np.float32) if dt == "tf32" else r  # its value
+        if ftz and dt == "f32":
+            f = fp.flush(f)
+        if relu:  # negatives to +0; a NaN stays, the canonical one
+            f = np.where(f < 0, f.dtype.type(0), f)
+        if sat:
+            f = fp.saturate(f)
+        if satfinite:  # an infinite result is the largest finite of its sign
+            f = np.where(np.isinf(f), np.copysign(f.dtype.type(LARGEST[dt]), f), f).astype(f.dtype)
+        if dt in ("bf16", "tf32"):  # the value changed only to zero, the largest or 0..1, which these hold exactly
+            return _round_float(f, "rz", dt) if (relu or sat or satfinite) else r
+        r = fp.canonical_nan(f)
+        return r.view(np.uint16) if dt == "f16" else r
+
     def run(st, sel):
         x = value(a(st, sel))
         if ftz and fsrc:
             x = fp.flush(x)
-        if fsrc and fdst:
-            if dt == "bf16":
-                r = fp.to_bf16(x, mode or "rn")
-            else:
-                target = NP[dt]
-                m = mode or "rn"
-                if m in INT_ROUNDING:  # cvt.rni.f32.f32: round to an integral value in the same type
-                    r = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[m](x).astype(target)
-                else:
-                    r = fp.convert(x, m, target)
-                if ftz:
-                    r = fp.flush(r)
-                if sat:
-                    r = fp.saturate(r)
-                if relu:
-                    r = np.where(np.isnan(r) | (r < 0), target(0), r)
-                r = fp.canonical_nan(r).view(np.uint16) if dt == "f16" else r
+        if fdst:
+            r = to_float(x if fsrc else _int_as_float(x, mode or "rn", dt))
         elif fsrc:
-            r = fp.to_integer(x, mode or "rzi", NP[dt])
-        elif fdst:
-            r = fp.from_integer(x, mode or "rn", NP[dt] if dt != "bf16" else np.float32)
-            if dt == "bf16":
-                r = fp.to_bf16(r, mode or "rn")
-            elif dt == "f16":
-                r = r.view(np.uint16)
-            if sat and dt not in ("f16", "bf16"):
-                r = fp.saturate(r)
+            r = fp.to_integer(x, mode or "rzi", NP[dt], nan_int)
         else:
             src_size = np.dtype(NP[st_]).itemsize
             wide = x.view(SINT[src_size]).astype(np.int64) if signed(st_) else x.view(UINT[src_size]).astype(
@@ -767,10 +821,10 @@ def _cvt_pack(ins: Inst, dt: str, st_: str) -> Op:
 
     def one(x):
         x = np.asarray(x, np.float32)
-        if relu:
-            x = np.where(np.isnan(x) | (x < 0), np.float32(0), x)
+        if relu:  # negatives to +0; a NaN stays a NaN
+            x = np.where(x < 0, np.float32(0), x)
         if dt == "f16x2":
-            return fp.convert(x, mode, np.float16).view(np.uint16).astype(np.uint32)
+            return fp.canonical_nan(fp.convert(x, mode, np.float16)).view(np.uint16).astype(np.uint32)
         if dt == "bf16x2":
             return fp.to_bf16(x, mode).astype(np.uint32)
         kind = "fp8" if dt == "e4m3x2" else "bf8"

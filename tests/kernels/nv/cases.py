@@ -431,19 +431,21 @@ def _float_to_int_args(rng, n: int = 64):
             np.zeros(2 * n, np.uint64), np.int32(n)]
 
 
-def _cvt(values, rounding, dtype) -> np.ndarray:
-    """PTX cvt.{rzi,rni,rmi,rpi} from float to an integer type: rounded, clamped to the type's range, NaN -> 0."""
+def _cvt(values, rounding, dtype, double: bool = False) -> np.ndarray:
+    """PTX cvt.{rzi,rni,rmi,rpi} from float to an integer type: rounded, clamped to the type's range; NaN is 0, but
+    1 << (width - 1) from an f64 or into a 64-bit type (PTX ISA 9.0, cvt)."""
     info = np.iinfo(dtype)
-    out = [0 if np.isnan(v) else min(max(int(rounding(v)) if np.isfinite(v) else (info.max if v > 0 else info.min),
-                                         info.min), info.max) for v in np.asarray(values, np.float64)]
+    nan = (info.min if info.min else info.max // 2 + 1) if double or np.dtype(dtype).itemsize == 8 else 0
+    out = [nan if np.isnan(v) else min(max(int(rounding(v)) if np.isfinite(v) else (info.max if v > 0 else info.min),
+                                           info.min), info.max) for v in np.asarray(values, np.float64)]
     return np.array(out, dtype)
 
 
 def _float_to_int_ref(a):
     x, d = a[0].astype(np.float64), a[1]
     i32 = np.stack([_cvt(x, np.trunc, np.int32), _cvt(x, np.rint, np.int32), _cvt(x, np.floor, np.int32),
-                    _cvt(x, np.ceil, np.int32), _cvt(d, np.trunc, np.int32)], axis=1)
-    pair = [np.stack([_cvt(x, np.trunc, t), _cvt(d, np.trunc, t)], axis=1).ravel()
+                    _cvt(x, np.ceil, np.int32), _cvt(d, np.trunc, np.int32, double=True)], axis=1)
+    pair = [np.stack([_cvt(x, np.trunc, t), _cvt(d, np.trunc, t, double=True)], axis=1).ravel()
             for t in (np.uint32, np.int64, np.uint64)]
     return [None, None, i32.ravel(), *pair]
 
