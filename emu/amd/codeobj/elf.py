@@ -73,19 +73,22 @@ class Symbol:
     binding: str  # 'LOCAL', 'GLOBAL', 'WEAK'
     section: str | None  # None for undefined and absolute symbols
     shndx: int
+    other: int = 0  # st_other (visibility; CUDA marks kernels there)
 
 
-def read_header(data: bytes) -> Header:
+def read_header(data: bytes, machine: tuple[int, str] = (EM_AMDGPU, "EM_AMDGPU"),
+                what: str = "an AMDGPU code object") -> Header:
+    """The ELF64 header, checked: a file of this e_machine (number, name), its tables inside the file."""
     if len(data) < 64:
         raise CodeObjectError(f"too short for an ELF64 header: {len(data)} bytes, need 64")
     if data[:4] != b"\x7fELF":
         raise CodeObjectError(f"bad ELF magic at offset 0: {bytes(data[:4]).hex(' ')}, want 7f 45 4c 46")
     if data[4] != 2 or data[5] != 1:
         raise CodeObjectError(f"not ELF64 little-endian: EI_CLASS {data[4]} (want 2), EI_DATA {data[5]} (want 1)")
-    e_type, machine, _, _, phoff, shoff, flags, _, phentsize, phnum, shentsize, shnum, shstrndx = _EHDR.unpack_from(
+    e_type, e_machine, _, _, phoff, shoff, flags, _, phentsize, phnum, shentsize, shnum, shstrndx = _EHDR.unpack_from(
         data, 16)
-    if machine != EM_AMDGPU:
-        raise CodeObjectError(f"e_machine is {machine}, not EM_AMDGPU ({EM_AMDGPU}): not an AMDGPU code object")
+    if e_machine != machine[0]:
+        raise CodeObjectError(f"e_machine is {e_machine}, not {machine[1]} ({machine[0]}): not {what}")
     if shnum and shentsize != _SHDR.size:
         raise CodeObjectError(f"e_shentsize is {shentsize}, want {_SHDR.size}")
     if phnum and phentsize != _PHDR.size:
@@ -147,7 +150,7 @@ def read_symbols(sections: list[Section], table: Section) -> list[Symbol]:
     strings = sections[table.link]
     syms = []
     for off in range(0, table.size, _SYM.size):
-        name, info, _, shndx, value, size = _SYM.unpack_from(table.data, off)
+        name, info, other, shndx, value, size = _SYM.unpack_from(table.data, off)
         if shndx == SHN_UNDEF or shndx >= SHN_LORESERVE:
             section = None
         elif shndx < len(sections):
@@ -156,5 +159,5 @@ def read_symbols(sections: list[Section], table: Section) -> list[Symbol]:
             raise CodeObjectError(f"symbol table '{table.name}' entry {off // _SYM.size}: section index {shndx} "
                                   f"is not a section")
         syms.append(Symbol(string_at(strings, name), value, size, SYMBOL_TYPES.get(info & 0xF, str(info & 0xF)),
-                           SYMBOL_BINDINGS.get(info >> 4, str(info >> 4)), section, shndx))
+                           SYMBOL_BINDINGS.get(info >> 4, str(info >> 4)), section, shndx, other))
     return syms

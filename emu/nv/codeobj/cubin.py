@@ -29,7 +29,6 @@ from usergpu.errors import CodeObjectError
 EM_CUDA = 190
 SHT_RELA, SHT_REL = 4, 9
 STO_CUDA_ENTRY = 0x10  # st_other of a kernel's symbol (nvdisasm: STO_CUDA_ENTRY)
-_SYM_SIZE, _ST_OTHER = 24, 5  # Elf64_Sym, and where st_other lies in it (elf.Symbol does not keep it)
 ACCELERATOR_TARGET = 0x09  # EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET
 # EI_ABIVERSION -> (EI_OSABI, shift of the SM field in e_flags, the 'a' bit)
 ABIS = {7: (51, 0, 0x800), 8: (65, 8, 0x8)}
@@ -161,14 +160,8 @@ def parse(data: bytes) -> Cubin:
 
 
 def read_header(data: bytes) -> elf.Header:
-    """The ELF header of a CUDA ELF. elf.read_header checks for EM_AMDGPU, so e_machine is checked here and the
-    header read from a copy that names EM_AMDGPU."""
-    if len(data) >= 20 and data[:4] == b"\x7fELF":
-        machine = struct.unpack_from("<H", data, 18)[0]
-        if machine != EM_CUDA:
-            raise CodeObjectError(f"e_machine is {machine}, not EM_CUDA ({EM_CUDA}): not a CUDA ELF")
-        data = data[:18] + struct.pack("<H", elf.EM_AMDGPU) + data[20:]
-    hdr = elf.read_header(data)
+    """The ELF header of a CUDA ELF: e_machine EM_CUDA, and an ABI version and OS ABI of CUDA's."""
+    hdr = elf.read_header(data, (EM_CUDA, "EM_CUDA"), "a CUDA ELF")
     if hdr.abiversion not in ABIS:
         raise CodeObjectError(f"EI_ABIVERSION is {hdr.abiversion}, not a CUDA ELF ABI (7 or 8)")
     if hdr.osabi != ABIS[hdr.abiversion][0]:
@@ -201,8 +194,8 @@ def _parse(data: bytes) -> Cubin:
     constants = {int(m.group(1)): bytes(s.data) for s in sections
                  if (m := _CONSTANT.match(s.name)) and m.group(2) is None}
     kernels = {}
-    for i, sym in enumerate(symbols):
-        if sym.type == "FUNC" and symtab.data[i * _SYM_SIZE + _ST_OTHER] & STO_CUDA_ENTRY:
+    for sym in symbols:
+        if sym.type == "FUNC" and sym.other & STO_CUDA_ENTRY:
             kernels[sym.name] = _kernel(sym, sections, by_name, symbols, info, relocations)
     return Cubin(data, arch_name(hdr.abiversion, hdr.flags, accelerated), hdr.abiversion, hdr.flags, sections,
                  symbols, info, compat, kernels, constants, relocations, _ptx(by_name.get(PTX_SECTION)))
