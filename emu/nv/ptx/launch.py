@@ -117,7 +117,8 @@ def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shar
     for i in range(0, len(blocks), per):
         st = State(c.prog, mem, blocks[i:i + per], block, grid, params, shared, sms)
         st.globals, st.time_ns = globals_, start
-        execute(c, st, budget)
+        with np.errstate(all="ignore"):  # a GPU's overflow, NaN and division by zero are values, not warnings
+            execute(c, st, budget)
         if stats is not None:
             stats["steps"] = stats.get("steps", 0) + st.steps
             stats["lane_instructions"] = stats.get("lane_instructions", 0) + st.lane_steps
