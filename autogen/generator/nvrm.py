@@ -29,10 +29,10 @@ RM_CLASSES = ("cl0000", "cl0005", "cl0080", "cl2080", "cl0070", "cl83de", "cl90f
               "clc561", "clc661")
 RM_CONTROLS = ("ctrl0000/ctrl0000system", "ctrl0000/ctrl0000gpu", "ctrl0080/ctrl0080gpu", "ctrl2080/ctrl2080gpu",
                "ctrl2080/ctrl2080gr", "ctrl2080/ctrl2080fb", "ctrl2080/ctrl2080perf", "ctrlc36f", "ctrla06c",
-               "ctrla06f", "ctrla06f/ctrla06fgpfifo")
+               "ctrla06f", "ctrla06f/ctrla06fgpfifo", "ctrl83de/ctrl83dedebug")
 RM_HEADERS = (
-    (SDK, "nvstatus.h"), (SDK, "nvstatuscodes.h"), (SDK, "nvos.h"), (SDK, "alloc/alloc_channel.h"),
-    *((SDK, f"class/{c}.h") for c in RM_CLASSES), *((SDK, f"ctrl/{c}.h") for c in RM_CONTROLS),
+    (SDK, "nvstatus.h"), (SDK, "nvstatuscodes.h"), (SDK, "nvos.h"), (SDK, "nvgputypes.h"), (SDK, "nverror.h"),
+    (SDK, "alloc/alloc_channel.h"), *((SDK, f"class/{c}.h") for c in RM_CLASSES), *((SDK, f"ctrl/{c}.h") for c in RM_CONTROLS),
     (UNIX, "nv_escape.h"), (UNIX, "nv-unix-nvos-params-wrappers.h"), (GENERATED, "g_allclasses.h"),
 )
 UVM_HEADERS = ((KERNEL_INC, "nvstatus.h"), (KERNEL_INC, "nvstatuscodes.h"), (KERNEL_INC, "nv-ioctl-numbers.h"),
@@ -41,8 +41,9 @@ UVM_HEADERS = ((KERNEL_INC, "nvstatus.h"), (KERNEL_INC, "nvstatuscodes.h"), (KER
 RM_DOC = """NVIDIA RM interface of driver {release} (ABI {abi}): the NVOS* escape parameters (nvos.h) and their *_with_fd
 wrappers, the allocation parameters of the classes a compute runtime allocates (root client, device, subdevice,
 memory, virtual memory, debugger, VA space, context share, channel group, channel (alloc_channel.h), usermode),
-the controls it calls (0000 system/gpu, 0080 gpu, 2080 gpu/gr/fb/perf, c36f, a06c, a06f gpfifo), the NV_ESC_RM_*
-escape numbers (nv_escape.h), the NV_STATUS codes, and every class id (g_allclasses.h).
+the controls it calls (0000 system/gpu, 0080 gpu, 2080 gpu/gr/fb/perf, c36f, a06c, a06f gpfifo, 83de debug), the
+notifier a channel's errors are written to (NvNotification, nvgputypes.h), the ROBUST_CHANNEL_* error codes
+(nverror.h), the NV_ESC_RM_* escape numbers (nv_escape.h), the NV_STATUS codes, and every class id (g_allclasses.h).
 
 Tables: NV_STATUS_NAMES (code -> (name, message), nvstatuscodes.h), CONTROL_PARAMS (each control command -> the
 params struct it carries, as the FINN note of its #define says, None for none; the RM takes exactly that size),
