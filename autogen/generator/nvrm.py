@@ -25,7 +25,7 @@ SDK, UNIX, GENERATED = toolchain.NV_SDK, toolchain.NV_UNIX, toolchain.NV_GENERAT
 KERNEL_INC, UVM = toolchain.NV_KERNEL_INC, toolchain.NV_UVM
 
 # what a compute runtime allocates and calls (NV.md's sequence), as (tree folder, header)
-RM_CLASSES = ("cl0000", "cl0005", "cl0080", "cl2080", "cl0070", "cl83de", "cl90f1", "cl9067", "cla06c", "clc461",
+RM_CLASSES = ("cl0000", "cl0005", "cl0080", "cl2080", "cl2080_notification", "cl0070", "cl83de", "cl90f1", "cl9067", "cla06c", "clc461",
               "clc561", "clc661")
 RM_CONTROLS = ("ctrl0000/ctrl0000system", "ctrl0000/ctrl0000gpu", "ctrl0080/ctrl0080gpu", "ctrl2080/ctrl2080gpu",
                "ctrl2080/ctrl2080gr", "ctrl2080/ctrl2080fb", "ctrl2080/ctrl2080perf", "ctrlc36f", "ctrla06c",
