@@ -86,3 +86,12 @@ class DriverError(Error):
 
         self.request, self.errno = request, errno
         super().__init__(f"{request} failed: {os.strerror(errno)} (errno {errno}){': ' + detail if detail else ''}")
+
+
+class RMError(DriverError):
+    """NVIDIA's resource manager refused a request: names the escape or control command and the NV_STATUS by name
+    (the ioctl itself succeeded, as the RM answers in its status field)."""
+
+    def __init__(self, request: str, status: int, name: str, message: str = ""):
+        self.request, self.errno, self.status, self.status_name = request, 0, status, name
+        Error.__init__(self, f"{request} failed: {name} ({status:#x}){': ' + message if message else ''}")

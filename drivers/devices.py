@@ -1,4 +1,5 @@
-"""Find the AMD and NVIDIA GPUs of this machine: PCI functions from sysfs, joined with amdkfd's topology."""
+"""Find the AMD and NVIDIA GPUs of this machine: PCI functions from sysfs, joined with amdkfd's topology (AMD) or
+with what the NVIDIA driver says of each GPU it drives (model, sm version, memory, release)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ VENDORS = {0x1002: "AMD", 0x10DE: "NV"}
 GPU_CLASSES = (0x03, 0x12)  # display controller, processing accelerator (Instinct)
 
 # Mock interfaces this build offers (DESIGN.md device strings); each arrives with its driver.
-MOCK_INTERFACES: tuple[str, ...] = ("MOCKKFD+AMD", "MOCKPCI+AMD")
+MOCK_INTERFACES: tuple[str, ...] = ("MOCKKFD+AMD", "MOCKPCI+AMD", "MOCK+NV")
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,11 @@ class GPU:
     vendor_id: int
     device_id: int
     driver: str | None  # kernel driver bound to the function (amdgpu, vfio-pci, nvidia, ...)
-    arch: str | None  # gfx target from amdkfd (gfx1100, gfx942, ...) when amdkfd knows the GPU
+    arch: str | None  # gfx target from amdkfd (gfx1100, gfx942, ...) or sm version from the NVIDIA driver (sm_90)
     kfd_node: int | None
+    model: str | None = None  # the NVIDIA driver's name of the GPU
+    memory: int | None = None  # bytes of video memory (NVIDIA)
+    release: str | None = None  # the NVIDIA driver's release
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -56,10 +60,34 @@ def kfd_nodes(hal: HAL) -> dict[str, tuple[int, str]]:
     return out
 
 
+def nvidia_gpus(hal: HAL) -> dict[str, dict]:
+    """PCI address -> (arch, model, memory, release) of each GPU the NVIDIA driver drives, asked of the driver
+    (opened and closed again); {} where no NVIDIA driver answers."""
+    from usergpu.drivers.nv.gpu import NV
+    from usergpu.errors import Error
+
+    if not hal.exists("/dev/nvidiactl"):
+        return {}
+    out = {}
+    for index in range(64):
+        try:
+            nv = NV(hal, index)
+        except Error:
+            break
+        try:
+            p = nv.card.pci_info
+            out[f"{p.domain:04x}:{p.bus:02x}:{p.slot:02x}.{p.function}"] = {
+                "arch": nv.arch, "model": nv.name, "memory": nv.memory_size, "release": nv.release}
+        finally:
+            nv.close()
+    return out
+
+
 def find(hal: HAL | None = None) -> list[GPU]:
     """Every AMD or NVIDIA GPU function on the PCI bus, in address order."""
     hal = hal or HAL()
     kfd = kfd_nodes(hal)
+    nv = nvidia_gpus(hal)
     gpus = []
     for addr in hal.listdir(PCI_DEVICES):
         base = f"{PCI_DEVICES}/{addr}"
@@ -68,6 +96,8 @@ def find(hal: HAL | None = None) -> list[GPU]:
         if vendor not in VENDORS or cls >> 16 not in GPU_CLASSES:
             continue
         node, arch = kfd.get(addr, (None, None))
+        info = nv.get(addr, {})
         gpus.append(GPU(addr, VENDORS[vendor], vendor, int(hal.read_text(f"{base}/device") or "0", 16),
-                        hal.readlink_name(f"{base}/driver"), arch, node))
+                        hal.readlink_name(f"{base}/driver"), info.get("arch", arch), node, info.get("model"),
+                        info.get("memory"), info.get("release")))
     return gpus

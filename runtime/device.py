@@ -25,20 +25,21 @@ from usergpu.runtime.profiler import Profiler
 from usergpu.runtime.sdma import CopyQueue, SDMAPackets
 from usergpu.runtime.signal import Signal
 
-INTERFACES = ("KFD+AMD", "MOCKKFD+AMD", "PCI+AMD", "MOCKPCI+AMD")
+INTERFACES = ("KFD+AMD", "MOCKKFD+AMD", "PCI+AMD", "MOCKPCI+AMD", "NVK+NV", "MOCK+NV")
+FIRST_REAL = {"AMD": "KFD+AMD", "NV": "NVK+NV"}  # the first real interface of a vendor
 ARENA = 1 << 20
 STAGING = 16 << 20  # bytes of host-visible memory a large copy goes through, chunk by chunk
 SPANS = 4096  # the launches a Device remembers for spans() (the most recent): a long run holds memory flat
 PROGRAMS = 32  # code objects a Device keeps loaded for launch (the least recently used is freed past this)
 def parse(device: str | None) -> tuple[str, int]:
-    """'MOCKKFD+AMD:1' -> ('MOCKKFD+AMD', 1); None or '' reads $DEV; 'AMD' is the first real interface."""
+    """'MOCKKFD+AMD:1' -> ('MOCKKFD+AMD', 1); None or '' reads $DEV; 'AMD' and 'NV' are the first real interface
+    of the vendor."""
     device = device or os.environ.get("DEV", "AMD")
     if not isinstance(device, str):
         raise DeviceNotFound(f"device {device!r}: a device string is IFACE+VENDOR[:index], e.g. 'MOCKKFD+AMD:0'")
     name, _, index = device.partition(":")
     name = name.upper()
-    if name == "AMD":
-        name = "KFD+AMD"
+    name = FIRST_REAL.get(name, name)
     if name not in INTERFACES:
         raise DeviceNotFound(f"device {device!r}: this build offers {', '.join(INTERFACES)}")
     if not (index or "0").isdigit():
@@ -47,7 +48,15 @@ def parse(device: str | None) -> tuple[str, int]:
 
 
 class Device:
-    """A GPU: memory, queues, signals, programs. Waits longer than `timeout` seconds raise GPUHang."""
+    """A GPU: memory, queues, signals, programs. Waits longer than `timeout` seconds raise GPUHang. An NVIDIA
+    device string makes an NVDevice (runtime/nv_device.py), which shares what is not vendor-specific."""
+
+    def __new__(cls, device: str | None = None, *args, **kwargs):
+        if cls is Device and parse(device)[0].endswith("+NV"):
+            from usergpu.runtime.nv_device import NVDevice
+
+            return super().__new__(NVDevice)
+        return super().__new__(cls)
 
     def __init__(self, device: str | None = None, timeout: float = 30.0, queue: str | None = None):
         """queue: where kernels go, "pm4" (a PM4 compute queue, registers programmed by the runtime) or "aql" (an
@@ -178,7 +187,7 @@ class Device:
             self.timeline.value = max(self.timeline.value, value)
             raise
 
-    def sdma_copy(self, dst: int, src: int, size: int) -> None:
+    def dma_copy(self, dst: int, src: int, size: int) -> None:
         """Copy on the SDMA queue and wait for it."""
         value = self.next_timeline_value()
         with self.work(value):
@@ -236,11 +245,16 @@ class Device:
         self.timeline.wait(self.timeline_value)
         if self.profiler:
             self.profiler.collect()
-        for name, queue, times, args, _ in self._pending:  # (start, end) GPU timestamps, 64-bit each
-            start, end = self.arena_view(times, 16).cast("Q")
+        for name, queue, times, args, _ in self._pending:
+            start, end = self.span_times(times)
             self._spans.append(Span(name, start / self.clock_hz, (end - start) / self.clock_hz, {"queue": queue,
                                                                                                **args}))
         self._pending.clear()
+
+    def span_times(self, times: int) -> tuple[int, int]:
+        """A launch's (start, end) GPU timestamps: two 64-bit words at times."""
+        start, end = self.arena_view(times, 16).cast("Q")
+        return start, end
 
     def profiled(self, name: str, queue: str, times: int, args: dict, value: int) -> None:
         """A launch whose (start, end) timestamps the GPU writes at times, read at the next synchronize; the

@@ -6,12 +6,12 @@ import os
 
 import numpy as np
 
-from usergpu.emu.amd.codeobj.kernargs import check_args
 from usergpu.errors import CodeObjectError
 from usergpu.runtime.device import Device
 
 _devices: dict[tuple, Device] = {}
-MOCK_SHAPE = ("MOCKGPU_ARCH", "MOCKGPU_COUNT", "MOCKGPU_PARTITION", "MOCKPCI_DIR", "MOCKPCI_VFIO")  # a mock's make
+MOCK_SHAPE = ("MOCKGPU_ARCH", "MOCKGPU_COUNT", "MOCKGPU_PARTITION", "MOCKPCI_DIR", "MOCKPCI_VFIO", "MOCKGPU_NV_ARCH",
+              "MOCKGPU_NV_RELEASE")  # a mock's make
 
 
 def open_device(name: str | Device | None) -> Device:
@@ -27,7 +27,8 @@ def open_device(name: str | Device | None) -> Device:
 
 def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device: str | Device | None = None,
            stats: dict | None = None) -> list[np.ndarray]:
-    """Run a kernel on a device ($DEV by default): numpy arrays become device buffers, copied in before and back
+    """Run a kernel of a code object (an AMDGPU ELF; a cubin on an NVIDIA device) on a device ($DEV by default):
+    numpy arrays become device buffers, copied in before and back
     out after; the list of them (after the kernel) in argument order. Python and numpy scalars go by value as the
     metadata says, bytes as a by-value aggregate, a Buffer as its address. Arguments are checked against the
     kernel's metadata before anything runs. Each array's buffer ends where its pages do, so a kernel writing past
@@ -37,7 +38,7 @@ def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device
         raise CodeObjectError(f"a code object is bytes (an ELF file's contents), not {type(co).__name__}")
     dev = open_device(device)
     k = dev.program(bytes(co)).kernel(kernel)
-    check_args(k.meta, list(args))
+    k.check(list(args))
     bufs = []
     try:
         call = []

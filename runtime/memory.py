@@ -65,7 +65,7 @@ class Buffer:
         for off, stage in self.dev.staged(len(src)):
             n = min(stage.size, len(src) - off)
             stage.view()[:n] = src[off : off + n]
-            self.dev.sdma_copy(self.va + offset + off, stage.va, n)
+            self.dev.dma_copy(self.va + offset + off, stage.va, n)
 
     def copyout(self, dtype=np.uint8, count: int | None = None, offset: int = 0) -> np.ndarray:
         """The buffer's contents from a byte offset (after the submitted work has finished), as count items of
@@ -80,7 +80,7 @@ class Buffer:
         out = np.empty(nbytes, np.uint8)
         for off, stage in self.dev.staged(nbytes):
             n = min(stage.size, nbytes - off)
-            self.dev.sdma_copy(stage.va, self.va + offset + off, n)
+            self.dev.dma_copy(stage.va, self.va + offset + off, n)
             out[off : off + n] = np.frombuffer(stage.view()[:n], np.uint8)
         return out.view(dtype)
 

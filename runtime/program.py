@@ -9,7 +9,7 @@ from array import array
 
 from usergpu.autogen import amdhsa as hsa
 from usergpu.emu.amd.codeobj import parse
-from usergpu.emu.amd.codeobj.kernargs import LaunchError, check_launch, dispatch_packet, pack_kernargs
+from usergpu.emu.amd.codeobj.kernargs import LaunchError, check_args, check_launch, dispatch_packet, pack_kernargs
 from usergpu.emu.amd.exec.dispatch import image, kernel_registers, user_sgpr_values
 from usergpu.errors import CodeObjectError, GPUFault, GPUHang
 from usergpu.runtime.aql import kernel_dispatch, pm4_ib
@@ -49,6 +49,10 @@ class Kernel:
         self.program, self.meta, self.dev = program, meta, program.dev
         self.kd_va = program.buf.va + meta.descriptor_addr
         self.kd = bytes(program.buf.view()[meta.descriptor_addr : meta.descriptor_addr + 64])
+
+    def check(self, args: list) -> None:
+        """The arguments against the kernel's metadata, before anything runs (LaunchError)."""
+        check_args(self.meta, args)
 
     def __call__(self, *args, grid=(1, 1, 1), block=(64, 1, 1), wait: bool = True) -> float | None:
         """Launch over grid workgroups of block work-items; with wait, the kernel's time in seconds from the GPU's

@@ -1,5 +1,6 @@
-"""Signals: a 64-bit value the GPU writes (RELEASE_MEM, SDMA FENCE) with the GPU timestamp of the write beside it,
-waited on by the CPU through KFD events (the write raises the interrupt that sets the device's event)."""
+"""Signals: a 64-bit value the GPU writes (AMD: RELEASE_MEM, SDMA FENCE; NVIDIA: a semaphore release) with the GPU
+timestamp of the write beside it, waited on by the CPU (on AMD through KFD events: the write raises the interrupt
+that sets the device's event)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,12 @@ class Signal:
         self.mem = dev.memory(4096, "gtt")
         self.va = self.mem.va
         self._words = self.mem.view().cast("Q")
-        self._words[hsa.amd_signal_t.kind.offset // 8] = AMD_SIGNAL_KIND_USER
+        self.prepare()
         self.value = value
+
+    def prepare(self) -> None:
+        """The words a signal's kind needs before its first use: an amd_signal_t says it is a user signal."""
+        self._words[hsa.amd_signal_t.kind.offset // 8] = AMD_SIGNAL_KIND_USER
 
     def free(self) -> None:
         self.dev.release(self.mem)
@@ -48,3 +53,13 @@ class Signal:
             self.dev.poll()
             if (now := self.value) < value and time.monotonic() > limit:
                 raise self.dev.hang(f"signal at {self.va:#x} is {now}, waited for {value}", timeout)
+
+
+class NVSignal(Signal):
+    """An NVIDIA semaphore: the 64-bit payload, then the GPU's timestamp (ns) of the release that wrote it (the
+    four-word report a release with RELEASE_TIMESTAMP writes)."""
+
+    VALUE, TIMESTAMP = 0, 8
+
+    def prepare(self) -> None:
+        pass

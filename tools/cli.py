@@ -23,7 +23,9 @@ def _devices(sub) -> None:
 
     p = sub.add_parser("devices", help=COMMANDS["devices"][0])
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--mock", action="store_true", help="list the mock GPUs (MOCKGPU_ARCH, MOCKGPU_COUNT) instead")
+    p.add_argument("--mock", nargs="?", const="amd", choices=("amd", "nv"),
+                   help="list a mock machine's GPUs instead: amd (MOCKGPU_ARCH, MOCKGPU_COUNT; the default) or nv "
+                        "(MOCKGPU_NV_ARCH, MOCKGPU_COUNT)")
     p.set_defaults(run=devices.run)
 
 

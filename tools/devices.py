@@ -12,7 +12,12 @@ from usergpu.drivers.hal import HAL
 
 
 def run(args: argparse.Namespace, hal: HAL | None = None) -> int:
-    if getattr(args, "mock", False):  # the mock machine of MOCKGPU_ARCH / MOCKGPU_COUNT, found as real ones are
+    mock = getattr(args, "mock", None)
+    if mock == "nv":  # the mock NVIDIA machine of MOCKGPU_NV_ARCH / MOCKGPU_COUNT, found as real GPUs are
+        from usergpu.emu.nv.mock.machine import mock_nv_hal
+
+        hal = mock_nv_hal()
+    elif mock:  # the mock machine of MOCKGPU_ARCH / MOCKGPU_COUNT
         from usergpu.emu.amd.mock.machines import mock_hal
 
         hal = mock_hal()
@@ -23,8 +28,10 @@ def run(args: argparse.Namespace, hal: HAL | None = None) -> int:
         return 0
     if gpus:
         rows = [[g.pci, g.vendor, f"{g.vendor_id:04x}:{g.device_id:04x}", g.driver or "-", g.arch or "-",
-                 "-" if g.kfd_node is None else g.kfd_node] for g in gpus]
-        print(tabulate(rows, headers=["pci", "vendor", "id", "kernel driver", "arch", "kfd node"]))
+                 "-" if g.kfd_node is None else g.kfd_node, g.model or "-",
+                 "-" if g.memory is None else f"{g.memory / 2**30:.0f} GiB", g.release or "-"] for g in gpus]
+        print(tabulate(rows, headers=["pci", "vendor", "id", "kernel driver", "arch", "kfd node", "model", "memory",
+                                      "driver release"]))
     else:
         print("no AMD or NVIDIA GPU found on the PCI bus")
     print(f"mock interfaces: {', '.join(devices.MOCK_INTERFACES) or 'none in this version'}")

@@ -130,6 +130,12 @@ class NvCode:
         self.data, self.module = data, module_of(data)
         self.arch, self.kernels = arch or self.module.arch, self.module.kernels
 
+    def cubin(self) -> bytes:
+        """What a device loads: the cubin, or the PTX assembled by ptxas for the arch."""
+        from usergpu.emu.nv.codeobj import assemble_ptx
+
+        return self.data if self.data[:4] == b"\x7fELF" else assemble_ptx(self.data, self.arch or "sm_90")
+
 
 def _nv(path: Path, arch: str | None) -> NvCode:
     from usergpu.emu.nv.codeobj import compile_cuda
@@ -144,15 +150,16 @@ def _nv(path: Path, arch: str | None) -> NvCode:
 def prepare(args: argparse.Namespace):
     """(code object, kernel name, argument values, grid, block) from a command line's file, --kernel, --arg,
     --grid and --block; a .cl is compiled for --arch, else a mock device's MOCKGPU_ARCH, else gfx1100, and a mock
-    device string sets MOCKGPU_ARCH to the code object's arch where it is unset. A .cu is compiled for --arch
-    (default sm_90); a .cu, .ptx or .cubin gives an NvCode."""
+    device string sets MOCKGPU_ARCH to the code object's arch where it is unset. A .cu is compiled for --arch, else
+    a mock device's MOCKGPU_NV_ARCH, else sm_90 (a mock device string sets MOCKGPU_NV_ARCH likewise); a .cu, .ptx
+    or .cubin gives an NvCode."""
     path = Path(args.file)
     mock = args.dev.upper().startswith("MOCK")
     mock_arch = os.environ.get("MOCKGPU_ARCH") if mock else None  # the mock GPU's (one it has no GPU for it says)
     target = args.arch or (mock_arch if mock_arch in AMD_ARCHS else "gfx1100")
     try:
         if path.suffix in NV_SUFFIXES:
-            co = _nv(path, args.arch)
+            co = _nv(path, args.arch or (os.environ.get("MOCKGPU_NV_ARCH") if mock else None))
         elif path.suffix == ".cl":
             options = ["-I", str(path.parent)] + (["-mwavefrontsize64"] if args.wave64 else [])
             co = parse(compile_opencl(path.read_text(), target, options))
@@ -174,8 +181,8 @@ def prepare(args: argparse.Namespace):
         raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}")
     rng = np.random.default_rng(args.seed)
     values = [make(rng) for make in args.arg]
-    if mock and co.arch and not isinstance(co, NvCode):
-        os.environ.setdefault("MOCKGPU_ARCH", co.arch)
+    if mock and co.arch:
+        os.environ.setdefault("MOCKGPU_NV_ARCH" if isinstance(co, NvCode) else "MOCKGPU_ARCH", co.arch)
     return co, kernel, values, args.grid, args.block
 
 
@@ -185,7 +192,7 @@ def add_parser(sub, help_line: str) -> None:
     add_kernel_arguments(p)
     p.add_argument("--dev", default="emu", type=device,
                    help="where to run: emu (the bare emulator), MOCKKFD+AMD[:N], MOCKPCI+AMD[:N], KFD+AMD[:N], "
-                        "PCI+AMD[:N]")
+                        "PCI+AMD[:N], MOCK+NV[:N], NVK+NV[:N]")
     p.add_argument("--save", type=output_dir, help="write each output buffer as DIR/outN.npy")
     p.set_defaults(run=lambda args, hal: run(args))
 
@@ -203,12 +210,14 @@ def device(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     co, kernel, values, grid, block = prepare(args)
     start = time.perf_counter()
-    if isinstance(co, NvCode):
-        if args.dev != "emu":
-            raise SpecError(f"--dev {args.dev}: NVIDIA kernels run on the PTX emulator (--dev emu)")
+    if isinstance(co, NvCode) and args.dev == "emu":
         from usergpu.emu.nv import launch as nv_launch
 
         outputs = nv_launch(co.data, kernel, grid, block, values, arch=co.arch)
+    elif isinstance(co, NvCode):
+        if not parse_device(args.dev)[0].endswith("+NV"):
+            raise SpecError(f"--dev {args.dev}: an NVIDIA kernel runs on emu, MOCK+NV[:N] or NVK+NV[:N]")
+        outputs = runtime_launch(co.cubin(), kernel, grid, block, values, args.dev)
     elif args.dev == "emu":
         outputs = launch(co, kernel, grid, block, values, arch=args.arch)
     else:  # through the runtime: the driver of the device string, on its GPU (or mock)

@@ -1,6 +1,6 @@
 """The demo's showcase: three kernels (vector add, LDS-tiled matmul, LDS tree reduction) compiled by clang-22 for a
-device's ISA, and on a CDNA GPU (gfx942, gfx950) a matmul on its matrix cores (MFMA), run on it through the runtime
-(usergpu.Device) and checked against numpy."""
+device's ISA — OpenCL C for AMD, and on a CDNA GPU (gfx942, gfx950) a matmul on its matrix cores (MFMA); CUDA C,
+assembled by ptxas, for NVIDIA — run on it through the runtime (usergpu.Device) and checked against numpy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import usergpu
-from usergpu.emu.amd import launch as emu_launch
+from usergpu.emu.amd import launch as amd_launch
 from usergpu.errors import Error
 from usergpu.runtime.program import Program
 
@@ -86,6 +86,42 @@ __kernel void mfma_matmul(__global const half *A, __global const half *B, __glob
 }
 """
 
+# The same three kernels in CUDA C, for an NVIDIA GPU (extern "C": the names stay the OpenCL ones).
+CUDA_SOURCE = r"""
+extern "C" __global__ void vadd(const float *a, const float *b, float *c, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+
+#define TS 16
+extern "C" __global__ void matmul(const float *A, const float *B, float *C, unsigned n) {
+  __shared__ float ta[TS][TS], tb[TS][TS];
+  unsigned tx = threadIdx.x, ty = threadIdx.y, col = blockIdx.x * TS + tx, row = blockIdx.y * TS + ty;
+  float acc = 0.0f;
+  for (unsigned k0 = 0; k0 < n; k0 += TS) {
+    ta[ty][tx] = A[row * n + k0 + tx];
+    tb[ty][tx] = B[(k0 + ty) * n + col];
+    __syncthreads();
+    for (unsigned k = 0; k < TS; ++k) acc = __fmaf_rn(ta[ty][k], tb[k][tx], acc);
+    __syncthreads();
+  }
+  C[row * n + col] = acc;
+}
+
+#define RB 256
+extern "C" __global__ void reduce_sum(const float *a, float *sums) {
+  __shared__ float buf[RB];
+  unsigned l = threadIdx.x;
+  buf[l] = a[blockIdx.x * RB + l];
+  __syncthreads();
+  for (unsigned s = RB / 2; s > 0; s >>= 1) {
+    if (l < s) buf[l] += buf[l + s];
+    __syncthreads();
+  }
+  if (l == 0) sums[blockIdx.x] = buf[0];
+}
+"""
+
 N = 1 << 16  # vector length and reduction input
 M = 128  # matrix side
 
@@ -151,7 +187,7 @@ def run_case(dev: usergpu.Device, prog: Program, co: bytes, case: Case, seed: in
         got = call[case.out].copyout(want.dtype, want.size).reshape(want.shape)
         # the runtime path does not count instructions yet: the same launch once more on the bare emulator does
         stats: dict = {}
-        emu_launch(co, case.kernel, case.grid, case.block, args, arch=dev.arch, stats=stats)
+        bare_emulator(dev.arch)(co, case.kernel, case.grid, case.block, args, arch=dev.arch, stats=stats)
     except Error as e:
         return Result(case, False, f"FAIL: {e}")
     finally:
@@ -163,11 +199,29 @@ def run_case(dev: usergpu.Device, prog: Program, co: bytes, case: Case, seed: in
     return Result(case, ok, check, seconds, stats.get("lane_instructions"))
 
 
+def nvidia(arch: str) -> bool:
+    return arch.startswith("sm_")
+
+
+def bare_emulator(arch: str):
+    """The launch of the bare emulator that runs the arch's kernels."""
+    from usergpu.emu import nv
+
+    return nv.launch if nvidia(arch) else amd_launch
+
+
+def code_object(arch: str, extra: str = "") -> bytes:
+    """The showcase's kernels for the arch: an AMDGPU code object, or a cubin (clang-22 to PTX, ptxas)."""
+    if nvidia(arch):
+        return usergpu.assemble_ptx(usergpu.compile_cuda(CUDA_SOURCE, arch), arch)
+    return usergpu.compile_opencl(SOURCE + extra, arch)
+
+
 def run(device: str, cases: list[Case] | None = None) -> tuple[usergpu.Device, list[Result]]:
-    """Compile SOURCE (and the matrix-core kernels of the device's ISA) for the device, then run and check each
-    case there (by default CASES, then the matrix-core ones)."""
+    """Compile the showcase (and the matrix-core kernels of the device's ISA) for the device, then run and check
+    each case there (by default CASES, then the matrix-core ones)."""
     dev = usergpu.Device(device)  # its own: the trace shows this showcase's launches only
     extra, matrix = MATRIX.get(dev.arch[:5], ("", []))
-    co = usergpu.compile_opencl(SOURCE + extra, dev.arch)
+    co = code_object(dev.arch, extra)
     prog = dev.load(co)
     return dev, [run_case(dev, prog, co, c) for c in (CASES + matrix if cases is None else cases)]

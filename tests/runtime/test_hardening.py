@@ -191,7 +191,7 @@ def test_after_an_sdma_fault_the_next_copy_and_launch_run_at_once(open_device, c
     dev = open_device(timeout=30)
     buf = dev.alloc(4 << 20)
     with pytest.raises(Error, match="memory fault: read of 0x10000"):
-        dev.sdma_copy(buf.va, 0x10000, 4096)  # nothing is mapped at 64 KiB
+        dev.dma_copy(buf.va, 0x10000, 4096)  # nothing is mapped at 64 KiB
     start = time.monotonic()
     buf.copyin(np.arange(1 << 20, dtype=np.int32))  # 4 MiB: through SDMA
     dev.program(co).kernels["count"](buf, 5, 1, grid=(1, 1, 1), block=(32, 1, 1))

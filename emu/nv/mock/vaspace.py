@@ -1,0 +1,60 @@
+"""A GPU virtual address space of the mock NVIDIA GPU (a FERMI_VASPACE_A object): the memory objects' host pages
+mapped at GPU addresses, shared with whoever else maps them (the CPU, the other GPUs' VA spaces). The engines read
+and write it here; an access may span adjacent mappings, as it may span pages on hardware, and an access that meets
+an unmapped address raises MemoryFault (the channel turns it into an MMU fault)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from usergpu.emu.amd.exec.memory import Memory
+
+
+class VASpace:
+    """`memory` is what the PTX emulator runs on; `images` holds the cubin images the compute engine loaded in
+    this VA space (by their bytes: their parsed kernels and their .global variables' addresses)."""
+
+    def __init__(self) -> None:
+        self.memory = Memory()
+        self.images: dict[bytes, object] = {}
+
+    def map(self, va: int, pages: np.ndarray) -> None:
+        """Map a memory object's host pages (a uint8 array, shared, not copied) at va."""
+        self.memory.map_at(va, pages)
+
+    def unmap(self, va: int) -> None:
+        """Remove the mapping that starts at va."""
+        self.memory.unmap(va)
+
+    def _views(self, va: int, n: int, access: str) -> Iterator[np.ndarray]:
+        """The host bytes of [va, va + n), a view per mapping they lie in."""
+        while n > 0:
+            base, buf = self.memory.mapping(va, access)
+            take = min(n, base + len(buf) - va)
+            yield buf[va - base:va - base + take]
+            va, n = va + take, n - take
+
+    def read(self, va: int, n: int) -> np.ndarray:
+        """A copy of n bytes at va."""
+        views = list(self._views(va, n, "read"))
+        return views[0].copy() if len(views) == 1 else np.concatenate(views) if views else np.zeros(0, np.uint8)
+
+    def write(self, va: int, data: np.ndarray | bytes) -> None:
+        data = np.frombuffer(data, np.uint8) if isinstance(data, bytes | bytearray) else data.reshape(-1).view(np.uint8)
+        done = 0
+        for view in self._views(va, len(data), "write"):
+            view[:] = data[done:done + len(view)]
+            done += len(view)
+
+    def copy(self, dst: int, src: int, n: int) -> None:
+        """n bytes from src to dst (as if read whole first: overlapping ranges copy what src held)."""
+        self.write(dst, self.read(src, n))
+
+    def load(self, va: int, nbytes: int) -> int:
+        """An unsigned little-endian integer."""
+        return int.from_bytes(self.read(va, nbytes).tobytes(), "little")
+
+    def store(self, va: int, nbytes: int, value: int) -> None:
+        self.write(va, (value & ((1 << 8 * nbytes) - 1)).to_bytes(nbytes, "little"))
