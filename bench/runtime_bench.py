@@ -1,7 +1,8 @@
 """Runtime overheads on the mock GPUs (MOCKKFD+AMD: the KFD driver over the mock KFD; MOCKPCI+AMD: AM over the
-register-level mock GPU), each against a baseline run in the same process: an empty kernel's launch (submit ->
-completion signal waited) against the bare emulator's launch of the same kernel, and copyin / copyout of 64 MiB
-against numpy copying the same bytes (ratio: runtime / baseline).
+register-level mock GPU; MOCK+NV: the RM driver over the mock RM, UVM and GPU), each against a baseline run in the
+same process: an empty kernel's launch (submit -> completion signal waited) against the bare emulator's launch of
+the same kernel, and copyin / copyout of 64 MiB (through the SDMA or copy engine) against numpy copying the same
+bytes (ratio: runtime / baseline).
 
     .venv/bin/python bench/runtime_bench.py [launches] [DEVICE ...]
 """
@@ -15,17 +16,19 @@ import numpy as np
 from timing import median_seconds  # bench/timing.py: run as python bench/<name>.py
 
 import usergpu
-from usergpu.emu.amd import launch as emu_launch
+from usergpu.tools.showcase import bare_emulator, nvidia
 
-EMPTY = "__kernel void empty(void) {}"
+EMPTY = {"opencl": "__kernel void empty(void) {}", "cuda": 'extern "C" __global__ void empty() {}'}
 COPY = 64 << 20  # bytes
 COPIES = 5  # repetitions of each copy
 
 
 def main(launches: int = 200, device: str = "MOCKKFD+AMD") -> None:
     dev = usergpu.Device(device)
-    co = usergpu.compile_opencl(EMPTY, dev.arch)
+    co = (usergpu.assemble_ptx(usergpu.compile_cuda(EMPTY["cuda"], dev.arch), dev.arch) if nvidia(dev.arch) else
+          usergpu.compile_opencl(EMPTY["opencl"], dev.arch))
     kernel = dev.load(co).kernels["empty"]
+    emu_launch = bare_emulator(dev.arch)
     grid, block = (1, 1, 1), (64, 1, 1)
     kernel(grid=grid, block=block)  # warm up both paths
     emu_launch(co, "empty", grid, block, [], arch=dev.arch)
@@ -52,5 +55,5 @@ def main(launches: int = 200, device: str = "MOCKKFD+AMD") -> None:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[2:] or ("MOCKKFD+AMD", "MOCKPCI+AMD"):
+    for name in sys.argv[2:] or ("MOCKKFD+AMD", "MOCKPCI+AMD", "MOCK+NV"):
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 200, name)

@@ -54,10 +54,12 @@ class Kernel:
         """The arguments against the kernel's metadata, before anything runs (LaunchError)."""
         check_args(self.meta, args)
 
-    def __call__(self, *args, grid=(1, 1, 1), block=(64, 1, 1), wait: bool = True) -> float | None:
+    def __call__(self, *args, grid=(1, 1, 1), block=(64, 1, 1), wait: bool = True, shared: int = 0) -> float | None:
         """Launch over grid workgroups of block work-items; with wait, the kernel's time in seconds from the GPU's
-        timestamps."""
+        timestamps. An AMD kernel's dynamic LDS is sized by its arguments (a local pointer's size), not shared."""
         dev, k = self.dev, self.meta
+        if shared:
+            raise LaunchError(f"shared={shared}: an AMD kernel's dynamic LDS comes from its local-pointer arguments")
         grid, block = check_launch(k, grid, block)
         kernargs, lds = pack_kernargs(k, list(args), grid, block, lambda v: v.va if isinstance(v, Buffer) else None)
         total = -(-len(kernargs) // 64) * 64 + 64  # the arguments, then the dispatch packet the kernel may read
