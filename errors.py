@@ -85,7 +85,8 @@ class DriverError(Error):
         import os
 
         self.request, self.errno = request, errno
-        super().__init__(f"{request} failed: {os.strerror(errno)} (errno {errno}){': ' + detail if detail else ''}")
+        why = f"{os.strerror(errno)} (errno {errno})" if errno else ""  # 0: the driver answered, the detail says how
+        super().__init__(f"{request} failed: {why}{': ' if why and detail else ''}{detail}")
 
 
 class RMError(DriverError):

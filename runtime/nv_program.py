@@ -111,7 +111,8 @@ class NVKernel:
             struct.pack_into("<QQ", bank, WINDOWS_AT, *dev.windows)
         bank[self.params_at:self.params_at + len(params)] = params
         size = -(-len(bank) // CBANK_ALIGN) * CBANK_ALIGN
-        shared_bytes = -(-(self.k.shared_size + shared + qmd.SHARED_RESERVED) // 128) * 128
+        reserved = 0 if _sm(dev.arch) >= 90 else qmd.SHARED_RESERVED  # ptxas counts it in .nv.shared from sm_90
+        shared_bytes = -(-(self.k.shared_size + shared + reserved) // 128) * 128
         at = dev.arena(size + 512)
         cbank_va = -(-at // CBANK_ALIGN) * CBANK_ALIGN
         qmd_va = cbank_va + size

@@ -216,7 +216,7 @@ def test_a_kernel_that_never_ends_is_a_gpu_hang_and_the_device_goes_on(nv, monke
 def test_a_control_with_the_wrong_params_size_is_an_rm_error_naming_it(nv):
     dev = nv()
     rm = dev.driver.rm_module
-    with pytest.raises(RMError, match="NV2080_CTRL_CMD_GR_GET_INFO.*NV_ERR_INVALID_PARAM_STRUCT"):
+    with pytest.raises(RMError, match="NV2080_CTRL_CMD_GR_GET_INFO.*NV_ERR_INVALID_ARGUMENT"):
         dev.driver.client.control(dev.driver.subdevice, rm.NV2080_CTRL_CMD_GR_GET_INFO,
                                   rm.NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS())
 

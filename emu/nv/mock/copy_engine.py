@@ -16,7 +16,7 @@ import numpy as np
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
 from usergpu.emu.nv.mock.engine import Engine, named
-from usergpu.emu.nv.mock.host import release, reductions
+from usergpu.emu.nv.mock.host import reductions, release
 
 _C6, _C7, _C8 = ("NVC6B5",), ("NVC7B5",), ("NVC8B5", "NVC7B5")
 CHAINS = {nc.AMPERE_DMA_COPY_A: _C6, nc.AMPERE_DMA_COPY_B: _C7, nc.HOPPER_DMA_COPY_A: _C8,

@@ -6,6 +6,7 @@ an unmapped address raises MemoryFault (the channel turns it into an MMU fault).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -14,19 +15,21 @@ from usergpu.emu.amd.exec.memory import Memory
 
 class VASpace:
     """`memory` is what the PTX emulator runs on; `images` holds the cubin images the compute engine loaded in
-    this VA space (by their bytes: their parsed kernels and their .global variables' addresses)."""
+    this VA space, by (mapping base, bytes), each with what it mapped for itself (its .global variables)."""
 
     def __init__(self) -> None:
         self.memory = Memory()
-        self.images: dict[bytes, object] = {}
+        self.images: dict[tuple[int, bytes], Any] = {}
 
     def map(self, va: int, pages: np.ndarray) -> None:
         """Map a memory object's host pages (a uint8 array, shared, not copied) at va."""
         self.memory.map_at(va, pages)
 
     def unmap(self, va: int) -> None:
-        """Remove the mapping that starts at va."""
+        """Remove the mapping that starts at va (and what an image loaded from it mapped)."""
         self.memory.unmap(va)
+        for key in [k for k in self.images if k[0] == va]:
+            self.images.pop(key).unload(self.memory)
 
     def _views(self, va: int, n: int, access: str) -> Iterator[np.ndarray]:
         """The host bytes of [va, va + n), a view per mapping they lie in."""

@@ -1,0 +1,286 @@
+"""The compute classes: a QMD launch on the PTX emulator, the inline-to-memory writes (I2M) and the QMD's releases.
+
+Classes and their QMD: AMPERE_COMPUTE_A c6c0 (NVC6C0_QMDV03_00), AMPERE_COMPUTE_B c7c0 and ADA_COMPUTE_A c9c0
+(NVC7C0_QMDV03_00), HOPPER_COMPUTE_A cbc0 (QMD V04_00: only what a launch needs is known, so no releases and no
+dependent QMD), BLACKWELL_COMPUTE_A/B cdc0/cec0 (NVCDC0_QMDV05_00). The methods of c9c0, cbc0 and the Blackwell
+classes are c7c0's here (their headers define none): the ones a launch uses (SEND_PCAS_A 0x2b4,
+SEND_SIGNALING_PCAS2_B 0x2c0, SET_SHADER_*) sit at the same offsets in NVIDIA's clcbc0.h and clcec0.h.
+
+A launch: SEND_PCAS_A latches the QMD's address (>> 8), SEND_SIGNALING_PCAS2_B with a scheduling action runs it. The
+QMD gives the program address, grid, block, shared memory size and constant bank 0; the program address lies in a
+mapping that starts with a cubin image (the runtime loads a cubin whole at the start of its buffer), and the kernel
+is the one whose .text section starts there. Its PTX (.usergpu.ptx) runs on the emulator over the VA space, with the
+parameters read from constant bank 0 where the cubin's PARAM_CBANK attribute puts them (nv_classes.CBANK0 for the
+arch without one) and as dynamic shared memory what the QMD gives beyond the kernel's static shared memory. Then the
+QMD's enabled releases are written and a dependent QMD it schedules is launched in turn.
+
+V05's structure-size, reduction and dependent-action values are taken as V03's (no header here names them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from usergpu.autogen import nv_classes as nc
+from usergpu.autogen import nv_rm_535 as rm
+from usergpu.emu.amd.codeobj import elf
+from usergpu.emu.nv.codeobj import cubin as cubin_format
+from usergpu.emu.nv.mock.engine import Engine, MethodError, named
+from usergpu.emu.nv.mock.host import reductions, release
+from usergpu.emu.nv.mock.vaspace import VASpace
+from usergpu.emu.nv.ptx.launch import check_launch, compiled, find_kernel, map_globals, module_of, run
+from usergpu.errors import CodeObjectError, Error, GPUFault, GPUHang
+
+_C6, _C7 = ("NVC6C0",), ("NVC7C0", "NVC6C0")
+_B = nc.BLACKWELL_CLASSES
+CHAINS = {nc.AMPERE_COMPUTE_A: _C6, nc.AMPERE_COMPUTE_B: _C7, nc.ADA_COMPUTE_A: _C7, nc.HOPPER_COMPUTE_A: _C7,
+          _B["BLACKWELL_COMPUTE_A"]: _C7, _B["BLACKWELL_COMPUTE_B"]: _C7}
+
+_V3 = "NVC6C0_QMDV03_00_RELEASE0_"
+SIZES = named(f"{_V3}STRUCTURE_SIZE_SEMAPHORE_", ("ONE_WORD", "TWO_WORDS", "FOUR_WORDS"))
+REDUCTION = reductions(f"{_V3}REDUCTION_OP_", "RED_")
+SIGNED = nc.NVC6C0_QMDV03_00_RELEASE0_REDUCTION_FORMAT_SIGNED_32
+SCHEDULE = nc.NVC6C0_QMDV03_00_DEPENDENT_QMD0_ACTION_QMD_SCHEDULE
+_ACTION = "NVC6C0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_"
+LAUNCHING = named(_ACTION, ("SCHEDULE", "INVALIDATE_COPY_SCHEDULE", "PREFETCH_SCHEDULE",
+                            "INVALIDATE_PREFETCH_COPY_SCHEDULE", "INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING"))
+QUIET = named(_ACTION, ("NOP", "INVALIDATE", "PREFETCH"))
+
+
+@dataclass(frozen=True)
+class QMDFormat:
+    """Where a QMD version keeps what a launch reads. A release's field is named with {i} for the semaphore's
+    number where each semaphore has its own, or is an indexed field."""
+
+    name: str  # the nv_classes.QMD key
+    program: tuple[str, str, int]  # address lower and upper fields, and the shift that makes them bytes
+    grid: tuple[str, str, str]
+    shared: tuple[str, int]  # shared memory size field and its shift
+    cbank: tuple[str, str, int]  # constant buffer address lower and upper (indexed by bank) and their shift
+    releases: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def layout(self):
+        return nc.QMD[self.name]
+
+    @property
+    def major(self) -> int:
+        return int(self.name.split("QMDV")[1][:2])
+
+
+_RELEASES_V03 = {
+    "enable": "RELEASE{i}_ENABLE", "lower": "RELEASE{i}_ADDRESS_LOWER", "upper": "RELEASE{i}_ADDRESS_UPPER",
+    "payload_lower": "RELEASE{i}_PAYLOAD_LOWER", "payload_upper": "RELEASE{i}_PAYLOAD_UPPER",
+    "size": "RELEASE{i}_STRUCTURE_SIZE", "payload64": "RELEASE{i}_PAYLOAD64B",
+    "reduce": "RELEASE{i}_REDUCTION_ENABLE", "op": "RELEASE{i}_REDUCTION_OP", "format": "RELEASE{i}_REDUCTION_FORMAT"}
+_RELEASES_V05 = {
+    "enable": "RELEASE_ENABLE", "lower": "RELEASE_SEMAPHORE{i}_ADDR_LOWER", "upper": "RELEASE_SEMAPHORE{i}_ADDR_UPPER",
+    "payload_lower": "RELEASE_SEMAPHORE{i}_PAYLOAD_LOWER", "payload_upper": "RELEASE_SEMAPHORE{i}_PAYLOAD_UPPER",
+    "size": "RELEASE_STRUCTURE_SIZE", "payload64": "RELEASE_PAYLOAD64B", "reduce": "RELEASE_REDUCTION_ENABLE",
+    "op": "RELEASE_REDUCTION_OP", "format": "RELEASE_REDUCTION_FORMAT"}
+_GRID = ("GRID_WIDTH", "GRID_HEIGHT", "GRID_DEPTH")
+V03 = QMDFormat("NVC7C0_QMDV03_00", ("PROGRAM_ADDRESS_LOWER", "PROGRAM_ADDRESS_UPPER", 0),
+                ("CTA_RASTER_WIDTH", "CTA_RASTER_HEIGHT", "CTA_RASTER_DEPTH"), ("SHARED_MEMORY_SIZE", 0),
+                ("CONSTANT_BUFFER_ADDR_LOWER", "CONSTANT_BUFFER_ADDR_UPPER", 0), _RELEASES_V03)
+_CBANK_SHIFTED6 = ("CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6", "CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6", 6)
+V04 = QMDFormat("NVCBC0_QMDV04_00", ("PROGRAM_ADDRESS_LOWER", "PROGRAM_ADDRESS_UPPER", 0), _GRID,
+                ("SHARED_MEMORY_SIZE", 0), _CBANK_SHIFTED6)
+V05 = QMDFormat("NVCDC0_QMDV05_00", ("PROGRAM_ADDRESS_LOWER_SHIFTED4", "PROGRAM_ADDRESS_UPPER_SHIFTED4", 4), _GRID,
+                ("SHARED_MEMORY_SIZE_SHIFTED7", 7), _CBANK_SHIFTED6, _RELEASES_V05)
+QMDS = {nc.AMPERE_COMPUTE_A: replace(V03, name="NVC6C0_QMDV03_00"), nc.AMPERE_COMPUTE_B: V03, nc.ADA_COMPUTE_A: V03,
+        nc.HOPPER_COMPUTE_A: V04, _B["BLACKWELL_COMPUTE_A"]: V05, _B["BLACKWELL_COMPUTE_B"]: V05}
+
+
+class QMD:
+    """A QMD's bytes read through its format: a field by name ({i} filled in), element i of an indexed one."""
+
+    def __init__(self, fmt: QMDFormat, data: bytes, va: int):
+        self.fmt, self.data, self.va = fmt, data, va
+
+    def get(self, name: str, i: int | None = None) -> int:
+        f = self.fmt.layout.fields.get(name)
+        return self.fmt.layout.get(self.data, name, i) if f and f.stride else self.fmt.layout.get(
+            self.data, name.format(i=i))
+
+    def address(self, lower: str, upper: str, shift: int, i: int | None = None) -> int:
+        return (self.get(lower, i) | self.get(upper, i) << 32) << shift
+
+    def has(self, name: str, i: int | None = None) -> bool:
+        return name.format(i=i) in self.fmt.layout.fields
+
+
+@dataclass
+class Image:
+    """A cubin image the compute engine found at a mapping's start: parsed once, its .global and .const variables
+    mapped once (on its first launch) for as long as the image stays mapped there."""
+
+    cubin: cubin_format.Cubin
+    kernels: dict[int, str]  # offset of a kernel's .text section in the image -> its name
+    module: object = None  # the PTX module (parsed on the first launch)
+    globals: dict[str, int] | None = None  # the variables' addresses
+
+    def unload(self, memory) -> None:
+        """The image's mapping is gone: so are its variables."""
+        for address in (self.globals or {}).values():
+            memory.unmap(address)
+
+
+def image_size(data: memoryview) -> int:
+    """The bytes an ELF image spans from its start: its headers' tables and its sections' data."""
+    hdr = cubin_format.read_header(data)
+    ends = [hdr.shoff + 64 * hdr.shnum, hdr.phoff + 56 * hdr.phnum]
+    ends += [s.offset + s.size for s in elf.read_sections(data, hdr) if s.type != elf.SHT_NOBITS]
+    return max(ends)
+
+
+def image_at(vas: VASpace, va: int) -> tuple[int, Image]:
+    """The cubin image at the start of the mapping that holds va: its base and its parsed form (kept by base and
+    bytes: a cubin loaded twice has two sets of variables, one rewritten in place is parsed again)."""
+    base, buf = vas.memory.mapping(va, "execute")
+    data = memoryview(buf)
+    if bytes(data[:4]) != b"\x7fELF":
+        raise CodeObjectError(f"program address {va:#x} lies in the mapping at {base:#x}, which does not start with a "
+                              f"cubin (ELF) image: it starts {bytes(data[:8]).hex(' ')}")
+    image = bytes(data[:image_size(data)])
+    found = vas.images.get((base, image))
+    if found is None:
+        parsed = cubin_format.parse(image)
+        found = vas.images[base, image] = Image(parsed, {k.text.offset: k.name for k in parsed.kernels.values()})
+    return base, found
+
+
+class Compute(Engine):
+    chains = CHAINS
+    code = rm.ROBUST_CHANNEL_GR_EXCEPTION
+    unmodelled = ("SET_REPORT_SEMAPHORE_D", "REPORT_SEMAPHORE_EXECUTE", "LOAD_INLINE_QMD_DATA", "CALL_MME_",
+                  "LOAD_MME_", "MME_DMA_", "NOTIFY", "SET_RENDER_ENABLE_C", "PERFMON_TRANSFER")
+
+    def __init__(self, channel, class_id: int):
+        super().__init__(channel, class_id)
+        self.qmd = QMDS[class_id]
+        self._inline: list[int] | None = None  # [destination, bytes written] of the I2M transfer under way
+
+    # ---- launch ---------------------------------------------------------------------------------------------
+    def _send_signaling_pcas2_b(self, value: int) -> None:
+        action = self.field("SEND_SIGNALING_PCAS2_B", "PCAS_ACTION")
+        if action in LAUNCHING:
+            self.launch(self.field("SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
+        elif action not in QUIET:
+            raise self.fail(f"PCAS action {action} is not modelled by the mock GPU (it launches on "
+                            f"{', '.join(LAUNCHING.values())})")
+
+    def _send_signaling_pcas_b(self, value: int) -> None:
+        if self.field("SEND_SIGNALING_PCAS_B", "SCHEDULE"):
+            self.launch(self.field("SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
+
+    def launch(self, va: int | None) -> None:
+        """Run the QMD at va, then the QMDs it schedules in turn."""
+        while va is not None:
+            qmd = QMD(self.qmd, self.vas.read(va, self.qmd.layout.size).tobytes(), va)
+            try:
+                self._run(qmd)
+            except (GPUFault, GPUHang, MethodError):
+                raise
+            except Error as e:
+                raise self.fail(f"launch of the QMD at {va:#x}: {e}") from e
+            self._releases(qmd)
+            va = self._dependent(qmd)
+
+    def _run(self, q: QMD) -> None:
+        fmt, gpu = q.fmt, self.gpu
+        if q.get("QMD_MAJOR_VERSION") != fmt.major:
+            raise self.fail(f"the QMD at {q.va:#x} has QMD_MAJOR_VERSION {q.get('QMD_MAJOR_VERSION')}; class "
+                            f"{self.class_id:#06x} runs version {fmt.major} ({fmt.name})")
+        program = q.address(*fmt.program)
+        base, image = image_at(self.vas, program)
+        name = image.kernels.get(program - base)
+        if name is None:
+            raise CodeObjectError(f"program address {program:#x} is offset {program - base:#x} of the cubin at "
+                                  f"{base:#x}, where no kernel's code starts (kernels at "
+                                  f"{', '.join(f'{o:#x} {n}' for o, n in image.kernels.items())})")
+        if image.module is None:
+            image.module = module_of(image.cubin.data)
+        c = compiled(image.module, find_kernel(image.module, name))
+        if image.globals is None:
+            image.globals = map_globals(c.prog, self.vas.memory)
+        kernel = image.cubin.kernels[name]
+        params = self._params(q, kernel, c.prog.kernel.param_size)
+        dynamic = max(0, (q.get(fmt.shared[0]) << fmt.shared[1]) - kernel.shared_size)
+        grid = tuple(q.get(n) for n in fmt.grid)
+        block = tuple(q.get(f"CTA_THREAD_DIMENSION{k}") for k in range(3))
+        grid, block = check_launch(c.prog, grid, block, dynamic, gpu.arch)
+        try:
+            run(c, self.vas.memory, grid, block, params, dynamic, gpu.arch, gpu.budget, image.globals)
+        except GPUFault as e:
+            raise e.named(name) from None
+        except GPUHang as e:
+            raise GPUHang(e.why, name, f"the mock GPU runs {gpu.budget} instruction steps a batch of blocks at most: "
+                          "raise MOCKGPU_NV_BUDGET") from None
+
+    def _params(self, q: QMD, kernel, size: int) -> bytes:
+        """The kernel's parameter bytes from constant bank 0."""
+        if not size:
+            return b""
+        if not q.get("CONSTANT_BUFFER_VALID", 0):
+            raise self.fail(f"the QMD at {q.va:#x} has no valid constant buffer 0, where kernel {kernel.name}'s "
+                            f"{size} bytes of parameters are")
+        cb0 = q.address(*q.fmt.cbank, 0)
+        cb0_size = q.get("CONSTANT_BUFFER_SIZE_SHIFTED4", 0) << 4
+        at = kernel.param_cbank.offset if kernel.param_cbank else nc.CBANK0[self.gpu.arch]["params"]
+        if at + size > cb0_size:
+            raise self.fail(f"kernel {kernel.name}'s parameters are {size} bytes at offset {at:#x} of constant bank "
+                            f"0, which the QMD at {q.va:#x} makes {cb0_size} bytes")
+        return self.vas.read(cb0 + at, size).tobytes()
+
+    def _releases(self, q: QMD) -> None:
+        r = q.fmt.releases
+        i = 0
+        while r and q.has(r["lower"], i):
+            if q.get(r["enable"], i):
+                size = SIZES.get(q.get(r["size"], i))
+                if size is None:
+                    raise self.fail(f"the QMD at {q.va:#x}: release {i} has structure size {q.get(r['size'], i)}")
+                wide = size == "TWO_WORDS" or q.get(r["payload64"], i)
+                payload = q.get(r["payload_lower"], i) | (q.get(r["payload_upper"], i) << 32 if wide else 0)
+                reduce = REDUCTION.get(q.get(r["op"], i)) if q.get(r["reduce"], i) else None
+                release(self.gpu, self.vas, q.address(r["lower"], r["upper"], 0, i), payload, 8 if wide else 4,
+                        size == "FOUR_WORDS", reduce, q.get(r["format"], i) == SIGNED)
+            i += 1
+
+    def _dependent(self, q: QMD) -> int | None:
+        """The QMD this one schedules when it completes (DEPENDENT_QMD0), if any."""
+        if not q.has("DEPENDENT_QMD0_POINTER") or not q.get("DEPENDENT_QMD0_ENABLE"):
+            return None
+        if q.get("DEPENDENT_QMD0_ACTION") != SCHEDULE:
+            raise self.fail(f"the QMD at {q.va:#x}: dependent QMD action {q.get('DEPENDENT_QMD0_ACTION')} is not "
+                            f"modelled by the mock GPU (QMD_SCHEDULE is {SCHEDULE})")
+        nxt = q.get("DEPENDENT_QMD0_POINTER") << 8
+        if nxt == q.va:
+            raise GPUHang(f"the QMD at {q.va:#x} schedules itself when it completes")
+        return nxt
+
+    # ---- inline to memory -----------------------------------------------------------------------------------
+    def _launch_dma(self, value: int) -> None:
+        f = self.fields("LAUNCH_DMA", value)
+        if f["DST_MEMORY_LAYOUT"] != nc.NVC6C0_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH:
+            raise self.fail("an inline write to a block-linear destination is not modelled by the mock GPU")
+        if f["COMPLETION_TYPE"] == nc.NVC6C0_LAUNCH_DMA_COMPLETION_TYPE_RELEASE_SEMAPHORE:
+            raise self.fail("an inline write's semaphore release is not modelled by the mock GPU")
+        self._inline = [self.field("OFFSET_OUT_UPPER", "VALUE") << 32 | self.field("OFFSET_OUT", "VALUE"), 0]
+
+    def _load_inline_data(self, value: int) -> None:
+        """Four more bytes of the transfer: LINE_COUNT lines of LINE_LENGTH_IN bytes, PITCH_OUT apart."""
+        if self._inline is None:
+            raise self.fail("LOAD_INLINE_DATA with no LAUNCH_DMA before it")
+        dst, pos = self._inline
+        length = self.field("LINE_LENGTH_IN", "VALUE")
+        data = value.to_bytes(4, "little")[:max(0, length * self.field("LINE_COUNT", "VALUE") - pos)]
+        self._inline[1] += len(data)
+        while data:
+            line, col = divmod(pos, length)
+            take = min(len(data), length - col)
+            self.vas.write(dst + line * self.field("PITCH_OUT", "VALUE") + col, data[:take])
+            pos, data = pos + take, data[take:]
+
+    actions = {"SEND_SIGNALING_PCAS2_B": _send_signaling_pcas2_b, "SEND_SIGNALING_PCAS_B": _send_signaling_pcas_b,
+               "LAUNCH_DMA": _launch_dma, "LOAD_INLINE_DATA": _load_inline_data}

@@ -1,0 +1,117 @@
+"""One mock NVIDIA GPU: its VA spaces, its channels (channel.py) and their engines, its clock, the MMU faults and hung
+channels it saw, and the doorbell that runs them (scheduler.py). The mock RM (rm.py) makes the objects a runtime
+allocates through it and calls this interface; nothing here knows of the RM's handles.
+
+The clock: ns from time.monotonic_ns(), strictly increasing per GPU (two timestamps a channel writes in order
+differ). Kernels run on the PTX emulator with an instruction budget (`budget`: env MOCKGPU_NV_BUDGET, else the
+executor's default); one that passes it hangs its channel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from usergpu.autogen import nv_classes as nc
+from usergpu.emu.nv.mock.channel import Channel
+from usergpu.emu.nv.mock.host import CHAINS as GPFIFO_CLASSES
+from usergpu.emu.nv.mock.scheduler import scheduler_of
+from usergpu.emu.nv.mock.vaspace import VASpace
+from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET
+from usergpu.errors import Error, GPUHang
+
+# the GPFIFO class a channel is of when the RM does not say (the chip's, NV.md's table)
+GPFIFO = {"sm_80": nc.AMPERE_CHANNEL_GPFIFO_A, "sm_86": nc.AMPERE_CHANNEL_GPFIFO_A,
+          "sm_89": nc.AMPERE_CHANNEL_GPFIFO_A, "sm_90": nc.HOPPER_CHANNEL_GPFIFO_A,
+          "sm_100": nc.BLACKWELL_CLASSES["BLACKWELL_CHANNEL_GPFIFO_A"],
+          "sm_120": nc.BLACKWELL_CLASSES["BLACKWELL_CHANNEL_GPFIFO_A"]}
+# NV_PFAULT_* of the GPUs' dev_fault.h (hwref ga100 and gh100 agree): an access to no mapping finds no valid PTE
+FAULT_TYPE_PTE = 0x2
+ACCESS_TYPE = {"read": 0x0, "execute": 0x0, "write": 0x1}  # VIRT_READ (an instruction fetch reads), VIRT_WRITE
+
+
+class MMUFault(NamedTuple):
+    """A refused access, as NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO reports it (NV_PFAULT_FAULT_TYPE_*,
+    NV_PFAULT_ACCESS_TYPE_*), with the channel's token and the kernel, when a kernel made it."""
+
+    address: int
+    fault_type: int
+    access_type: int
+    channel: int = -1
+    kernel: str = ""
+
+
+class MockNVGPU:
+    def __init__(self, machine: object | None, index: int, arch: str, chip: object = None):
+        if arch not in GPFIFO:
+            raise Error(f"no mock NVIDIA GPU for {arch}: the mock models {', '.join(GPFIFO)}")
+        self.machine, self.index, self.arch, self.chip = machine, index, arch, chip
+        self.channels: list[Channel] = []
+        self.mmu_faults: list[MMUFault] = []
+        self.hangs: list[tuple[Channel, GPUHang]] = []
+        self.errors: list[tuple[Channel, int, str]] = []  # (channel, ROBUST_CHANNEL code, message) of each stop
+        self.interrupt_handlers: list[Callable[[Channel], None]] = []  # hear each non-stall interrupt
+        self._tokens = itertools.count()
+        self._clock = 0
+        self.scheduler = scheduler_of(machine)
+        self.scheduler.add(self)
+
+    @property
+    def budget(self) -> int:
+        """Instruction steps a batch of blocks may run (MOCKGPU_NV_BUDGET, read at each launch as the AMD mock reads
+        MOCKGPU_BUDGET)."""
+        return int(os.environ.get("MOCKGPU_NV_BUDGET", DEFAULT_BUDGET))
+
+    def new_vaspace(self) -> VASpace:
+        return VASpace()
+
+    def new_channel(self, vaspace: VASpace, gpfifo_va: int, entries: int, userd: np.ndarray,
+                    on_error: Callable[[int, str], None], gpfifo_class: int | None = None) -> Channel:
+        """A channel running the ring of `entries` GP entries at gpfifo_va, with its GPGet/GPPut in userd (a uint8
+        view of the USERD memory, Nvc56fControl's layout; the channel zeroes both); on_error(code, message) is
+        called once if it stops on an error."""
+        gpfifo_class = GPFIFO[self.arch] if gpfifo_class is None else gpfifo_class
+        if gpfifo_class not in GPFIFO_CLASSES:
+            raise Error(f"class {gpfifo_class:#06x} is not a GPFIFO class the mock GPU models")
+        with self.scheduler.lock:
+            channel = Channel(self, vaspace, gpfifo_va, entries, userd, on_error, next(self._tokens), gpfifo_class)
+            self.channels.append(channel)
+        return channel
+
+    def destroy_channel(self, channel: Channel) -> None:
+        with self.scheduler.lock:
+            if channel in self.channels:
+                self.channels.remove(channel)
+
+    def doorbell(self, token: int) -> None:
+        """NOTIFY_CHANNEL_PENDING with a work-submit token: every channel of the machine runs until none can go on
+        (a token no channel has rings nothing more than that, as it wakes no channel on hardware)."""
+        self.scheduler.run()
+
+    def timestamp(self) -> int:
+        """The GPU clock in ns: monotonic, and strictly increasing from one reading to the next."""
+        self._clock = max(time.monotonic_ns(), self._clock + 1)
+        return self._clock
+
+    # ---- what the channels report ----------------------------------------------------------------------------
+    def fault(self, address: int, access: str, channel: Channel, kernel: str = "") -> bool:
+        """An access the MMU refused (recorded); False for a fault that is no memory access (a trap)."""
+        if access not in ACCESS_TYPE:
+            return False
+        self.mmu_faults.append(MMUFault(address, FAULT_TYPE_PTE, ACCESS_TYPE[access], channel.token, kernel))
+        return True
+
+    def hung(self, channel: Channel, hang: GPUHang) -> None:
+        self.hangs.append((channel, hang))
+
+    def stopped(self, channel: Channel, code: int, message: str) -> None:
+        self.errors.append((channel, code, message))
+
+    def interrupted(self, channel: Channel) -> None:
+        for handler in self.interrupt_handlers:
+            handler(channel)
