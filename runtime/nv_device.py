@@ -66,6 +66,11 @@ class NVDevice(Device):
         self.copy.submit(Pushbuffer().bind(COPY, ids["copy"]).signal(self.timeline, value))
         self.timeline.wait(value)
 
+    def profile(self, sqtt: bool = True, counters=(), **knobs):
+        """Thread traces and counters are AMD's (SQTT, PMC): an NVIDIA device's profile is its spans."""
+        raise Error(f"{self!r}: SQTT and PMC profiling is for AMD GPUs; an NVIDIA device's launches are timed by "
+                    "the GPU's timestamps (Device.spans(), usergpu.runtime.profile)")
+
     def packets(self) -> Pushbuffer:
         """An empty pushbuffer: the HCQ verbs (signal, wait, timestamp, memory_barrier, copy, launch)."""
         return Pushbuffer()

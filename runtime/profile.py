@@ -21,7 +21,8 @@ class Span:
     args: dict = field(default_factory=dict)
 
 
-QUEUES = {"pm4": "compute queue (PM4)", "aql": "compute queue (AQL)", "sdma": "copy queue (SDMA)"}
+QUEUES = {"pm4": "compute queue (PM4)", "aql": "compute queue (AQL)", "sdma": "copy queue (SDMA)",
+          "compute": "compute channel (GPFIFO)", "copy": "copy channel (GPFIFO)"}
 
 
 def document(devices: list) -> dict:
