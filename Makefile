@@ -14,7 +14,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test setup apt venv firmware lint autogen-check
 
-# make demo DEMO_DEV=MOCKPCI+AMD: the same showcase on AM and the register-level mock GPU;
+# make demo DEMO_DEV=MOCKPCI+AMD: the same showcase on AM and the register-level mock GPU (DEMO_DEV=MOCK+NV: in CUDA
+# C, assembled by ptxas, on the mock NVIDIA GPU of MOCKGPU_NV_ARCH);
 # make demo MOCKGPU_ARCH=gfx942 (or gfx950): on a mock MI300X (MI350X), with an MFMA matmul on its matrix cores
 DEMO_DEV ?= MOCKKFD+AMD
 demo: setup

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -25,6 +26,18 @@ def _load(name: str, path: Path):
 
 
 corpus = _load("corpus", Path(__file__).with_name("corpus.py"))
+TOOLCHAIN = "needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc, the nv extra)"
+
+
+def has_toolchain() -> bool:
+    """Whether CUDA C compiles (clang-22) and PTX assembles (ptxas) here."""
+    from usergpu.emu.nv.codeobj.compile import nvidia_tool
+    from usergpu.errors import ToolchainError
+
+    try:
+        return bool(shutil.which("clang-22") and nvidia_tool("bin/ptxas"))
+    except ToolchainError:
+        return False
 cases = _load("nv_cases", NV / "cases.py")
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -20,19 +19,7 @@ from usergpu.errors import CodeObjectError, DriverError, GPUFault, GPUHang, RMEr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 import nv_corpus  # noqa: E402
 
-from usergpu.emu.nv.codeobj.compile import nvidia_tool  # noqa: E402
-from usergpu.errors import ToolchainError  # noqa: E402
-
-
-def _ptxas() -> bool:
-    try:
-        return bool(nvidia_tool("bin/ptxas"))
-    except ToolchainError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not (shutil.which("clang-22") and _ptxas()),
-                                reason="needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc)")
+pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 
 ARCHS = ("sm_86", "sm_89", "sm_90")
 KERNELS = r"""

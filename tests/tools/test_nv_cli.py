@@ -4,26 +4,19 @@ FILE.cu --dev MOCK+NV, usergpu devices --mock nv."""
 from __future__ import annotations
 
 import json
-import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from usergpu.drivers.hal import HAL
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
-from usergpu.errors import ToolchainError
 from usergpu.tools import cli, showcase
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
+import nv_corpus  # noqa: E402
 
-def _ptxas() -> bool:
-    try:
-        return bool(nvidia_tool("bin/ptxas"))
-    except ToolchainError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not (shutil.which("clang-22") and _ptxas()),
-                                reason="needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc)")
+pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 
 SAXPY = 'extern "C" __global__ void saxpy(float *y, const float *x, float a) {\n' \
         "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n  y[i] = a * x[i] + y[i];\n}\n"

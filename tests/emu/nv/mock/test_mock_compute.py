@@ -6,34 +6,24 @@ never-ending one (its channel hung), and launches the GPU cannot make, each a ch
 
 from __future__ import annotations
 
-import shutil
 from functools import cache
 
 import numpy as np
+import nv_corpus  # tests/kernels, on the path by tests/emu/nv/conftest.py
 import pytest
 from nvrig import Ring, Space, acquire, release
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
 from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.emu.nv.codeobj.cubin import parse
 from usergpu.emu.nv.mock import pushbuf
 from usergpu.emu.nv.mock.channel import ChannelError
 from usergpu.emu.nv.mock.compute import image_size
 from usergpu.emu.nv.mock.gpu import MockNVGPU
-from usergpu.errors import GPUFault, GPUHang, ToolchainError
+from usergpu.errors import GPUFault, GPUHang
 
-
-def _has_ptxas() -> bool:
-    try:
-        return bool(nvidia_tool("bin/ptxas"))
-    except ToolchainError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not (shutil.which("clang-22") and _has_ptxas()),
-                                reason="needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc, the nv extra)")
+pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 
 SRC = r"""
 extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n) {
