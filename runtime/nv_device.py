@@ -42,7 +42,8 @@ class NVDevice(Device):
             self.hal = HAL()
         self.driver = NV(self.hal, self.index)
         self.arch, self.timeout, self.clock_hz = self.driver.arch, timeout, 1e9  # the GPU timer counts ns
-        self.xccs, self.queue_kind, self.windows, self.local_per_thread = 1, "gpfifo", WINDOWS, 0
+        self.xccs, self.queue_kind, self.windows = 1, "gpfifo", WINDOWS
+        self.local_per_thread, self._local = 0, None  # local memory (stacks) each thread gets, and its buffer
         self.entries = gpfifo_entries
         self.timeline = NVSignal(self)
         self.timeline_value = 0
@@ -61,9 +62,30 @@ class NVDevice(Device):
         self.channels = self.driver.create_channels(self.entries)
         ids = self.driver.class_ids
         value = self.next_timeline_value()
-        self.compute.submit(Pushbuffer().bind(COMPUTE, ids["compute"]).windows(*self.windows).signal(self.timeline,
-                                                                                                     value))
+        setup = Pushbuffer().bind(COMPUTE, ids["compute"]).windows(*self.windows)
+        if self._local is not None:
+            setup.local_memory(self._local.va, self._local_per_tpc)
+        self.compute.submit(setup.signal(self.timeline, value))
         self.copy.submit(Pushbuffer().bind(COPY, ids["copy"]).signal(self.timeline, value))
+        self.timeline.wait(value)
+
+    def ensure_local_memory(self, per_thread: int) -> None:
+        """Local memory (stacks, spills) of per_thread bytes for every thread the GPU can hold at once, as the
+        compute class wants it: a buffer for all TPCs and the bytes each TPC may use (per thread rounded to 32,
+        a warp's to 512, a TPC's to 32 KiB)."""
+        if per_thread <= self.local_per_thread:
+            return
+        gr = self.driver.gr
+        per_thread = -(-per_thread // 32) * 32
+        per_warp = -(-per_thread * 32 // 0x200) * 0x200
+        per_tpc = -(-per_warp * gr["MAX_WARPS_PER_SM"] * gr["LITTER_NUM_SM_PER_TPC"] // 0x8000) * 0x8000
+        self.synchronize()  # the launches before may still use the old buffer
+        if self._local is not None:
+            self.release(self._local)
+        self._local = self.memory(per_tpc * gr["LITTER_NUM_TPC_PER_GPC"] * gr["LITTER_NUM_GPCS"], "vram")
+        self.local_per_thread, self._local_per_tpc = per_thread, per_tpc
+        value = self.next_timeline_value()
+        self.compute.submit(Pushbuffer().local_memory(self._local.va, per_tpc).signal(self.timeline, value))
         self.timeline.wait(value)
 
     def profile(self, sqtt: bool = True, counters=(), **knobs):

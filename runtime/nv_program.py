@@ -74,6 +74,8 @@ class NVProgram:
         relocate(self.co, image, where, self.buf.va)
         self.buf.copyin(bytes(image))
         self.kernels = {name: NVKernel(self, k, where) for name, k in self.co.kernels.items()}
+        dev.ensure_local_memory(max([k.min_stack_size or 0 for k in self.co.kernels.values()] +
+                                    [k.frame_size or 0 for k in self.co.kernels.values()]))
 
     def kernel(self, name: str) -> NVKernel:
         """The kernel of that name (or the C++ name of a mangled one); LaunchError naming the kernels."""

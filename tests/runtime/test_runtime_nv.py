@@ -214,3 +214,17 @@ def test_usergpu_launch_runs_a_cubin_on_mock_nv(nv):
     _, _, c = usergpu.launch(cubin("sm_90"), "vadd", (2, 1, 1), (256, 1, 1), [a, b, np.zeros(n, np.float32),
                                                                                 np.uint32(n)], device="MOCK+NV")
     assert (c == a + 1).all()
+
+
+def test_a_kernel_with_a_stack_gets_local_memory_that_outlives_a_channel_reset(nv):
+    dev = nv()
+    case = next(c for c in nv_corpus.cases.CASES if c.name == "local.local_lookup")
+    co = nv_corpus.cubin(case.file, dev.arch, case.options)
+    dev.load(co)
+    assert dev.local_per_thread >= 128  # the cubin's EIATTR_MIN_STACK_SIZE, rounded to 32
+    sizes = dev.driver.gr
+    assert dev._local.size >= dev.local_per_thread * 32 * sizes["MAX_WARPS_PER_SM"] * sizes["LITTER_NUM_SM_PER_TPC"]
+    dev.reset_queues()
+    args = case.args(np.random.default_rng(0))
+    want = case.reference(copy.deepcopy(args))
+    nv_corpus.check(usergpu.launch(co, case.kernel, case.grid, case.block, args, device=dev), want, case)
