@@ -6,6 +6,7 @@ between two timestamps, then signals the device's timeline."""
 
 from __future__ import annotations
 
+import re
 import struct
 
 from usergpu.autogen import nv_classes as nvc
@@ -21,6 +22,7 @@ SHT_NOBITS = 8
 RELOCATIONS = {"R_CUDA_64": (0, "<Q", 0), "R_CUDA_ABS32_LO_32": (4, "<I", 0), "R_CUDA_ABS32_HI_32": (4, "<I", 32)}
 CBANK_ALIGN = 256
 NOBITS_ALIGN = 256  # more than any section of a cubin asks
+BANK_SECTION = re.compile(r"\.nv\.constant(\d+)(?:\.(.+))?$")  # a module's bank, or .<kernel>'s own
 WINDOWS_AT = 0x18  # constant bank 0's driver words: the shared and local windows (SASS converts generic addresses)
 
 
@@ -93,6 +95,11 @@ class NVKernel:
         self.prog = compiled(program.module, k.name).prog
         layout = nvc.CBANK0[self.dev.arch if self.dev.arch in nvc.CBANK0 else "sm_90"]
         self.params_at = k.param_cbank.offset if k.param_cbank else layout["params"]
+        self.banks = {}  # the cubin's constant banks but 0 (which each launch makes): index -> (address, size)
+        for s in program.co.sections:
+            m = BANK_SECTION.match(s.name)
+            if m and int(m.group(1)) and m.group(2) in (None, k.name):
+                self.banks[int(m.group(1))] = (program.buf.va + where[s.name], s.size)
         self.ntid_at, self.nctaid_at = layout["ntid"], layout["nctaid"]
 
     def check(self, args: list) -> None:
@@ -119,7 +126,7 @@ class NVKernel:
         cbank_va = -(-at // CBANK_ALIGN) * CBANK_ALIGN
         qmd_va = cbank_va + size
         desc = qmd.build(dev.arch, self.address, grid, block, shared_bytes, self.k.regcount or 32,
-                         (cbank_va, size), dev.local_per_thread)
+                         {0: (cbank_va, size), **self.banks}, dev.local_per_thread)
         dev.arena_view(cbank_va, len(bank))[:] = bank
         dev.arena_view(qmd_va, len(desc))[:] = desc
         times = dev.arena(32)

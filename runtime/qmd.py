@@ -55,10 +55,10 @@ def _split(value: int, table: str, ver: int) -> tuple[int, int]:
     return value & 0xFFFFFFFF, value >> 32
 
 
-def build(arch: str, program: int, grid, block, shared: int, registers: int, cbank0: tuple[int, int],
+def build(arch: str, program: int, grid, block, shared: int, registers: int, banks: dict[int, tuple[int, int]],
           local_per_thread: int = 0, barriers: int = 1) -> bytes:
-    """The QMD of a launch: program address, grid and block, shared memory bytes, registers a thread, constant
-    bank 0 at (address, size) and local memory a thread."""
+    """The QMD of a launch: program address, grid and block, shared memory bytes, registers a thread, the constant
+    banks (index -> address, size: bank 0 the launch's, the others the cubin's) and local memory a thread."""
     ver = version(arch)
     layout = nvc.QMD[LAYOUTS[ver]]
     sm = int(arch.removeprefix("sm_").rstrip("af"))
@@ -72,7 +72,11 @@ def build(arch: str, program: int, grid, block, shared: int, registers: int, cba
     fields: dict = {names[ver]: values[key] for key, names in FIELDS.items()
                     if ver in names and names[ver] in layout.fields}
     lo, hi = BANK[ver]
-    fields[lo], fields[hi] = ([v] for v in _split(cbank0[0], "CBUF", ver))
-    fields["CONSTANT_BUFFER_SIZE_SHIFTED4"] = [-(-cbank0[1] // 16)]
-    fields["CONSTANT_BUFFER_VALID"] = [1]
+    count = max(banks) + 1
+    fields.update({lo: [0] * count, hi: [0] * count, "CONSTANT_BUFFER_SIZE_SHIFTED4": [0] * count,
+                   "CONSTANT_BUFFER_VALID": [0] * count})
+    for i, (address, size) in banks.items():
+        fields[lo][i], fields[hi][i] = _split(address, "CBUF", ver)
+        fields["CONSTANT_BUFFER_SIZE_SHIFTED4"][i] = -(-size // 16)
+        fields["CONSTANT_BUFFER_VALID"][i] = 1
     return layout.encode(**fields)
