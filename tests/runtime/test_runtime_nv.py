@@ -228,3 +228,29 @@ def test_a_kernel_with_a_stack_gets_local_memory_that_outlives_a_channel_reset(n
     args = case.args(np.random.default_rng(0))
     want = case.reference(copy.deepcopy(args))
     nv_corpus.check(usergpu.launch(co, case.kernel, case.grid, case.block, args, device=dev), want, case)
+
+
+def test_a_copy_from_an_unmapped_address_is_a_gpu_fault_and_the_copy_channel_goes_on(nv):
+    dev = nv()
+    buf = dev.alloc(4096)
+    with pytest.raises(GPUFault, match="copy channel") as e:
+        dev.dma_copy(buf.va, 0x10000, 4096)
+    assert e.value.address == 0x10000 and e.value.access == "read"
+    data = np.arange(1 << 20, dtype=np.uint32)
+    big = dev.alloc(data.nbytes)
+    big.copyin(data)  # 4 MiB: through the copy engine
+    assert (big.copyout(np.uint32) == data).all()
+
+
+def test_a_closed_device_gives_everything_back_and_its_buffers_refuse_use(nv):
+    from usergpu.runtime.memory import BufferError
+
+    dev = nv()
+    buf = dev.alloc(4096)
+    clients = dev.hal.nv.resman.server.clients
+    assert dev.driver.client.root in clients
+    dev.close()
+    dev.close()
+    with pytest.raises(BufferError, match="closed"):
+        buf.copyout()
+    assert dev.driver.client.root not in clients  # the RM client and every object under it freed

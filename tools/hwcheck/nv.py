@@ -2,7 +2,8 @@
 
 For a machine with an NVIDIA GPU and its kernel driver loaded (written for Hopper, runs on any GPU the driver
 serves), and the same script on MOCK+NV in CI. It needs only what is copied with the project (python3, numpy, the
-usergpu tree): the kernels are the cubins shipped in tests/data/nv/hwcheck, never compiled here. It is safe on a
+usergpu tree; msgpack, which its code-object readers import): the kernels are the cubins shipped in
+tests/data/nv/hwcheck, never compiled here. It is safe on a
 shared machine: it opens the GPU as any CUDA program does and resets nothing, changes no clock, power limit or
 persistence mode. One line per check, PASS or FAIL with its figures; the exit status is 1 when any check failed.
 """
