@@ -6,9 +6,12 @@ differ: they are written through `MMIO` views, whose writes a mock device receiv
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno as errno_
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -144,6 +147,13 @@ class MockHAL(HAL):
         self._usb_backend = None  # a mock never reaches the host's USB devices
         self._open: dict[int, Device] = {}
         self._next_fd = self.FIRST_FD
+
+    @classmethod
+    def temporary(cls, prefix: str) -> MockHAL:
+        """A MockHAL whose root is a new temporary folder (a mock machine's sysfs and procfs), removed at exit."""
+        root = tempfile.mkdtemp(prefix=prefix)
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        return cls(root)
 
     def install(self, path: str, opener: Callable[[], Device]) -> None:
         """A device file at path: each open calls opener for the object that serves that descriptor."""

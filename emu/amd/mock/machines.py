@@ -4,11 +4,8 @@ MockHAL that drivers, usergpu's runtime and a foreign runtime (through emu/amd/m
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import os
-import shutil
-import tempfile
 
 from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound
@@ -46,9 +43,7 @@ def mock_hal(arch: str | None = None, count: int | None = None, interface: str =
         else:
             from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 
-            root = tempfile.mkdtemp(prefix="usergpu-mock-")
-            atexit.register(shutil.rmtree, root, ignore_errors=True)
-            hal = MockHAL(root)
+            hal = MockHAL.temporary("usergpu-mock-")
             hal.kfd = MockKFD(hal, arch, count, partition)
             _machines[key] = hal
     return _machines[key]

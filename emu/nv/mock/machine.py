@@ -9,11 +9,8 @@ controls work without them."""
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import os
-import shutil
-import tempfile
 import threading
 from collections import Counter, deque
 from types import ModuleType
@@ -128,9 +125,7 @@ def mock_nv_hal(arch: str | None = None, count: int | None = None, release: str 
     key = (arch, count, release)
     if key not in _machines:
         chips.chip(arch)
-        root = tempfile.mkdtemp(prefix="usergpu-mock-nv-")
-        atexit.register(shutil.rmtree, root, ignore_errors=True)
-        hal = MockHAL(root)
+        hal = MockHAL.temporary("usergpu-mock-nv-")
         hal.nv = NVMachine(hal, arch, count, release)
         _machines[key] = hal
     return _machines[key]
