@@ -29,12 +29,11 @@ def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device
            stats: dict | None = None, shared: int = 0) -> list[np.ndarray]:
     """Run a kernel of a code object (an AMDGPU ELF; a cubin on an NVIDIA device) on a device ($DEV by default):
     numpy arrays become device buffers, copied in before and back out after; the list of them (after the kernel)
-    in argument order. Python and numpy scalars go by value as the
-    metadata says, bytes as a by-value aggregate, a Buffer as its address. Arguments are checked against the
-    kernel's metadata before anything runs. Each array's buffer ends where its pages do, so a kernel writing past
-    the array faults. The code object stays loaded on the device for the next launch. stats receives the
-    kernel's time in seconds from the GPU's timestamps. shared: dynamic shared memory bytes (an NVIDIA kernel's
-    extern __shared__ array)."""
+    in argument order. Python and numpy scalars go by value as the metadata says, bytes as a by-value aggregate, a
+    Buffer as its address. Arguments are checked against the kernel's metadata before anything runs. Each array's
+    buffer ends where its pages do, so a kernel writing past the array faults. The code object stays loaded on the
+    device for the next launch. stats receives the kernel's time in seconds from the GPU's timestamps. shared:
+    dynamic shared memory bytes (an NVIDIA kernel's extern __shared__ array)."""
     if not isinstance(co, bytes | bytearray):
         raise CodeObjectError(f"a code object is bytes (an ELF file's contents), not {type(co).__name__}")
     dev = open_device(device)

@@ -1,5 +1,6 @@
 """Device memory: a Buffer is GPU memory mapped at one address for the CPU and the GPU. Small copies are CPU
-copies through that mapping; large ones go through the SDMA engine, staged in host-visible memory.
+copies through that mapping; large ones go through the GPU's copy engine (SDMA on AMD, the copy class on NVIDIA),
+staged in host-visible memory.
 
 A buffer's pages are whole pages, and the page after them is never mapped for the GPU (the drivers leave a guard
 page), so a buffer placed `at_end` ends where its pages do: a kernel touching one byte past it faults, as on the
@@ -12,7 +13,7 @@ import numpy as np
 
 from usergpu.errors import Error
 
-DIRECT_MAX = 1 << 20  # bytes copied by the CPU; larger copies go through SDMA
+DIRECT_MAX = 1 << 20  # bytes copied by the CPU; larger copies go through the copy engine
 MAX_BYTES = 1 << 46  # more than any GPU's memory: a size past it is a mistake, refused before asking the driver
 
 
