@@ -11,9 +11,9 @@ import time
 from collections import OrderedDict, deque
 
 from usergpu.drivers.amd.am.driver import AM
-from usergpu.drivers.amd.handles import Memory
 from usergpu.drivers.amd.kfd import KFD
 from usergpu.drivers.hal import HAL
+from usergpu.drivers.memory import Memory
 from usergpu.emu.amd.mock.machines import mock_hal
 from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
 from usergpu.errors import DeviceNotFound, Error, GPUFault, GPUHang

@@ -127,7 +127,7 @@ class NVDevice(Device):
         name = next((k for k, v in vars(rm).items() if k.startswith("ROBUST_CHANNEL_") and v == code), str(code))
         if code == rm.ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT:
             faults = self.driver.mmu_faults(self.channels.debugger)
-            address, kind, access = faults[0] if faults else (0, 0, 0)
+            address, kind, access = faults[-1] if faults else (0, 0, 0)  # this stop's: the newest
             return GPUFault(address, ACCESS.get(access, f"access {access}"), "?", 0, 0,
                             FAULT_TYPES.get(kind, f"fault type {kind}"),
                             where=f"the {ch.kind} channel stopped ({name})")

@@ -1,24 +1,21 @@
-"""What an AMD driver (KFD, AM) hands the runtime: memory mapped at one address for the CPU and the GPU, and
-queues with their doorbells."""
+"""What an AMD driver (KFD, AM) hands the runtime besides memory (drivers/memory.py): the address reservations
+memory objects are mapped into, and queues with their doorbells."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from usergpu.drivers.memory import GUARD, Memory
 from usergpu.hostmem import (
     MAP_ANONYMOUS,
     MAP_FIXED,
     MAP_NORESERVE,
     MAP_PRIVATE,
     MMIO,
-    PAGE,
     PROT_NONE,
     PROT_READ,
     PROT_WRITE,
-    view,
 )
-
-GUARD = PAGE  # address space left unmapped after each memory object, for the CPU and the GPU
 
 
 def reserve(hal, size: int, private: bool = False) -> int:
@@ -34,20 +31,6 @@ def reserve(hal, size: int, private: bool = False) -> int:
 def unreserve(hal, va: int, size: int) -> None:
     """Give back what reserve took for an object of size bytes at va."""
     hal.munmap(va, size + GUARD)
-
-
-@dataclass
-class Memory:
-    """A memory object mapped for this GPU: va is its address for the CPU and the GPU alike."""
-
-    va: int
-    size: int
-    handle: int
-    kind: str
-    freed: bool = False  # set by the runtime when it gives the memory back: its pages may be another's then
-
-    def view(self) -> memoryview:
-        return view(self.va, self.size)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import ctypes
 
 from usergpu.autogen import kfd
 from usergpu.autogen._support import Ioctl
-from usergpu.drivers.amd.handles import Memory, Queue, reserve, unreserve
+from usergpu.drivers.amd.handles import Queue, reserve, unreserve
 from usergpu.drivers.devices import KFD_NODES, _properties, gfx_arch
 from usergpu.drivers.hal import (
     HAL,
@@ -21,6 +21,7 @@ from usergpu.drivers.hal import (
     PROT_READ,
     PROT_WRITE,
 )
+from usergpu.drivers.memory import Memory
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import PAGE, page_align
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from usergpu.drivers.amd.handles import Memory
 from usergpu.drivers.hal import HAL, MAP_FIXED, MAP_SHARED, MMIO, PROT_READ, PROT_WRITE
+from usergpu.drivers.memory import Memory
 from usergpu.drivers.nv.abi import ABI, for_release, request, version_query
 from usergpu.drivers.nv.channel import Channel, Channels
 from usergpu.drivers.nv.rm import RM, address
@@ -312,7 +312,8 @@ class NV:
         self.doorbell[0x90 // 4] = channel.token
 
     def mmu_faults(self, debugger: int) -> list[tuple[int, int, int]]:
-        """(address, fault type, access type) of the MMU faults the RM recorded for the debugger's context."""
+        """(address, fault type, access type) of the MMU faults the RM recorded for the debugger's context, the
+        newest last."""
         rm = self.rm_module
         got = self.client.control(debugger, rm.NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO,
                                   rm.NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS())

@@ -18,7 +18,7 @@ from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.gfx import EOP_BYTES
 from usergpu.drivers.amd.am.gmc import RWX
 from usergpu.drivers.amd.am.nbio import FlushedDoorbells
-from usergpu.drivers.amd.handles import Memory, Queue, reserve, unreserve
+from usergpu.drivers.amd.handles import Queue, reserve, unreserve
 from usergpu.drivers.devices import GPU_CLASSES
 from usergpu.drivers.hal import (
     HAL,
@@ -27,6 +27,7 @@ from usergpu.drivers.hal import (
     PROT_READ,
     PROT_WRITE,
 )
+from usergpu.drivers.memory import Memory
 from usergpu.drivers.pci import SysfsPCIDevice, pci_devices
 from usergpu.drivers.vfio import VFIOPCIDevice, bound_to_vfio
 from usergpu.errors import DeviceNotFound, DriverError

@@ -199,8 +199,9 @@ class Controls:
         p.workSubmitToken = obj.state.channel.token
 
     def mmu_fault_info(self, obj: Obj, p, lists) -> None:
-        """The last MMU faults of the debugger's GPU (the RM keeps those of its context, as a ring of 4)."""
-        faults = list(self.m.gpu(obj.state).mmu_faults)[-MMU_FAULT_ENTRIES:]
+        """The last MMU faults of the debugger's context, oldest first (the RM keeps them as a ring of 4)."""
+        tokens = obj.state.tokens()
+        faults = [f for f in self.m.gpu(obj.state.gpu).mmu_faults if f.channel in tokens][-MMU_FAULT_ENTRIES:]
         for entry, fault in zip(p.mmuFaultInfoList, faults, strict=False):
             entry.faultAddress, entry.faultType, entry.accessType = fault[0], fault[1], fault[2]
         p.count = len(faults)

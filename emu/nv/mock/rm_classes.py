@@ -62,6 +62,20 @@ class Group:
 
 
 @dataclass
+class Debugger:
+    """A debugger session: its GPU and the context (channel group) of the object it attached to, whose faults it
+    reports (None: an object outside any group, which the RM attaches to nothing)."""
+
+    gpu: int
+    group: object
+
+    def tokens(self) -> set[int]:
+        """The work-submit tokens of the context's channels."""
+        return {c.state.channel.token for c in (self.group.children if self.group else ())
+                if isinstance(c.state, Channel)}
+
+
+@dataclass
 class Channel:
     channel: object  # the mock GPU's
     index: int
@@ -318,7 +332,7 @@ class Classes:
         if p.hClass3dObject not in app.objects:
             raise RMError(S.NV_ERR_INVALID_OBJECT_PARENT, f"client {app.handle:#x} has no object "
                                                           f"{p.hClass3dObject:#x}")
-        obj.state = gpu_index(obj)
+        obj.state = Debugger(gpu_index(obj), app.objects[p.hClass3dObject].up("group"))
 
 
 def _ignore(code: int, why: str) -> None:
