@@ -66,13 +66,18 @@ def test_the_cuda_corpus_runs_through_the_runtime_on_mock_nv(case, arch, monkeyp
 
 
 @pytest.mark.parametrize(("arch", "compute", "gpfifo"), [("sm_86", 0xC7C0, 0xC56F), ("sm_89", 0xC9C0, 0xC56F),
-                                                         ("sm_90", 0xCBC0, 0xC86F)])
-def test_the_driver_opens_the_chip_and_picks_its_classes(arch, compute, gpfifo, nv, monkeypatch):
+                                                         ("sm_90", 0xCBC0, 0xC86F), ("sm_120", 0xCEC0, 0xCA6F)])
+def test_the_driver_opens_the_chip_picks_its_classes_and_runs_a_kernel(arch, compute, gpfifo, nv, monkeypatch):
     monkeypatch.setenv("MOCKGPU_NV_ARCH", arch)
     dev = nv()
     assert dev.arch == arch and dev.driver.release == "535.261.03"
     assert (dev.driver.class_ids["compute"], dev.driver.class_ids["gpfifo"]) == (compute, gpfifo)
     assert dev.driver.memory_size > 1 << 30 and dev.driver.name.startswith("NVIDIA")
+    n = 1000
+    a, b = np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32)
+    _, _, c = usergpu.launch(cubin(arch), "vadd", (4, 1, 1), (256, 1, 1), [a, b, np.zeros(n, np.float32),
+                                                                           np.uint32(n)], device=dev)
+    assert (c == a + b).all()  # QMD V03 (Ampere, Ada), V04 (Hopper), V05 (Blackwell)
 
 
 @pytest.mark.parametrize("release", ["535.261.03", "555.58.02"])
