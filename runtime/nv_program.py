@@ -12,6 +12,7 @@ import struct
 from usergpu.autogen import nv_classes as nvc
 from usergpu.emu.amd.codeobj.kernargs import LaunchError
 from usergpu.emu.nv.codeobj import cubin
+from usergpu.emu.nv.codeobj.cubin import sm_number
 from usergpu.emu.nv.ptx.launch import check_launch, compiled, find_kernel, module_of, pack_params
 from usergpu.errors import CodeObjectError, GPUFault, GPUHang
 from usergpu.runtime import qmd
@@ -24,10 +25,6 @@ CBANK_ALIGN = 256
 NOBITS_ALIGN = 256  # more than any section of a cubin asks
 BANK_SECTION = re.compile(r"\.nv\.constant(\d+)(?:\.(.+))?$")  # a module's bank, or .<kernel>'s own
 WINDOWS_AT = 0x18  # constant bank 0's driver words: the shared and local windows (SASS converts generic addresses)
-
-
-def _sm(arch: str) -> int:
-    return int(arch.removeprefix("sm_").rstrip("af"))
 
 
 def load_image(co: cubin.Cubin) -> tuple[bytearray, dict[str, int]]:
@@ -67,7 +64,7 @@ class NVProgram:
     def __init__(self, dev, code_object: bytes):
         self.dev = dev
         self.co = cubin.parse(bytes(code_object))
-        if _sm(self.co.arch) != _sm(dev.arch):
+        if sm_number(self.co.arch) != sm_number(dev.arch):
             raise CodeObjectError(f"the cubin is built for {self.co.arch}; {dev!r} runs {dev.arch} (assemble it for "
                                   f"{dev.arch})")
         self.module = module_of(bytes(code_object))
@@ -116,11 +113,11 @@ class NVKernel:
         bank[:len(self.k.constant0)] = self.k.constant0
         struct.pack_into("<3I", bank, self.ntid_at, *block)
         struct.pack_into("<3I", bank, self.nctaid_at, *grid)
-        if _sm(dev.arch) < 100:
+        if sm_number(dev.arch) < 100:
             struct.pack_into("<QQ", bank, WINDOWS_AT, *dev.windows)
         bank[self.params_at:self.params_at + len(params)] = params
         size = -(-len(bank) // CBANK_ALIGN) * CBANK_ALIGN
-        reserved = 0 if _sm(dev.arch) >= 90 else qmd.SHARED_RESERVED  # ptxas counts it in .nv.shared from sm_90
+        reserved = 0 if sm_number(dev.arch) >= 90 else qmd.SHARED_RESERVED  # ptxas counts it in .nv.shared from sm_90
         shared_bytes = -(-(self.k.shared_size + shared + reserved) // 128) * 128
         at = dev.arena(size + 512)
         cbank_va = -(-at // CBANK_ALIGN) * CBANK_ALIGN

@@ -7,6 +7,7 @@ Hopper QMD carries no more than those."""
 from __future__ import annotations
 
 from usergpu.autogen import nv_classes as nvc
+from usergpu.emu.nv.codeobj.cubin import sm_number
 
 LAYOUTS = {3: "NVC6C0_QMDV03_00", 4: "NVCBC0_QMDV04_00", 5: "NVCDC0_QMDV05_00"}
 VERSIONS = tuple(LAYOUTS)
@@ -45,7 +46,7 @@ SHARED_RESERVED = 0x400  # shared memory the hardware keeps for itself on sm_80+
 
 def version(arch: str) -> int:
     """The QMD major version an sm_XY runs: 3 up to Ada, 4 on Hopper, 5 from Blackwell."""
-    sm = int(arch.removeprefix("sm_").rstrip("af"))
+    sm = sm_number(arch)
     return 3 if sm < 90 else 4 if sm < 100 else 5
 
 
@@ -61,7 +62,7 @@ def build(arch: str, program: int, grid, block, shared: int, registers: int, ban
     banks (index -> address, size: bank 0 the launch's, the others the cubin's) and local memory a thread."""
     ver = version(arch)
     layout = nvc.QMD[LAYOUTS[ver]]
-    sm = int(arch.removeprefix("sm_").rstrip("af"))
+    sm = sm_number(arch)
     program_lo, program_hi = _split(program, "PROGRAM", ver)
     values = {"program_lo": program_lo, "program_hi": program_hi, "grid_x": grid[0], "grid_y": grid[1],
               "grid_z": grid[2], "block_x": block[0], "block_y": block[1], "block_z": block[2],

@@ -36,21 +36,12 @@ class CodeObject:
         return self.section(".text")
 
     def section(self, name: str) -> elf.Section:
-        for s in self.sections:
-            if s.name == name:
-                return s
-        raise CodeObjectError(f"no section '{name}' (sections: {', '.join(s.name for s in self.sections if s.name)})")
+        return elf.find_section(self.sections, name)
 
 
 def parse(data: bytes) -> CodeObject:
     """Parse a linked AMDGPU code object. Any malformation raises CodeObjectError saying what and where."""
-    data = bytes(data)
-    try:
-        return _parse(data)
-    except CodeObjectError:
-        raise
-    except Exception as e:  # a check missed above: still report it as a bad code object, with the cause
-        raise CodeObjectError(f"malformed code object ({len(data)} bytes): {type(e).__name__}: {e}") from e
+    return elf.parse_checked(_parse, data, "code object")
 
 
 def _parse(data: bytes) -> CodeObject:

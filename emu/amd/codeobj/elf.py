@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from usergpu.errors import CodeObjectError
 
@@ -19,6 +21,7 @@ _PHDR = struct.Struct("<IIQQQQQQ")
 _SYM = struct.Struct("<IBBHQQ")
 SYMBOL_TYPES = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 3: "SECTION", 4: "FILE", 5: "COMMON", 6: "TLS", 10: "GNU_IFUNC"}
 SYMBOL_BINDINGS = {0: "LOCAL", 1: "GLOBAL", 2: "WEAK", 10: "GNU_UNIQUE"}
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -161,3 +164,23 @@ def read_symbols(sections: list[Section], table: Section) -> list[Symbol]:
         syms.append(Symbol(string_at(strings, name), value, size, SYMBOL_TYPES.get(info & 0xF, str(info & 0xF)),
                            SYMBOL_BINDINGS.get(info >> 4, str(info >> 4)), section, shndx, other))
     return syms
+
+
+def find_section(sections: list[Section], name: str) -> Section:
+    """The section called name; CodeObjectError naming the sections there are."""
+    for s in sections:
+        if s.name == name:
+            return s
+    raise CodeObjectError(f"no section '{name}' (sections: {', '.join(s.name for s in sections if s.name)})")
+
+
+def parse_checked(parse: Callable[[bytes], T], data: bytes, what: str) -> T:
+    """parse(data), where any failure the parser's own checks missed is still a CodeObjectError: a malformed `what`,
+    with the cause."""
+    data = bytes(data)
+    try:
+        return parse(data)
+    except CodeObjectError:
+        raise
+    except Exception as e:
+        raise CodeObjectError(f"malformed {what} ({len(data)} bytes): {type(e).__name__}: {e}") from e

@@ -139,24 +139,20 @@ class Cubin:
 
     @property
     def sm(self) -> int:
-        return int(re.match(r"sm_(\d+)", self.arch).group(1))
+        return sm_number(self.arch)
 
     def section(self, name: str) -> elf.Section:
-        for s in self.sections:
-            if s.name == name:
-                return s
-        raise CodeObjectError(f"no section '{name}' (sections: {', '.join(s.name for s in self.sections if s.name)})")
+        return elf.find_section(self.sections, name)
+
+
+def sm_number(arch: str) -> int:
+    """The number of an sm_XY arch, its a/f variant aside: sm_90a -> 90, sm_120 -> 120."""
+    return int(re.match(r"sm_(\d+)", arch).group(1))
 
 
 def parse(data: bytes) -> Cubin:
     """Parse a cubin. Any malformation raises CodeObjectError saying what and where."""
-    data = bytes(data)
-    try:
-        return _parse(data)
-    except CodeObjectError:
-        raise
-    except Exception as e:  # a check missed below: still a bad cubin, with the cause
-        raise CodeObjectError(f"malformed cubin ({len(data)} bytes): {type(e).__name__}: {e}") from e
+    return elf.parse_checked(_parse, data, "cubin")
 
 
 def read_header(data: bytes) -> elf.Header:
