@@ -5,11 +5,18 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from usergpu.drivers.hal import HAL
+
+# the kernel corpora's helpers (tests/kernels/corpus.py, nv_corpus.py), importable from every test
+KERNELS = str(Path(__file__).resolve().parent / "kernels")
+if KERNELS not in sys.path:
+    sys.path.insert(0, KERNELS)
 
 # each test process's MOCKPCI+AMD machines, apart from those of the other workers (AM allows one process per board)
 # and of a developer's own processes; the first process (xdist's controller) makes the folder and removes it

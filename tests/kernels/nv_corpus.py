@@ -29,15 +29,20 @@ corpus = _load("corpus", Path(__file__).with_name("corpus.py"))
 TOOLCHAIN = "needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc, the nv extra)"
 
 
-def has_toolchain() -> bool:
-    """Whether CUDA C compiles (clang-22) and PTX assembles (ptxas) here."""
+def tool(name: str) -> Path | None:
+    """A tool or file of NVIDIA's PyPI packages (bin/ptxas, bin/nvdisasm, nvvm/libdevice/...), None without them."""
     from usergpu.emu.nv.codeobj.compile import nvidia_tool
     from usergpu.errors import ToolchainError
 
     try:
-        return bool(shutil.which("clang-22") and nvidia_tool("bin/ptxas"))
+        return nvidia_tool(name)
     except ToolchainError:
-        return False
+        return None
+
+
+def has_toolchain() -> bool:
+    """Whether CUDA C compiles (clang-22) and PTX assembles (ptxas) here."""
+    return bool(shutil.which("clang-22") and tool("bin/ptxas"))
 cases = _load("nv_cases", NV / "cases.py")
 
 

@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 
 import usergpu
 from usergpu.errors import CodeObjectError, DriverError, GPUFault, GPUHang, RMError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
-import nv_corpus  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 

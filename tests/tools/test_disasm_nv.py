@@ -7,30 +7,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 from cli_errors import Case, check
 
 from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.emu.nv.codeobj.cubin import parse
-from usergpu.errors import ToolchainError
 from usergpu.tools import cli
 
-
-def _have(name: str) -> bool:
-    try:
-        return bool(nvidia_tool(name))
-    except ToolchainError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not (shutil.which("clang-22") and _have("bin/ptxas")),
+pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(),
                                 reason="needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc, the nv extra)")
-needs_nvdisasm = pytest.mark.skipif(not _have("bin/nvdisasm"), reason="needs nvdisasm (PyPI nvidia-cuda-nvdisasm)")
+needs_nvdisasm = pytest.mark.skipif(not nv_corpus.tool("bin/nvdisasm"),
+                                    reason="needs nvdisasm (PyPI nvidia-cuda-nvdisasm)")
 
 SRC = r"""
 extern "C" __global__ void __attribute__((launch_bounds(256))) scale(float* y, const float* x, float a, int n) {
@@ -83,7 +74,7 @@ def test_cubin_json_matches_the_reader(files, capsys):
 def test_cubin_sass_is_nvdisasms(files, capsys):
     assert cli.main(["disasm", str(files / "k.cubin"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    res = subprocess.run([str(nvidia_tool("bin/nvdisasm")), "-c", str(files / "k.cubin")], capture_output=True,
+    res = subprocess.run([str(nv_corpus.tool("bin/nvdisasm")), "-c", str(files / "k.cubin")], capture_output=True,
                          text=True, check=True)
     for k in doc["kernels"]:
         body = res.stdout.split(f"//--------------------- .text.{k['name']} ")[1].split("//-----")[0]

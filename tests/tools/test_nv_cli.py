@@ -4,17 +4,13 @@ FILE.cu --dev MOCK+NV, usergpu devices --mock nv."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 
 from usergpu.drivers.hal import HAL
 from usergpu.tools import cli, showcase
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
-import nv_corpus  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 

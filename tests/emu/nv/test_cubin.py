@@ -12,15 +12,15 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.emu.nv.codeobj.cubin import parse
 from usergpu.emu.nv.codeobj.nvinfo import EIATTR
-from usergpu.errors import CodeObjectError, ToolchainError
+from usergpu.errors import CodeObjectError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nv"
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
@@ -29,15 +29,8 @@ PARAM_BASE = {"sm_80": 0x160, "sm_86": 0x160, "sm_89": 0x160, "sm_90": 0x210, "s
               "sm_120": 0x380}
 
 
-def _tool(name: str) -> Path | None:
-    try:
-        return nvidia_tool(name)
-    except ToolchainError:
-        return None
-
-
-PTXAS, NVDISASM = _tool("bin/ptxas"), _tool("bin/nvdisasm")
-pytestmark = pytest.mark.skipif(not (shutil.which("clang-22") and PTXAS),
+PTXAS, NVDISASM = nv_corpus.tool("bin/ptxas"), nv_corpus.tool("bin/nvdisasm")
+pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(),
                                 reason="needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc, the nv extra)")
 needs_nvdisasm = pytest.mark.skipif(NVDISASM is None, reason="needs nvdisasm (PyPI nvidia-cuda-nvdisasm)")
 

@@ -6,27 +6,16 @@ from __future__ import annotations
 
 import copy
 import re
-import shutil
 
 import numpy as np
-import nv_corpus  # noqa: E402 (tests/kernels, on the path by conftest.py)
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
-
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
-from usergpu.errors import ToolchainError
 
 cases = nv_corpus.cases
 
 
-def _nvcc_package() -> bool:
-    try:
-        return bool(nvidia_tool("bin/ptxas") and nvidia_tool("nvvm/libdevice/libdevice.10.bc"))
-    except ToolchainError:
-        return False
-
-
 # ptxas, and libdevice for math.cu, come from PyPI's nvidia-cuda-nvcc
-pytestmark = pytest.mark.skipif(not (shutil.which("clang-22") and _nvcc_package()),
+pytestmark = pytest.mark.skipif(not (nv_corpus.has_toolchain() and nv_corpus.tool("nvvm/libdevice/libdevice.10.bc")),
                                 reason="needs clang-22 (Debian), ptxas and libdevice (PyPI nvidia-cuda-nvcc)")
 
 RUNS = [pytest.param(c, a, id=f"{c.name}-{a}") for c in cases.CASES for a in c.archs]

@@ -14,13 +14,12 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 
 from usergpu.emu.nv import launch
 from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.emu.nv.ptx.semantics import UnsupportedPTX
-from usergpu.errors import ToolchainError
 
 SRC = (Path(__file__).resolve().parents[2] / "kernels" / "nv_mma" / "wmma.cu").read_text()
 ARCHS = ("sm_80", "sm_90")
@@ -261,14 +260,7 @@ def test_stmatrix(trans):
     np.testing.assert_array_equal(out, mats.reshape(-1))
 
 
-def _has_ptxas() -> bool:
-    try:
-        return nvidia_tool("bin/ptxas").is_file()
-    except ToolchainError:
-        return False
-
-
-@pytest.mark.skipif(not _has_ptxas(), reason="needs ptxas (PyPI nvidia-cuda-nvcc, the nv extra)")
+@pytest.mark.skipif(not nv_corpus.tool("bin/ptxas"), reason="needs ptxas (PyPI nvidia-cuda-nvcc, the nv extra)")
 @pytest.mark.parametrize("arch", ARCHS)
 def test_ptxas_accepts(arch):
     """The kernels' PTX is valid: ptxas assembles it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import ptx_cases_compare
 import ptx_cases_control
 import ptx_cases_cvt
@@ -19,9 +20,7 @@ import ptx_cases_mem
 import pytest
 from ptx_harness import HEADER, Case, check, kernel, run
 
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.emu.nv.ptx import semantics
-from usergpu.errors import ToolchainError
 
 FAMILIES = (ptx_cases_float, ptx_cases_int, ptx_cases_compare, ptx_cases_cvt, ptx_cases_mem, ptx_cases_control,
             ptx_cases_matrix)
@@ -39,15 +38,8 @@ def test_instruction(case: Case) -> None:
     check(case)
 
 
-def _ptxas() -> bool:
-    try:
-        nvidia_tool("bin/ptxas")
-    except ToolchainError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _ptxas(), reason="ptxas (PyPI nvidia-cuda-nvcc, the nv extra) is not installed")
+@pytest.mark.skipif(not nv_corpus.tool("bin/ptxas"),
+                    reason="ptxas (PyPI nvidia-cuda-nvcc, the nv extra) is not installed")
 @pytest.mark.parametrize("opcode", sorted(op for op, cases in BY_OPCODE.items() if cases))
 def test_ptxas_accepts(opcode: str) -> None:
     """Every case's kernel assembles for sm_90: those without module-level text together in one module."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
-import nv_corpus  # tests/kernels, on the path by tests/emu/nv/conftest.py
+import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 from nvrig import Ring, Space, acquire, release
 

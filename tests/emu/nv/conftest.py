@@ -1,8 +1,0 @@
-"""The NVIDIA emulator's tests use the CUDA corpus and its helpers (tests/kernels/nv_corpus.py)."""
-
-import sys
-from pathlib import Path
-
-KERNELS = Path(__file__).resolve().parents[2] / "kernels"
-if str(KERNELS) not in sys.path:
-    sys.path.insert(0, str(KERNELS))
