@@ -28,8 +28,8 @@ __all__ = ["CodeObjectError", "CompileError", "DecodeError", "Device", "DeviceNo
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {"Device": "usergpu.runtime.device", "launch": "usergpu.runtime.launch",
-         "compile_opencl": "usergpu.emu.compile", "compile_cuda": "usergpu.emu.nv.codeobj",
-         "assemble_ptx": "usergpu.emu.nv.codeobj"}
+         "compile_opencl": "usergpu.isa.compile", "compile_cuda": "usergpu.isa.nv",
+         "assemble_ptx": "usergpu.isa.nv"}
 
 
 def __getattr__(name: str):

@@ -36,6 +36,10 @@ class CodeObjectError(Error):
     line, kernel)."""
 
 
+class LaunchError(Error):
+    """A launch the kernel cannot take: wrong argument count, size or type, a grid or block out of range."""
+
+
 class GPUFault(Error):
     """A kernel touched memory it may not: the faulting address, the access, the kernel, the wave and the PC.
     `registers` holds the faulting wave's register dump (scalar, vector, exec) for a person to read. `where`, when

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import usergpu
-from usergpu.emu.amd import isa
-from usergpu.emu.amd.codeobj import parse
+from usergpu.isa import amd as isa
+from usergpu.isa.amd.codeobj import parse
 
 KERNELS = Path(__file__).resolve().parents[1] / "tests" / "kernels"
 

@@ -14,7 +14,7 @@ import numpy as np
 from timing import median_seconds  # bench/timing.py: run as python bench/<name>.py
 
 import usergpu
-from usergpu.emu.amd import sqtt
+from usergpu.isa.amd import sqtt
 
 DATA = Path(usergpu.__file__).resolve().parent / "tests" / "data" / "sqtt"  # the repository's copy of shared/data/sqtt
 

@@ -66,7 +66,7 @@ def programs(device: str) -> dict:
 def child(n: int) -> int:
     from tabulate import tabulate
 
-    from usergpu.emu.amd.mock.fileio import MockFileIOInterface, machine
+    from usergpu.emu.mock.tinygrad.fileio import MockFileIOInterface, machine
 
     inside = [0.0]
     ioctl = MockFileIOInterface.ioctl

@@ -1,36 +1,35 @@
-"""A GPU device behind any interface: the device string picks the driver (KFD or AM) and, for MOCK interfaces, the
-mock beneath the HAL. `Device("MOCKKFD+AMD")` and `Device("KFD+AMD")` run the same driver and runtime code, as do
-`Device("MOCKPCI+AMD")` and `Device("PCI+AMD")`."""
+"""A GPU device behind any interface, vendor-neutral: the device string picks the vendor's device (the VENDORS
+table) and, for MOCK interfaces, the mock machine beneath the HAL (emu.mock.open_hal, loaded only then). What every
+vendor's device shares is here: memory accounting, the kernel-argument arena, the timeline and its spans, the
+programs kept for launch, the end of a stopped queue and close. `Device("MOCKKFD+AMD")` and `Device("KFD+AMD")` run
+the same driver and runtime code, as do `Device("MOCK+NV")` and `Device("NVK+NV")`; only the HAL differs."""
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import hashlib
+import importlib
 import os
-import time
 from collections import OrderedDict, deque
 
-from usergpu.drivers.amd.am.driver import AM
-from usergpu.drivers.amd.kfd import KFD
 from usergpu.drivers.hal import HAL
-from usergpu.drivers.memory import Memory
-from usergpu.emu.amd.mock.machines import mock_hal
-from usergpu.emu.amd.soc import TIMESTAMP_HZ, register_address
+from usergpu.drivers.memobj import Memory
 from usergpu.errors import DeviceNotFound, Error, GPUFault, GPUHang
-from usergpu.runtime.aql import AQLQueue
-from usergpu.runtime.memory import Buffer
-from usergpu.runtime.pm4 import FIRST_XCC, ComputeQueue, Packets
-from usergpu.runtime.profile import Span
-from usergpu.runtime.profiler import Profiler
-from usergpu.runtime.sdma import CopyQueue, SDMAPackets
+from usergpu.runtime.buffer import Buffer, BufferError
 from usergpu.runtime.signal import Signal
+from usergpu.runtime.spans import Span
 
 INTERFACES = ("KFD+AMD", "MOCKKFD+AMD", "PCI+AMD", "MOCKPCI+AMD", "NVK+NV", "MOCK+NV")
 FIRST_REAL = {"AMD": "KFD+AMD", "NV": "NVK+NV"}  # the first real interface of a vendor
+# a vendor -> the module and class of its device (imported when a device of it is first made)
+VENDORS = {"AMD": ("usergpu.runtime.amd.device", "AMDDevice"), "NV": ("usergpu.runtime.nv.device", "NVDevice")}
 ARENA = 1 << 20
 STAGING = 16 << 20  # bytes of host-visible memory a large copy goes through, chunk by chunk
 SPANS = 4096  # the launches a Device remembers for spans() (the most recent): a long run holds memory flat
 PROGRAMS = 32  # code objects a Device keeps loaded for launch (the least recently used is freed past this)
+
+
 def parse(device: str | None) -> tuple[str, int]:
     """'MOCKKFD+AMD:1' -> ('MOCKKFD+AMD', 1); None or '' reads $DEV; 'AMD' and 'NV' are the first real interface
     of the vendor."""
@@ -47,37 +46,33 @@ def parse(device: str | None) -> tuple[str, int]:
     return name, int(index or 0)
 
 
-class Device:
-    """A GPU: memory, queues, signals, programs. Waits longer than `timeout` seconds raise GPUHang. An NVIDIA
-    device string makes an NVDevice (runtime/nv_device.py), which shares what is not vendor-specific."""
+class Device(abc.ABC):
+    """A GPU: memory, queues, signals, programs. Waits longer than `timeout` seconds raise GPUHang.
+    `Device(string)` makes the device of the string's vendor (VENDORS)."""
+
+    clock_hz: float  # the rate of the GPU timestamps that spans are read from
+    signal_class: type[Signal]
+    program_class: type
 
     def __new__(cls, device: str | None = None, *args, **kwargs):
-        if cls is Device and parse(device)[0].endswith("+NV"):
-            from usergpu.runtime.nv_device import NVDevice
-
-            return super().__new__(NVDevice)
+        if cls is Device:
+            module, name = VENDORS[parse(device)[0].rpartition("+")[2]]
+            cls = getattr(importlib.import_module(module), name)
         return super().__new__(cls)
 
-    def __init__(self, device: str | None = None, timeout: float = 30.0, queue: str | None = None):
-        """queue: where kernels go, "pm4" (a PM4 compute queue, registers programmed by the runtime) or "aql" (an
-        AQL queue, the CP sets dispatches up from the kernel descriptor); by default pm4, and aql on a GPU of
-        several XCCs (whose XCCs split an AQL dispatch's workgroups, where a PM4 one runs on the first XCC alone:
-        pm4.py), as ROCr and tinygrad choose there."""
-        if queue not in (None, "pm4", "aql"):
-            raise DeviceNotFound(f"queue {queue!r}: kernels run on a pm4 or an aql queue")
+    def __init__(self, device: str | None = None, timeout: float = 30.0):
         self.closed = False
         self._memory: dict[int, Memory] = {}  # every driver memory object the device holds, by address
         self._programs: OrderedDict[bytes, object] = OrderedDict()  # launch's loaded code objects, by digest
         self.name, self.index = parse(device)
-        self.hal = mock_hal(interface=self.name) if self.name.startswith("MOCK") else HAL()
-        self.driver = AM.open(self.hal, self.index) if self.name.endswith("PCI+AMD") else KFD(self.hal, self.index)
-        self.arch, self.timeout, self.clock_hz = self.driver.arch, timeout, TIMESTAMP_HZ
-        self.xccs = self.driver.properties.get("num_xcc", 1) if isinstance(self.driver, KFD) else 1
-        self.event_page = self.memory(8 * 4096, "gtt")
-        self.event = self.driver.create_event(self.event_page)
-        self.compute, self.copy, self.aql = ComputeQueue(self), CopyQueue(self), AQLQueue(self)
-        self.queue_kind = queue or ("aql" if self.xccs > 1 else "pm4")
-        self.timeline = Signal(self)  # the device's own: each submission bumps it
+        if self.name.startswith("MOCK"):
+            from usergpu.emu.mock import open_hal
+
+            self.hal = open_hal(self.name)
+        else:
+            self.hal = HAL()
+        self.driver = self.open_driver()
+        self.arch, self.timeout = self.driver.arch, timeout
         self.timeline_value = 0
         self._pending: list[tuple[str, str, int, dict, int]] = []  # launches not yet read: name, queue, times, args,
         # and the timeline value they end at
@@ -85,33 +80,39 @@ class Device:
         self._arena = self.memory(ARENA, "gtt")
         self._arena_next = 0
         self._staging = None
-        self.profiler = Profiler.from_env(self)
+        self.profiler = None
+        self.timeline = self.signal()  # the device's own: each submission bumps it
 
-    def profile(self, sqtt: bool = True, counters: list[str] | tuple[str, ...] = (), **knobs) -> Profiler:
-        """Profile the kernels launched from now on (thread traces, the named counters); the Profiler, whose
-        write(directory) makes the capture. knobs: buffer_bytes, itrace_se_mask, slots."""
-        self.synchronize()
-        if self.profiler:
-            self.profiler.release()
-        self.profiler = Profiler(self, sqtt, counters, **knobs)
-        return self.profiler
+    # ---- what each vendor's device says ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def open_driver(self):
+        """The driver of this device's interface, over self.hal."""
 
-    def packets(self) -> Packets:
-        """PM4 packets in the device's encodings."""
-        return Packets(self.arch)
+    @abc.abstractmethod
+    def open_queues(self) -> None:
+        """The device's queues made (anew after a fault or a hang)."""
 
-    def first_xcc(self, packets: list[int]) -> list[int]:
-        """The packets, to run on the first XCC alone where the GPU has several (PRED_EXEC: inside an IB)."""
-        return self.packets().pred_exec(FIRST_XCC, packets) if self.xccs > 1 else packets
+    @abc.abstractmethod
+    def close_queues(self) -> None:
+        """The device's queues given back to the driver."""
 
-    def sdma_packets(self) -> SDMAPackets:
-        """SDMA packets in the device's encodings."""
-        return SDMAPackets(self.arch)
+    @abc.abstractmethod
+    def copy_packets(self, dst: int, src: int, size: int, value: int):
+        """The work of a copy on the copy queue that signals the timeline with value."""
 
-    def register_address(self, name: str) -> int:
-        """A GC register's dword address on this device."""
-        return register_address(self.arch, name)
+    @abc.abstractmethod
+    def poll(self) -> None:
+        """Wait a little while the GPU goes on; raise what the GPU reports stopped (self.stopped)."""
 
+    @abc.abstractmethod
+    def span_times(self, times: int) -> tuple[int, int]:
+        """A launch's (start, end) GPU timestamps, from where it wrote them."""
+
+    def give_back(self, mem: Memory) -> None:
+        """A memory object returned to the driver at close."""
+        self.driver.free(mem)
+
+    # ---- the timeline and its arena -------------------------------------------------------------------------------
     def next_timeline_value(self) -> int:
         self.timeline_value += 1
         return self.timeline_value
@@ -130,24 +131,25 @@ class Device:
         off = va - self._arena.va
         return self._arena.view()[off : off + size]
 
+    @contextlib.contextmanager
+    def work(self, value: int):
+        """Around the submission of work that signals the timeline with value: if a queue refuses it or the GPU
+        stops it there (a fault), the work is over and the timeline counts it done, so later waits do not wait."""
+        try:
+            yield
+        except Error:
+            self.timeline.value = max(self.timeline.value, value)
+            raise
+
+    # ---- a queue the GPU stopped ------------------------------------------------------------------------------------
     def reset_queues(self) -> None:
         """Make the device's queues anew (after a hang or a fault): what they held is lost, and the timeline counts
         everything submitted as done."""
-        for q in (self.compute, self.copy, self.aql):
-            self.driver.destroy_queue(q.queue)
-            q.create()
+        self.close_queues()
         done = self.timeline.value
         self._pending = [p for p in self._pending if p[4] <= done]  # the lost launches never wrote their times
         self.timeline.value = self.timeline_value
-
-    def poll(self) -> None:
-        """Wait a little for the device's event (the GPU goes on meanwhile). A fault or a hang the GPU reports
-        stops the kernel it names; the queues are made anew, so the next launch runs at once."""
-        try:
-            if self.driver.wait_events([self.event], timeout_ms=10) is None:
-                time.sleep(0.001)
-        except (GPUFault, GPUHang) as e:
-            raise self.stopped(e) from None
+        self.open_queues()
 
     def stuck(self) -> str | None:
         """The oldest launch the timeline has not passed: the kernel a hang or a fault stopped (None: none)."""
@@ -169,29 +171,20 @@ class Device:
         return GPUHang(f"device hang detected: {what} after {timeout:g} s", name,
                        f"Device(timeout=...) allows longer (now {self.timeout:g} s)")
 
+    # ---- memory -----------------------------------------------------------------------------------------------------
     def staged(self, nbytes: int):
-        """(offset, staging buffer) for each chunk of a large copy: host-visible memory the SDMA engine reads or
+        """(offset, staging buffer) for each chunk of a large copy: host-visible memory the copy engine reads or
         writes, made on first use."""
         if self._staging is None:
             self._staging = self.memory(STAGING, "gtt")
         for off in range(0, nbytes, STAGING):
             yield off, self._staging
 
-    @contextlib.contextmanager
-    def work(self, value: int):
-        """Around the submission of work that signals the timeline with value: if a queue refuses it or the GPU
-        stops it there (a fault), the work is over and the timeline counts it done, so later waits do not wait."""
-        try:
-            yield
-        except Error:
-            self.timeline.value = max(self.timeline.value, value)
-            raise
-
     def dma_copy(self, dst: int, src: int, size: int) -> None:
-        """Copy on the SDMA queue and wait for it."""
+        """Copy on the copy queue and wait for it."""
         value = self.next_timeline_value()
         with self.work(value):
-            self.copy.submit(self.sdma_packets().copy(dst, src, size).signal(self.timeline, value, self.event))
+            self.copy.submit(self.copy_packets(dst, src, size, value))
         self.timeline.wait(value)
 
     def alloc(self, size: int, kind: str = "vram", at_end: bool = False) -> Buffer:
@@ -209,21 +202,18 @@ class Device:
 
     def release(self, mem: Memory) -> None:
         """Give a memory object back to the driver (once: a second time is a BufferError)."""
-        from usergpu.runtime.memory import BufferError
-
         if mem.freed or self._memory.get(mem.va) is not mem:
             raise BufferError(f"memory of {mem.size} bytes at {mem.va:#x} was already freed")
         del self._memory[mem.va]
         mem.freed = True
         self.driver.free(mem)
 
+    # ---- programs and signals ---------------------------------------------------------------------------------------
     def load(self, code_object: bytes):
         """A code object loaded into GPU memory: a Program, its kernels callable."""
-        from usergpu.runtime.program import Program
-
         if self.closed:
             raise DeviceNotFound(f"{self!r} is closed")
-        return Program(self, code_object)
+        return self.program_class(self, code_object)
 
     def program(self, code_object: bytes):
         """The code object loaded once for repeated launches: the Program kept for it (the least recently used of
@@ -238,8 +228,9 @@ class Device:
         return prog
 
     def signal(self, value: int = 0) -> Signal:
-        return Signal(self, value)
+        return self.signal_class(self, value)
 
+    # ---- spans ------------------------------------------------------------------------------------------------------
     def synchronize(self) -> None:
         """Wait for all submitted work."""
         self.timeline.wait(self.timeline_value)
@@ -250,11 +241,6 @@ class Device:
             self._spans.append(Span(name, start / self.clock_hz, (end - start) / self.clock_hz, {"queue": queue,
                                                                                                **args}))
         self._pending.clear()
-
-    def span_times(self, times: int) -> tuple[int, int]:
-        """A launch's (start, end) GPU timestamps: two 64-bit words at times."""
-        start, end = self.arena_view(times, 16).cast("Q")
-        return start, end
 
     def profiled(self, name: str, queue: str, times: int, args: dict, value: int) -> None:
         """A launch whose (start, end) timestamps the GPU writes at times, read at the next synchronize; the
@@ -274,17 +260,16 @@ class Device:
 
     def close(self) -> None:
         """Let the GPU go: the device's queues, every memory object it still holds (buffers and programs too:
-        using one afterwards is a BufferError), then AM's lock (another process may drive the board then) or
-        KFD's files. Closing twice does nothing."""
+        using one afterwards is a BufferError), then the driver (AM's lock, so another process may drive the
+        board; KFD's or the RM's files). Closing twice does nothing."""
         if self.closed:
             return
         self.closed = True
         try:
-            for q in (self.compute, self.copy, self.aql):
-                self.driver.destroy_queue(q.queue)
+            self.close_queues()
             for mem in reversed(list(self._memory.values())):
                 mem.freed = True
-                (self.driver.release_event_page if mem is self.event_page else self.driver.free)(mem)
+                self.give_back(mem)
             self._memory.clear()
             self._programs.clear()
         finally:

@@ -1,123 +1,67 @@
-"""Programs: a code object loaded into GPU memory, its kernels callable with buffers and scalars. A call packs the
-kernel arguments from the metadata (hidden ones included), programs the COMPUTE_* registers the descriptor asks
-for, dispatches on the PM4 queue and signals the device's timeline."""
+"""What a loaded program and its kernels are on either vendor: a Program holds the code in GPU memory and its
+kernels by name; a Kernel's call packs its arguments and builds the work (the vendor's `prepare` and `submit`), and
+ends the same way on every GPU: the work submitted at the timeline's next value, a fault or a hang the GPU reports
+named after the kernel, its span kept, and with wait, its time from the GPU's timestamps."""
 
 from __future__ import annotations
 
-import struct
-from array import array
+import abc
+from typing import Any
 
-from usergpu.autogen import amdhsa as hsa
-from usergpu.emu.amd.codeobj import parse
-from usergpu.emu.amd.codeobj.kernargs import LaunchError, check_args, check_launch, dispatch_packet, pack_kernargs
-from usergpu.emu.amd.exec.dispatch import image, kernel_registers, user_sgpr_values
-from usergpu.errors import CodeObjectError, GPUFault, GPUHang
-from usergpu.runtime.aql import kernel_dispatch, pm4_ib
-from usergpu.runtime.memory import Buffer
-from usergpu.runtime.pm4 import Packets
-from usergpu.runtime.signal import AMD_SIGNAL_KIND_USER
-
-START_TS = hsa.amd_signal_t.start_ts.offset  # end_ts follows it
-
-ARENA = 1 << 20  # kernel arguments and dispatch packets of in-flight launches
+from usergpu.errors import GPUFault, GPUHang, LaunchError
 
 
 class Program:
-    def __init__(self, dev, code_object: bytes):
-        self.dev, self.co = dev, parse(code_object)
-        if self.co.arch and self.co.arch != dev.arch:
-            raise CodeObjectError(f"the code object is built for {self.co.arch}; {dev!r} runs {dev.arch} (compile "
-                                  f"it for {dev.arch})")
-        img = image(self.co)
-        self.buf = Buffer(dev, len(img), "vram")
-        self.buf.copyin(img)
-        self.kernels = {name: Kernel(self, k) for name, k in self.co.kernels.items()}
+    """A code object in GPU memory (buf); kernels by name."""
+
+    dev: Any
+    buf: Any
+    kernels: dict[str, Kernel]
 
     def kernel(self, name: str) -> Kernel:
-        """The kernel of that name; LaunchError naming the kernels the code object has."""
+        """The kernel of that name; LaunchError naming the kernels the program has."""
         if name not in self.kernels:
             raise LaunchError(f"no kernel {name!r} in the code object (kernels: {', '.join(self.kernels)})")
         return self.kernels[name]
 
     def free(self) -> None:
-        """Give the code object's GPU memory back; its kernels can no longer be launched."""
+        """Give the program's GPU memory back; its kernels can no longer be launched."""
         self.buf.free()
 
 
-class Kernel:
-    def __init__(self, program: Program, meta):
-        self.program, self.meta, self.dev = program, meta, program.dev
-        self.kd_va = program.buf.va + meta.descriptor_addr
-        self.kd = bytes(program.buf.view()[meta.descriptor_addr : meta.descriptor_addr + 64])
+class Kernel(abc.ABC):
+    """A kernel of a Program, callable: kernel(*args, grid=, block=, shared=, wait=)."""
 
+    default_block: tuple[int, int, int] = (64, 1, 1)
+
+    def __init__(self, program: Program, name: str):
+        self.program, self.dev, self.name = program, program.dev, name
+
+    @abc.abstractmethod
     def check(self, args: list) -> None:
-        """The arguments against the kernel's metadata, before anything runs (LaunchError)."""
-        check_args(self.meta, args)
+        """The arguments against the kernel's parameters, before anything runs (LaunchError)."""
 
-    def __call__(self, *args, grid=(1, 1, 1), block=(64, 1, 1), wait: bool = True, shared: int = 0) -> float | None:
-        """Launch over grid workgroups of block work-items; with wait, the kernel's time in seconds from the GPU's
-        timestamps. An AMD kernel's dynamic LDS is sized by its arguments (a local pointer's size), not shared."""
-        dev, k = self.dev, self.meta
-        if shared:
-            raise LaunchError(f"shared={shared}: an AMD kernel's dynamic LDS comes from its local-pointer arguments")
-        grid, block = check_launch(k, grid, block)
-        kernargs, lds = pack_kernargs(k, list(args), grid, block, lambda v: v.va if isinstance(v, Buffer) else None)
-        total = -(-len(kernargs) // 64) * 64 + 64  # the arguments, then the dispatch packet the kernel may read
-        args_va = dev.arena(total)
-        packet_va = args_va + total - 64
-        view = dev.arena_view(args_va, total)
-        view[: len(kernargs)] = kernargs
-        view[total - 64 :] = dispatch_packet(k, grid, block, args_va, lds)
+    @abc.abstractmethod
+    def prepare(self, args: list, grid, block, shared: int) -> tuple[tuple, tuple, Any]:
+        """(grid, block, what submit needs): the launch checked and its arguments in GPU memory."""
+
+    @abc.abstractmethod
+    def submit(self, work: Any, value: int) -> tuple[str, int]:
+        """The prepared launch submitted, the timeline signalled with value after it: (the queue it went to, the
+        address of its start and end timestamps)."""
+
+    def __call__(self, *args, grid=(1, 1, 1), block=None, shared: int = 0, wait: bool = True) -> float | None:
+        """Launch over grid workgroups (blocks) of block work-items (threads); with wait, the kernel's time in
+        seconds from the GPU's timestamps."""
+        dev = self.dev
+        grid, block, work = self.prepare(list(args), grid, self.default_block if block is None else block, shared)
         value = dev.next_timeline_value()
         with dev.work(value):
             try:
-                if dev.queue_kind == "aql":
-                    times = self._aql(args_va, grid, block, lds, value)
-                else:
-                    times = self._pm4(args_va, packet_va, grid, block, lds, value)
+                queue, times = self.submit(work, value)
             except (GPUFault, GPUHang) as f:  # the kernel faulted or hung: name it
-                raise f.named(k.name) from None
-        dev.profiled(k.name, dev.queue_kind, times, {"grid": list(grid), "block": list(block)}, value)
+                raise f.named(self.name) from None
+        dev.profiled(self.name, queue, times, {"grid": list(grid), "block": list(block)}, value)
         if not wait:
             return None
         return dev.last_span().seconds
-
-    def _pm4(self, args_va: int, packet_va: int, grid, block, lds: int, value: int) -> int:
-        """COMPUTE_* registers from the descriptor, DISPATCH_DIRECT, timestamps around it, the timeline after; the
-        address of the (start, end) timestamps."""
-        dev = self.dev
-        start = dev.arena(16)
-        end = start + 8
-        user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
-        regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
-        p = dev.packets().memory_barrier()
-        sh = {dev.register_address(name) - p.pm4.PACKET3_SET_SH_REG_START: value for name, value in regs.items()
-              if name != "COMPUTE_DISPATCH_INITIATOR"}
-        slot = dev.profiler.begin(p) if dev.profiler else None
-        p.timestamp(start).exec(sh, grid, regs["COMPUTE_DISPATCH_INITIATOR"]).timestamp(end)
-        if dev.profiler:
-            dev.profiler.end(p, slot, self)
-        dev.compute.submit(p.signal(dev.timeline, value, dev.event))
-        return start
-
-    def _aql(self, args_va: int, grid, block, lds: int, value: int) -> int:
-        """A KERNEL_DISPATCH packet (the CP sets the kernel up from its descriptor) whose completion signal takes
-        the start and end timestamps (their address is returned), then a PM4 IB that signals the timeline. With a
-        profiler, PM4 IBs before and after the dispatch start and stop its traces and counters."""
-        dev = self.dev
-        done = dev.arena(64)  # the completion signal: an amd_signal_t of value 1
-        struct.pack_into("<qq", dev.arena_view(done, 16), 0, AMD_SIGNAL_KIND_USER, 1)
-        before, after = dev.packets(), dev.packets()
-        slot = dev.profiler.begin(before) if dev.profiler else None
-        if dev.profiler:
-            dev.profiler.end(after, slot, self)
-        after += dev.first_xcc(dev.packets().signal(dev.timeline, value, dev.event))  # one XCC signals, once
-        dispatch = kernel_dispatch(self.kd_va, args_va, grid, block, lds, self.meta.private_segment_fixed_size, done)
-        dev.aql.submit([self._ib(before)] * bool(before) + [dispatch, self._ib(after)])
-        return done + START_TS
-
-    def _ib(self, packets: Packets) -> bytes:
-        """An AQL vendor packet running packets as a PM4 IB (in kernel-argument memory)."""
-        ib_va = self.dev.arena(4 * len(packets))
-        self.dev.arena_view(ib_va, 4 * len(packets)).cast("I")[:] = array("I", packets)
-        return pm4_ib(self.dev.packets().indirect_buffer(ib_va, len(packets)))

@@ -1,21 +1,18 @@
 """Signals: a 64-bit value the GPU writes (AMD: RELEASE_MEM, SDMA FENCE; NVIDIA: a semaphore release) with the GPU
-timestamp of the write beside it, waited on by the CPU (on AMD through KFD events: the write raises the interrupt
-that sets the device's event)."""
+timestamp of the write beside it, waited on by the CPU (the device's poll looks for what the GPU reports meanwhile:
+on AMD the KFD event the write raises, on NVIDIA the channels' error notifiers). Each vendor's signal says where its
+value and timestamp lie (runtime/amd/signal.py, runtime/nv/signal.py)."""
 
 from __future__ import annotations
 
 import time
 
-from usergpu.autogen import amdhsa as hsa
-
-AMD_SIGNAL_KIND_USER = 1
-
 
 class Signal:
-    """An amd_signal_t (ROCr's layout, so AQL packets can name it): the value, and the GPU timestamp of its last
-    write in end_ts."""
+    """A signal in host-visible GPU memory: the value at VALUE, the GPU timestamp of its last write at TIMESTAMP."""
 
-    VALUE, TIMESTAMP = hsa.amd_signal_t.value.offset, hsa.amd_signal_t.end_ts.offset
+    VALUE: int
+    TIMESTAMP: int
 
     def __init__(self, dev, value: int = 0):
         self.dev = dev
@@ -26,8 +23,7 @@ class Signal:
         self.value = value
 
     def prepare(self) -> None:
-        """The words a signal's kind needs before its first use: an amd_signal_t says it is a user signal."""
-        self._words[hsa.amd_signal_t.kind.offset // 8] = AMD_SIGNAL_KIND_USER
+        """The words a signal's kind needs before its first use (none unless a vendor says so)."""
 
     def free(self) -> None:
         self.dev.release(self.mem)
@@ -53,13 +49,3 @@ class Signal:
             self.dev.poll()
             if (now := self.value) < value and time.monotonic() > limit:
                 raise self.dev.hang(f"signal at {self.va:#x} is {now}, waited for {value}", timeout)
-
-
-class NVSignal(Signal):
-    """An NVIDIA semaphore: the 64-bit payload, then the GPU's timestamp (ns) of the release that wrote it (the
-    four-word report a release with RELEASE_TIMESTAMP writes)."""
-
-    VALUE, TIMESTAMP = 0, 8
-
-    def prepare(self) -> None:
-        pass

@@ -13,10 +13,12 @@ import pytest
 
 from usergpu.drivers.hal import HAL
 
-# the kernel corpora's helpers (tests/kernels/corpus.py, nv_corpus.py), importable from every test
-KERNELS = str(Path(__file__).resolve().parent / "kernels")
-if KERNELS not in sys.path:
-    sys.path.insert(0, KERNELS)
+# helpers importable from every test: the kernel corpora's (tests/kernels/corpus.py, nv_corpus.py) and the
+# code-object readers' (tests/isa/elf_damage.py)
+for helpers in ("kernels", "isa"):
+    folder = str(Path(__file__).resolve().parent / helpers)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
 
 # each test process's MOCKPCI+AMD machines, apart from those of the other workers (AM allows one process per board)
 # and of a developer's own processes; the first process (xdist's controller) makes the folder and removes it

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,14 +23,14 @@ from tqdm import tqdm
 from usergpu.drivers.amd.pspboot import PSPBoot, check_image, sha256
 from usergpu.drivers.amd.romsw import ROMSW, SECTOR, SIZE, FlashError
 from usergpu.drivers.amd.usb import ASM24, USBPCIDevice
-from usergpu.drivers.hal import HAL, MockHAL
+from usergpu.drivers.hal import HAL
 from usergpu.drivers.pci import PCIDevice, Registers, pci_devices
 from usergpu.errors import DeviceNotFound, Error
 from usergpu.tools.common import Parser, guarded, input_file, output_file, ranged
 
 NAVI31_IDS = (0x744C, 0x7448, 0x745E)  # RX 7900 XT/XTX/GRE, Radeon Pro W7900, W7800
 SECTORS = SIZE // SECTOR
-MOCKS = {"MOCKUSB+AMD": "usb", "MOCKPCI+AMD": "pci"}  # the mock board, and how it is reached
+MOCKS = {"MOCKUSB+AMD": "usb", "MOCKPCI+AMD": "pci"}  # the mock board (emu.mock.open_hal), and how it is reached
 OVER = {"auto": "over PCI or USB", "pci": "over PCI", "usb": "over USB"}
 
 
@@ -109,7 +106,9 @@ def open_board(args: argparse.Namespace, hal: HAL) -> PCIDevice:
     instead, reached the same way through a mock HAL."""
     transport, where = args.transport, OVER[args.transport]
     if args.dev:
-        hal, transport, where = mock_hal(args.dev), MOCKS[args.dev], f"on the mock {args.dev}"
+        from usergpu.emu.mock import open_hal
+
+        hal, transport, where = open_hal(args.dev, flash=True), MOCKS[args.dev], f"on the mock {args.dev}"
     # by the ids sysfs keeps from enumeration, not config space: a board that stops answering keeps its number
     pci = sorted((d for i in NAVI31_IDS for d in pci_devices(hal, 0x1002, i)), key=lambda d: d.name) \
         if transport in ("auto", "pci") else []
@@ -130,23 +129,6 @@ def usb_bridges(hal: HAL) -> list[ASM24]:
             found.append(ASM24.find(hal, index=len(found)))
         except DeviceNotFound:
             return found
-
-
-def mock_hal(dev: str) -> MockHAL:
-    """A mock HAL holding the mock Navi31 board (its flash in $MOCKFLASH_IMAGE) on the transport dev names: behind
-    the mock USB bridge, or as a native PCI function. Its sysfs folder goes with it (or at exit)."""
-    from usergpu.emu.amd.mock.flash.board import Navi31Board, install
-    from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
-
-    root = tempfile.mkdtemp(prefix="amdflash-mock-")
-    hal = MockHAL(root)
-    weakref.finalize(hal, shutil.rmtree, root, True)
-    board = Navi31Board()
-    if MOCKS[dev] == "usb":
-        hal.install_usb(ASM24Backend(board))
-    else:
-        install(hal, board)
-    return hal
 
 
 def progress(total: int, what: str) -> tqdm:

@@ -70,7 +70,7 @@ def seconds(text: str) -> float:
 
 def arch(text: str) -> str:
     """An ISA the disassembler and emulator know: gfx1100, gfx1200, gfx942, gfx950 (argparse type)."""
-    from usergpu.emu.amd.isa.decoder import ArgumentError, check_arch
+    from usergpu.isa.amd.decoder import ArgumentError, check_arch
 
     try:
         return check_arch(text)

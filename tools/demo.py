@@ -14,9 +14,9 @@ from pathlib import Path
 from tabulate import tabulate
 
 from usergpu.drivers.hal import HAL
-from usergpu.emu.amd import isa
-from usergpu.emu.amd.codeobj import compile_opencl, parse
-from usergpu.runtime import profile
+from usergpu.isa import amd as isa
+from usergpu.isa.amd.codeobj import compile_opencl, parse
+from usergpu.runtime import spans as profile
 from usergpu.tools import disasm, showcase
 
 DEVICE = "MOCKKFD+AMD"

@@ -13,14 +13,10 @@ from usergpu.drivers.hal import HAL
 
 def run(args: argparse.Namespace, hal: HAL | None = None) -> int:
     mock = getattr(args, "mock", None)
-    if mock == "nv":  # the mock NVIDIA machine of MOCKGPU_NV_ARCH / MOCKGPU_COUNT, found as real GPUs are
-        from usergpu.emu.nv.mock.machine import mock_nv_hal
+    if mock:  # the mock machine of MOCKGPU_ARCH (nv: MOCKGPU_NV_ARCH) / MOCKGPU_COUNT, found as real GPUs are
+        from usergpu.emu.mock import open_hal
 
-        hal = mock_nv_hal()
-    elif mock:  # the mock machine of MOCKGPU_ARCH / MOCKGPU_COUNT
-        from usergpu.emu.amd.mock.machines import mock_hal
-
-        hal = mock_hal()
+        hal = open_hal("MOCK+NV" if mock == "nv" else "MOCKKFD+AMD")
     gpus = devices.find(hal or HAL())
     if getattr(args, "json", False):
         print(json.dumps({"devices": [g.as_dict() for g in gpus], "mock_interfaces": list(devices.MOCK_INTERFACES)},

@@ -9,12 +9,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from usergpu.emu.amd import isa
 from usergpu.errors import CodeObjectError, Error
+from usergpu.isa import amd as isa
 from usergpu.tools.common import BadArgument, arch, input_file
 
 if TYPE_CHECKING:
-    from usergpu.emu.amd.codeobj import Kernel
+    from usergpu.isa.amd.codeobj import Kernel
 
 _SEPARATORS = re.compile(r"0x|[\s,]")
 
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     if nv := disasm_nv.kind(args.file, data):
         return disasm_nv.run(args.file, data, nv, args.kernel, args.arch, args.json)
-    from usergpu.emu.amd.codeobj import parse  # the ELF and metadata readers: only for a file
+    from usergpu.isa.amd.codeobj import parse  # the ELF and metadata readers: only for a file
 
     try:
         co = parse(data)

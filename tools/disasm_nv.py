@@ -9,8 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.errors import CodeObjectError, Error, ToolchainError
+from usergpu.isa.nv.compile import nvidia_tool
 
 EM_CUDA = 190
 ARCH = re.compile(r"sm_\d+[af]?$")
@@ -51,7 +51,7 @@ def _jsonable(value):
 
 
 def ptx_doc(path: str, data: bytes) -> dict:
-    from usergpu.emu.nv.codeobj.ptx import parse
+    from usergpu.isa.nv.ptx import parse
 
     try:
         module = parse(data)
@@ -73,7 +73,7 @@ def ptx_doc(path: str, data: bytes) -> dict:
 
 
 def cubin_doc(path: str, data: bytes) -> dict:
-    from usergpu.emu.nv.codeobj.cubin import parse
+    from usergpu.isa.nv.cubin import parse
 
     try:
         co = parse(data)

@@ -14,8 +14,8 @@ import sys
 
 from usergpu.autogen.generator.toolchain import LLVM
 from usergpu.emu.amd.mock.cdna import PARTITIONS, PARTS
-from usergpu.emu.amd.mock.fileio import MACHINES
-from usergpu.emu.amd.mock.machines import MAX_MOCK_GPUS
+from usergpu.emu.mock import MAX_MOCK_GPUS
+from usergpu.emu.mock.tinygrad.fileio import MACHINES
 from usergpu.errors import Error
 from usergpu.tools.common import BadArgument, ranged
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from usergpu.emu.amd.sqtt import Packets, SQTTError, decode, layout_of, wave_instructions
 from usergpu.errors import Error, FieldError
-from usergpu.runtime import profile as perfetto
+from usergpu.isa.amd.sqtt import Packets, SQTTError, decode, layout_of, wave_instructions
+from usergpu.runtime import spans as perfetto
 from usergpu.tools.common import input_dir, output_dir, output_file, unsigned
 from usergpu.tools.run import NvCode, add_kernel_arguments, prepare
 
-# What show reads of a capture's entries (shared/data/sqtt's README; runtime/profiler.py writes the same): each
+# What show reads of a capture's entries (shared/data/sqtt's README; runtime/amd/profiler.py writes the same): each
 # field and the types it may have (None: it may be left out)
 PROGRAM = {"file": (str,), "name": (str,), "base": (int, None), "tag": (int, None)}
 TRACE = {"file": (str,), "se": (int,), "itrace": (bool, None), "kern": (int, None), "exec_tag": (int, None)}

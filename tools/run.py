@@ -19,12 +19,12 @@ import numpy as np
 from tabulate import tabulate
 
 from usergpu.emu.amd import launch
-from usergpu.emu.amd.codeobj import compile_opencl, parse
 from usergpu.emu.amd.exec import helpers
 from usergpu.errors import CodeObjectError, CompileError, Error
+from usergpu.isa.amd.codeobj import compile_opencl, parse
+from usergpu.runtime.buffer import byte_count
 from usergpu.runtime.device import parse as parse_device
 from usergpu.runtime.launch import launch as runtime_launch
-from usergpu.runtime.memory import byte_count
 from usergpu.tools.common import BadArgument, input_file, output_dir, unsigned
 
 DTYPES = {name: t for name, t in helpers.DTYPES.items() if name != "bf16"}  # numpy has no bfloat16
@@ -122,23 +122,25 @@ def arch(text: str) -> str:
 
 
 class NvCode:
-    """An NVIDIA kernel file as `usergpu run` uses it: its PTX (or cubin) bytes, its arch and its kernels."""
+    """An NVIDIA kernel file as `usergpu run` uses it: its PTX (or cubin) bytes, its arch and its kernels. A cubin
+    is read for its own (stock ones from ptxas or nvcc too: the runtime loads them where the GPU runs SASS)."""
 
     def __init__(self, data: bytes, arch: str | None):
-        from usergpu.emu.nv.ptx.launch import module_of
+        from usergpu.isa.nv import cubin, ptx
 
-        self.data, self.module = data, module_of(data)
-        self.arch, self.kernels = arch or self.module.arch, self.module.kernels
+        self.data = data
+        code = cubin.parse(data) if data[:4] == b"\x7fELF" else ptx.parse(data)
+        self.arch, self.kernels = arch or code.arch, code.kernels
 
     def cubin(self) -> bytes:
         """What a device loads: the cubin, or the PTX assembled by ptxas for the arch."""
-        from usergpu.emu.nv.codeobj import assemble_ptx
+        from usergpu.isa.nv import assemble_ptx
 
         return self.data if self.data[:4] == b"\x7fELF" else assemble_ptx(self.data, self.arch or "sm_90")
 
 
 def _nv(path: Path, arch: str | None) -> NvCode:
-    from usergpu.emu.nv.codeobj import compile_cuda
+    from usergpu.isa.nv import compile_cuda
 
     if arch is not None and arch not in NV_ARCHS:
         raise SpecError(f"--arch {arch}: an NVIDIA kernel runs as {', '.join(NV_ARCHS)}")
@@ -171,10 +173,10 @@ def prepare(args: argparse.Namespace):
         raise SpecError(f"{path} has no kernels")
     kernel = args.kernel or next(iter(co.kernels))
     if isinstance(co, NvCode):
-        from usergpu.emu.nv.ptx.launch import find_kernel
+        from usergpu.isa.nv.launch_check import find_kernel
 
         try:
-            kernel = find_kernel(co.module, kernel)
+            kernel = find_kernel(co.kernels, kernel, str(path))
         except Error:
             raise SpecError(f"--kernel {kernel}: {path} has {', '.join(co.kernels)}") from None
     elif kernel not in co.kernels:

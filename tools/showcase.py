@@ -12,7 +12,7 @@ import numpy as np
 import usergpu
 from usergpu.emu.amd import launch as amd_launch
 from usergpu.errors import Error
-from usergpu.runtime.program import Program
+from usergpu.runtime.amd.program import Program
 
 # No device library is linked: work-item ids and barriers are clang builtins.
 SOURCE = r"""

@@ -14,9 +14,11 @@ import re
 import struct
 from collections import defaultdict
 
-from usergpu.autogen import _data, isa_encodings, isa_text
+from usergpu.autogen import _data
 from usergpu.autogen.generator import isa_image, llvmmc, writer
-from usergpu.autogen.isa_encodings import Family
+from usergpu.isa.amd import encoding as isa_encodings
+from usergpu.isa.amd import text as isa_text
+from usergpu.isa.amd.encoding import Family
 
 LIT_BASE, LIT_PROBE = 0x40490FDB, 0x3F800000
 BASE = {"vgpr": [10, 20, 30, 40, 50, 60], "sgpr": [8, 16, 24, 32], "sbase": [8, 12], "src": [276, 286, 296],
@@ -417,7 +419,7 @@ def files(arch: str, ops: dict[str, dict[int, tuple]], names: dict) -> dict[str,
     doc = (f"Opcode tables of {arch}, learned from llvm-mc-22 (usergpu.autogen.generator.isa): per family,\n"
            "opcode -> (mnemonic, takes a literal, operands as (printer, fields), modifiers as\n"
            "(style, name, fields, scales, bits), fields that must hold a value as (field, value)); printers and\n"
-           "styles are those of usergpu.autogen.isa_text. OPS holds the families by name, NAMES LLVM's symbolic\n"
+           "styles are those of usergpu.isa.amd.text. OPS holds the families by name, NAMES LLVM's symbolic\n"
            f"names; both are read from isa_{arch}.msgpack (usergpu.autogen._data).")
     body = ('_TABLES = _data.load(__file__)\nOPS, NAMES = _TABLES["OPS"], _TABLES["NAMES"]\n'
             f"globals().update(OPS)  # each family by its name too: isa_{arch}.SOP1")

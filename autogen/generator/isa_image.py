@@ -13,10 +13,10 @@ from __future__ import annotations
 import itertools
 import re
 
-from usergpu.autogen import isa_text
 from usergpu.autogen.generator import isa as learner  # its encode(); learner.learn hands image families here
 from usergpu.autogen.generator import llvmmc
-from usergpu.autogen.isa_family import Family
+from usergpu.isa.amd import text as isa_text
+from usergpu.isa.amd.encoding.family import Family
 
 DMASKS = (1, 3, 7, 15)  # one dmask of each channel count, in the order of isa_text.image_index
 SHAPE = ("dmask", "d16", "tfe", "dim", "a16")
@@ -164,7 +164,7 @@ def _modifiers(arch: str, fam: Family, op: int, base: dict, text: str) -> tuple[
 
 def _cpol_kind(seen: dict[tuple[int, int], str]) -> str:
     """gfx12's th/scope: the opcode kind (load, store, atomic) whose names LLVM prints."""
-    from usergpu.autogen import isa_text_gfx12
+    from usergpu.isa.amd.text import gfx12 as isa_text_gfx12
 
     return next((kind for kind in isa_text_gfx12.KINDS
                  if all(isa_text_gfx12.cpol(th, sc, kind) in t for (th, sc), t in seen.items())), "load")

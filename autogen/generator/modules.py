@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from usergpu.autogen import isa_encodings
 from usergpu.autogen.generator import amdkernel, cstructs, hwmodules, isa, kdesc, nvclasses, nvrm, toolchain, writer
 from usergpu.autogen.generator.spec import Module
+from usergpu.isa.amd import encoding as isa_encodings
 
 
 def _header(path: str, package: str) -> Path:

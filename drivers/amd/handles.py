@@ -1,11 +1,11 @@
-"""What an AMD driver (KFD, AM) hands the runtime besides memory (drivers/memory.py): the address reservations
+"""What an AMD driver (KFD, AM) hands the runtime besides memory (drivers/memobj.py): the address reservations
 memory objects are mapped into, and queues with their doorbells."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from usergpu.drivers.memory import GUARD, Memory
+from usergpu.drivers.memobj import GUARD, Memory
 from usergpu.hostmem import (
     MAP_ANONYMOUS,
     MAP_FIXED,

@@ -21,7 +21,7 @@ from usergpu.drivers.hal import (
     PROT_READ,
     PROT_WRITE,
 )
-from usergpu.drivers.memory import Memory
+from usergpu.drivers.memobj import Memory
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import PAGE, page_align
 

@@ -9,7 +9,9 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator
 
-from usergpu.autogen._bar5 import (
+from usergpu.drivers.amd.romsw import ALL_ONES, SIZE, FlashError, check_read_back, lost
+from usergpu.drivers.pci import Registers
+from usergpu.isa.amd.hw.bar5 import (
     MP0_COMMAND,
     MP0_COMMAND_DATA,
     MP0_DOORBELL,
@@ -28,8 +30,6 @@ from usergpu.autogen._bar5 import (
     ROM_DATA,
     ROM_INDEX,
 )
-from usergpu.drivers.amd.romsw import ALL_ONES, SIZE, FlashError, check_read_back, lost
-from usergpu.drivers.pci import Registers
 
 MAGIC = bytes.fromhex("AA55AA55")
 MAX_ITEMS = 19  # the most items an IFWI update asks for

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from usergpu.autogen._bar5 import (
+from usergpu.drivers.pci import Registers
+from usergpu.errors import Error
+from usergpu.isa.amd.hw.bar5 import (
     COMMAND_SIZE_SHIFT,
     ROM_CNTL,
     ROM_SW_CNTL,
@@ -31,8 +33,6 @@ from usergpu.autogen._bar5 import (
     SCK_PRESCALE_REFCLK_OVERRIDE,
     SCK_PRESCALE_REFCLK_SHIFT,
 )
-from usergpu.drivers.pci import Registers
-from usergpu.errors import Error
 
 # SPI NOR commands (JEDEC common set, as the GD25LQ16E datasheet lists them)
 RDID, RDSR1, RDSR2, RDSR3, WREN, WRSR, READ, PP, SE = 0x9F, 0x05, 0x35, 0x15, 0x06, 0x01, 0x03, 0x02, 0x20

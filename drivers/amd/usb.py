@@ -27,7 +27,10 @@ from typing import TypeVar
 import usb.backend
 import usb.core
 
-from usergpu.autogen._asm24 import (
+from usergpu.drivers.hal import HAL
+from usergpu.drivers.pci import BAR, PCIDevice, Registers
+from usergpu.errors import DeviceNotFound, DriverError, Error, FieldError
+from usergpu.isa.amd.hw.asm24 import (
     BULK_IN,
     BULK_OUT,
     CFGRD0,
@@ -52,9 +55,6 @@ from usergpu.autogen._asm24 import (
     XDATA_SIZE,
     XDATA_WRITE,
 )
-from usergpu.drivers.hal import HAL
-from usergpu.drivers.pci import BAR, PCIDevice, Registers
-from usergpu.errors import DeviceNotFound, DriverError, Error, FieldError
 
 T = TypeVar("T")
 

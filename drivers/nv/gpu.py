@@ -13,7 +13,7 @@ import ctypes
 from dataclasses import dataclass
 
 from usergpu.drivers.hal import HAL, MAP_FIXED, MAP_SHARED, MMIO, PROT_READ, PROT_WRITE
-from usergpu.drivers.memory import Memory
+from usergpu.drivers.memobj import Memory
 from usergpu.drivers.nv.abi import ABI, for_release, request, version_query
 from usergpu.drivers.nv.channel import Channel, Channels
 from usergpu.drivers.nv.rm import RM, address

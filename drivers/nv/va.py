@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import errno
 
-from usergpu.drivers.memory import GUARD
+from usergpu.drivers.memobj import GUARD
 from usergpu.hostmem import MAP_ANONYMOUS, MAP_NORESERVE, MAP_PRIVATE, PROT_NONE
 
 WINDOW = (0x10_0000_0000, 0x100_0000_0000)  # [64 GiB, 1 TiB)

@@ -2,7 +2,7 @@
 
     usergpu.emu.amd.launch(co, "vadd", grid=(4, 1, 1), block=(256, 1, 1), args=[a, b, c])
 
-The executor (and numpy) loads on the first use of launch: `usergpu.emu.amd.isa` alone stays light.
+The executor (and numpy) loads on the first use of launch: `usergpu.isa.amd` alone stays light.
 """
 
 from __future__ import annotations

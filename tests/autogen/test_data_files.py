@@ -6,8 +6,9 @@ from __future__ import annotations
 import importlib
 
 from usergpu.autogen import __main__ as autogen_main
-from usergpu.autogen import _data, isa_encodings
+from usergpu.autogen import _data
 from usergpu.autogen.generator import isa, spec
+from usergpu.isa.amd import encoding as isa_encodings
 
 TABLES = {"OPS": {"SOP1": {0x0: ("s_mov_b32", False, (("s1", ("sdst",)), ("src1_i", ("ssrc0",))), (), ()),
                            0x1a: ("s_x", True, (), (("map", "0=a|1=b", ("f",), (), 1),), (("f", 0),))}},

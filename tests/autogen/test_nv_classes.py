@@ -15,8 +15,8 @@ import pytest
 from usergpu.autogen import nv_classes as nv
 from usergpu.autogen._nvclass import Field, Layout, Method
 from usergpu.autogen.generator import nv_facts, nvclasses, toolchain
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
 from usergpu.errors import FieldError, ToolchainError
+from usergpu.isa.nv.compile import nvidia_tool
 
 
 def _probe(lines: list[str]) -> list[int]:

@@ -10,8 +10,9 @@ import pytest
 
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD, compute_queue_sizes, gpu_nodes
-from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock.kfd.kfd import MockKFD, ctx_save_restore_sizes
+from usergpu.emu.amd.mock.kfd.kfd import MockKFD
+from usergpu.emu.amd.mock.kfd.kfd_queues import ctx_save_restore_sizes
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound, DriverError
 
 

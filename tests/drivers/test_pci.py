@@ -6,11 +6,11 @@ import errno
 
 import pytest
 
-from usergpu.autogen._bar5 import ROM_CNTL, ROM_SW_STATUS
-from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
 from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board, install
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DriverError
+from usergpu.isa.amd.hw.bar5 import ROM_CNTL, ROM_SW_STATUS
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from usergpu.autogen import vfio
-from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.vfio import VFIOPCIDevice
 from usergpu.emu.amd.mock.pci.board import RCC_CONFIG_MEMSIZE, MockPCIGPU
 from usergpu.emu.amd.mock.pci.function import install_pci
 from usergpu.emu.amd.mock.pci.machine import machine
 from usergpu.emu.amd.mock.pci.vfio import install_vfio
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound, DriverError
 
 BUS = "0000:03:00.0"

@@ -31,8 +31,8 @@ TOOLCHAIN = "needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc, the nv ex
 
 def tool(name: str) -> Path | None:
     """A tool or file of NVIDIA's PyPI packages (bin/ptxas, bin/nvdisasm, nvvm/libdevice/...), None without them."""
-    from usergpu.emu.nv.codeobj.compile import nvidia_tool
     from usergpu.errors import ToolchainError
+    from usergpu.isa.nv.compile import nvidia_tool
 
     try:
         return nvidia_tool(name)

@@ -15,8 +15,8 @@ import pytest
 import usergpu
 from usergpu.emu.amd import launch as emu_launch
 from usergpu.errors import Error, GPUFault, GPUHang
+from usergpu.runtime.buffer import BufferError
 from usergpu.runtime.launch import launch
-from usergpu.runtime.memory import BufferError
 
 KERNELS = """
 __kernel void scale(__global float *a, float s) { a[__builtin_amdgcn_workitem_id_x()] *= s; }
@@ -202,7 +202,7 @@ def test_after_an_sdma_fault_the_next_copy_and_launch_run_at_once(open_device, c
 def test_the_hang_message_is_not_self_contradictory():
     code = textwrap.dedent("""
         import usergpu
-        from usergpu.runtime.pm4 import Packets
+        from usergpu.runtime.amd.pm4 import Packets
         dev = usergpu.Device("MOCKKFD+AMD", timeout=0.2)
         value = dev.next_timeline_value()
         dev.compute.submit(Packets().wait(dev.signal(), 1).signal(dev.timeline, value, dev.event))

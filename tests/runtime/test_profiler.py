@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import usergpu
-from usergpu.autogen._pmc import EVENTS
 from usergpu.emu.amd.exec.dispatch import launch as emu_launch
-from usergpu.emu.amd.sqtt import decode, wave_instructions
-from usergpu.emu.amd.sqtt.waves import TOKENLESS
+from usergpu.isa.amd.hw.pmc import EVENTS
+from usergpu.isa.amd.sqtt import decode, wave_instructions
+from usergpu.isa.amd.sqtt.waves import TOKENLESS
+from usergpu.runtime.amd.profiler import ProfileError
 from usergpu.runtime.device import Device
 from usergpu.runtime.launch import launch
-from usergpu.runtime.profiler import ProfileError
 
 KERNELS = Path(__file__).parents[1] / "kernels"
 SOURCE = (KERNELS / "prof.cl").read_text()

@@ -7,7 +7,7 @@ import functools
 import pytest
 
 from usergpu.autogen import nv_classes as nvc
-from usergpu.runtime import qmd
+from usergpu.runtime.nv import qmd
 
 PROGRAM, BANK0, BANK4 = 0x12_3456_7800, 0x10_0000_2000, 0x10_0040_0100
 

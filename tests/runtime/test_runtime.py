@@ -126,7 +126,7 @@ def test_a_wait_that_is_never_satisfied_is_a_device_hang_within_the_timeout(open
 
     import usergpu
     from usergpu.errors import GPUHang
-    from usergpu.runtime.pm4 import Packets
+    from usergpu.runtime.amd.pm4 import Packets
 
     dev = open_device(timeout=0.3)
     never = dev.signal()
@@ -146,7 +146,7 @@ def test_a_queue_waits_for_a_signal_another_gpu_writes(monkeypatch):
     """Two mock GPUs: GPU 1's queue waits on a signal in memory mapped for both, which GPU 0's queue writes later;
     timestamps of one timeline only grow."""
     import usergpu
-    from usergpu.runtime.pm4 import Packets
+    from usergpu.runtime.amd.pm4 import Packets
 
     monkeypatch.setenv("MOCKGPU_COUNT", "2")
     dev0, dev1 = usergpu.Device("MOCKKFD+AMD:0"), usergpu.Device("MOCKKFD+AMD:1")
@@ -188,7 +188,7 @@ def test_kernels_on_an_aql_queue(case, open_device):
 
 def test_an_aql_barrier_holds_a_dependent_kernel_until_its_signal_is_done(open_device):
     import usergpu
-    from usergpu.runtime.aql import barrier_and, kernel_dispatch
+    from usergpu.runtime.amd.aql import barrier_and, kernel_dispatch
 
     dev = open_device(queue="aql")
     prog = dev.load(usergpu.compile_opencl(ERRORS, dev.arch))
@@ -217,7 +217,7 @@ def test_hundreds_of_launches_wrap_the_rings_and_timestamps_only_grow(open_devic
     spans = dev.spans()
     assert len(spans) == 300 and list(buf.copyout(np.int32, 32)) == [299] * 32
     assert all(a.start + a.seconds <= b.start for a, b in zip(spans, spans[1:], strict=False))
-    trace = usergpu.runtime.profile.document([dev])
+    trace = usergpu.runtime.spans.document([dev])
     assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == 300
 
 
@@ -233,7 +233,7 @@ def test_an_invalid_code_object_is_refused_clearly():
 def test_a_full_ring_waits_for_room_and_a_stuck_engine_is_a_hang(open_device):
     import usergpu
     from usergpu.errors import GPUHang
-    from usergpu.runtime.pm4 import Packets
+    from usergpu.runtime.amd.pm4 import Packets
 
     dev = open_device(timeout=0.3)
     never, stamps = dev.signal(), dev.signal()

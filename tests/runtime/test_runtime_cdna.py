@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import usergpu
-from usergpu.runtime.pm4 import Packets
-from usergpu.runtime.sdma import SDMAPackets
+from usergpu.runtime.amd.pm4 import Packets
+from usergpu.runtime.amd.sdma import SDMAPackets
 
 ARCHS = ("gfx942", "gfx950")
 KERNELS = r"""

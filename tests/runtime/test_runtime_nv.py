@@ -244,7 +244,7 @@ def test_a_copy_from_an_unmapped_address_is_a_gpu_fault_and_the_copy_channel_goe
 
 
 def test_a_closed_device_gives_everything_back_and_its_buffers_refuse_use(nv):
-    from usergpu.runtime.memory import BufferError
+    from usergpu.runtime.buffer import BufferError
 
     dev = nv()
     buf = dev.alloc(4096)

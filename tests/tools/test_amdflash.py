@@ -180,12 +180,12 @@ def test_read_prints_or_saves_bytes(dev, board, tmp_path, capsys):
 
 
 def test_fw_dump_restores_the_controller_and_refuses_a_dead_board(tmp_path):
-    from usergpu.autogen._bar5 import PAGE_MIRROR_CNTL, ROM_CNTL, ROM_INDEX
     from usergpu.drivers.amd.pspboot import PSPBoot
     from usergpu.drivers.amd.romsw import FlashError
-    from usergpu.drivers.hal import MockHAL
     from usergpu.drivers.pci import pci_devices
     from usergpu.emu.amd.mock.flash.board import Navi31Board, install
+    from usergpu.emu.mock.hal import MockHAL
+    from usergpu.isa.amd.hw.bar5 import PAGE_MIRROR_CNTL, ROM_CNTL, ROM_INDEX
 
     hal = MockHAL(tmp_path / "root")
     board = Navi31Board(tmp_path / "flash.bin", fault="", gated=True)
@@ -266,8 +266,8 @@ def test_boards_on_different_images_share_no_state(dev, tmp_path, monkeypatch, c
 def test_two_boards_in_one_machine_share_no_state(tmp_path, capsys):
     """Two mock boards as two PCI functions of one machine, each on its own image: --device picks one, a power
     loss on board 0 leaves board 1 answering under its number, and a third is not there."""
-    from usergpu.drivers.hal import MockHAL
     from usergpu.emu.amd.mock.flash.board import Navi31Board, install
+    from usergpu.emu.mock.hal import MockHAL
 
     data = new_image(11)
     image = tmp_path / "new.bin"

@@ -86,7 +86,7 @@ def loaded(argv: list[str]) -> set[str]:
     return set(json.loads(out.stdout))
 
 
-HEAVY = ("numpy", "usergpu.runtime", "usergpu.emu.amd.mock", "usergpu.emu.amd.exec", "usergpu.emu.amd.codeobj",
+HEAVY = ("numpy", "usergpu.runtime", "usergpu.emu.amd.mock", "usergpu.emu.amd.exec", "usergpu.isa.amd.codeobj",
          "usergpu.drivers", "usergpu.autogen.regs_", "tabulate")
 
 
@@ -98,6 +98,6 @@ def test_version_and_help_load_no_subcommand(argv):
 
 def test_disasm_hex_loads_the_isa_and_one_arch_table_only():
     mods = loaded(["disasm", "--hex", "7e0082be", "--arch", "gfx1100"])
-    assert "usergpu.emu.amd.isa" in mods and "usergpu.autogen.isa_gfx1100" in mods
+    assert "usergpu.isa.amd" in mods and "usergpu.autogen.isa_gfx1100" in mods
     assert not {m for m in mods if m.startswith(("usergpu.autogen.isa_gfx1200", "usergpu.autogen.isa_gfx9"))}
     assert not {m for m in mods if m.startswith(HEAVY)}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from usergpu.drivers.hal import HAL
-from usergpu.emu.amd import isa
+from usergpu.isa import amd as isa
 from usergpu.tools import cli, showcase
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import usergpu
-from usergpu.emu.amd import isa
-from usergpu.emu.amd.codeobj import parse
+from usergpu.isa import amd as isa
+from usergpu.isa.amd.codeobj import parse
 from usergpu.tools import cli
 
 SRC = """__kernel void vadd(__global float* a, __global const float* b, int n) {

@@ -14,8 +14,8 @@ import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 from cli_errors import Case, check
 
-from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
-from usergpu.emu.nv.codeobj.cubin import parse
+from usergpu.isa.nv import assemble_ptx, compile_cuda
+from usergpu.isa.nv.cubin import parse
 from usergpu.tools import cli
 
 pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(),
@@ -100,7 +100,7 @@ def test_without_nvdisasm_says_so_in_one_line(files, tmp_path):
 
 @pytest.mark.parametrize("name", ["k.ptx", "k_ptx.txt"])
 def test_ptx_module(files, capsys, name):
-    from usergpu.emu.nv.codeobj.ptx import parse as parse_ptx
+    from usergpu.isa.nv.ptx import parse as parse_ptx
 
     assert cli.main(["disasm", str(files / name), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from usergpu.emu.nv.codeobj import cubin
 from usergpu.errors import ToolchainError
+from usergpu.isa.nv import cubin
 from usergpu.tools import hwcheck
 from usergpu.tools.hwcheck import nv
 

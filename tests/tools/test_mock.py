@@ -30,7 +30,7 @@ def mock(*args: str, cwd=None, env: dict | None = None) -> dict:
 
 def test_the_seam_is_usergpus_with_the_environment_set(tmp_path):
     got = mock("--arch", "gfx1200", "--count", "2", cwd=tmp_path)
-    assert got == {"fileio": "usergpu.emu.amd.mock.fileio", "usb": "usergpu.emu.amd.mock.usb3",
+    assert got == {"fileio": "usergpu.emu.mock.tinygrad.fileio", "usb": "usergpu.emu.mock.tinygrad.usb3",
                    "DEV": "MOCKKFD+AMD", "MOCKGPU_ARCH": "gfx1200", "MOCKGPU_COUNT": "2", "MOCKGPU": "1"}
 
 
@@ -56,7 +56,7 @@ def test_a_repository_test_package_does_not_win(tmp_path):
     (pkg / "usb.py").write_text("raise SystemExit('the repository mock was imported')\n")
     (pkg / "helpers.py").write_text("WHERE = 'repository'\n")
     got = mock(cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)})
-    assert got["fileio"] == "usergpu.emu.amd.mock.fileio"
+    assert got["fileio"] == "usergpu.emu.mock.tinygrad.fileio"
     out = subprocess.run([str(USERGPU), "mock", "--", sys.executable, "-c",
                           "import test.mockgpu.helpers as h; print(h.WHERE)"], capture_output=True, text=True,
                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60)

@@ -7,8 +7,10 @@ import json
 
 import numpy as np
 import nv_corpus  # tests/kernels, on the path by tests/conftest.py
+import nv_stock
 import pytest
 
+import usergpu
 from usergpu.drivers.hal import HAL
 from usergpu.tools import cli, showcase
 
@@ -51,6 +53,19 @@ def test_run_refuses_an_nvidia_kernel_on_an_amd_device(tmp_path, capsys):
                      "--dev", "MOCKKFD+AMD"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "MOCK+NV" in err[0]
+
+
+@pytest.mark.parametrize("dev", ["MOCK+NV", "emu"])
+def test_run_of_a_stock_cubin_on_the_mock_or_the_emulator_is_one_error_line(dev, tmp_path, capsys, monkeypatch):
+    """Its kernels are read from the cubin itself (NVK+NV would load it); the mock GPU and the emulator need the PTX
+    usergpu's cubins carry, and say so."""
+    monkeypatch.setenv("MOCKGPU_NV_ARCH", "sm_90")
+    stock = tmp_path / "saxpy.cubin"
+    stock.write_bytes(nv_stock.cubin(usergpu.compile_cuda(SAXPY, "sm_90"), "sm_90"))
+    assert cli.main(["run", str(stock), "--kernel", "saxpy", "--arg", "f32[64]:ones", "--arg", "f32[64]:ones",
+                     "--arg", "f32=1", "--dev", dev]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "this cubin has none" in err[0]
 
 
 def test_devices_lists_the_mock_nvidia_gpus_with_chip_arch_memory_and_release(capsys, monkeypatch):

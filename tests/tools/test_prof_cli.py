@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from usergpu.emu.amd.sqtt import decode
+from usergpu.isa.amd.sqtt import decode
 from usergpu.tools import cli
 
 DATA = Path(__file__).parents[1] / "data" / "sqtt"  # the real captures (a copy of shared/data/sqtt)

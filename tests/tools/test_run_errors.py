@@ -43,6 +43,8 @@ CASES = [
          "expected an array of float32, got int32"),
     Case(["usergpu", "run", "broken.cl"], "broken.cl: clang-22 failed for gfx1100"),
     Case(["usergpu", "run", "notelf.co"], "notelf.co: too short for an ELF64 header"),
+    Case(["usergpu", "run", "noise.ptx", "--dev", "MOCK+NV"], "noise.ptx: ptx: not text (byte 0 is not UTF-8)"),
+    Case(["usergpu", "run", "noise.ptx"], "noise.ptx: ptx: not text (byte 0 is not UTF-8)"),
     Case(["usergpu", "run", "saxpy.cl", *ARGS, "--arg", "f32=2", "--save", "file.txt"], "file.txt: is a file", 2),
     Case(["usergpu", "run", "saxpy.cl", *ARGS, "--arg", "f32=2", "--save", "file.txt/out"], "does not exist", 2),
     Case(["usergpu", "run", "saxpy.cl", "--seed", "-3"], "an integer >= 0", 2),
@@ -58,6 +60,7 @@ def workdir(tmp_path_factory):
     (d / "saxpy.co").write_bytes(usergpu.compile_opencl(SAXPY, "gfx1100", ["-cl-kernel-arg-info"]))
     (d / "broken.cl").write_text("__kernel void k( {")
     (d / "notelf.co").write_bytes(b"not an ELF file")
+    (d / "noise.ptx").write_bytes(bytes(range(255, -1, -1)) * 16)  # no text: 0xff is never UTF-8
     (d / "bad.npy").write_bytes(b"\x93NUMPY garbage")
     (d / "file.txt").write_text("x")
     (d / "folder").mkdir()

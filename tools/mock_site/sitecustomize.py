@@ -9,7 +9,8 @@ import importlib.util
 import os
 import sys
 
-SERVED = {"test.mockgpu.mockgpu": "usergpu.emu.amd.mock.fileio", "test.mockgpu.usb": "usergpu.emu.amd.mock.usb3"}
+SERVED = {"test.mockgpu.mockgpu": "usergpu.emu.mock.tinygrad.fileio",
+          "test.mockgpu.usb": "usergpu.emu.mock.tinygrad.usb3"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import time
 
-from usergpu.autogen import _ih, _vm
 from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.gfx import EOP_BYTES
 from usergpu.drivers.amd.am.gmc import RWX
@@ -27,11 +26,13 @@ from usergpu.drivers.hal import (
     PROT_READ,
     PROT_WRITE,
 )
-from usergpu.drivers.memory import Memory
+from usergpu.drivers.memobj import Memory
 from usergpu.drivers.pci import SysfsPCIDevice, pci_devices
 from usergpu.drivers.vfio import VFIOPCIDevice, bound_to_vfio
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import page_align
+from usergpu.isa.amd.hw import ih as _ih
+from usergpu.isa.amd.hw import vm as _vm
 
 
 def node_properties(gc_version: tuple[int, int, int], gc: dict[str, int]) -> dict[str, int]:

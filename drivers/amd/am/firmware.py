@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from usergpu.autogen import _psp
 from usergpu.autogen import amdgpu_ucode as uc
 from usergpu.drivers.amd.am.ip import UnsupportedGPU
 from usergpu.errors import Error
+from usergpu.isa.amd.hw import psp as _psp
 
 
 class FirmwareError(Error):

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.autogen import _vm
 from usergpu.drivers.amd.am.allocator import Allocator
 from usergpu.drivers.amd.am.ip import Registers
 from usergpu.errors import Error, GPUFault
+from usergpu.isa.amd.hw import vm as _vm
 
 HUBS = {"GC": "GC", "MMHUB": "MM"}  # block -> register prefix (GCVM_*, MMVM_*; GCMC_*, MMMC_*)
 RWX = _vm.VALID | _vm.READABLE | _vm.WRITEABLE | _vm.EXECUTABLE

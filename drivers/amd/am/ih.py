@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.autogen import _ih
 from usergpu.drivers.amd.am.ip import Registers
+from usergpu.isa.amd.hw import ih as _ih
 
 RING_BYTES = 256 << 10
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from usergpu.autogen import _ipmaps
 from usergpu.drivers.amd.am.discovery import IPBlock
 from usergpu.errors import Error
+from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 
 class BlockDriver(Protocol):

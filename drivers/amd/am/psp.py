@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 
-from usergpu.autogen import _psp
 from usergpu.autogen import amdgpu_ucode as uc
 from usergpu.autogen import psp_gfx_if as gfx
 from usergpu.drivers.amd.am.firmware import Firmware, Ucode, sos_binaries
 from usergpu.drivers.amd.am.ip import UnsupportedGPU
 from usergpu.drivers.amd.am.psp_ring import PSPError, Ring, RingMemory
+from usergpu.isa.amd.hw import psp as _psp
 
 TIMEOUT = 2.0
 PARTS = {v: k.removeprefix("PSP_FW_TYPE_PSP_") for k, v in vars(uc).items() if k.startswith("PSP_FW_TYPE_PSP_")}

@@ -10,9 +10,9 @@ import ctypes
 import time
 from dataclasses import dataclass
 
-from usergpu.autogen import _psp
 from usergpu.autogen import psp_gfx_if as gfx
 from usergpu.errors import Error
+from usergpu.isa.amd.hw import psp as _psp
 
 TIMEOUT = 2.0  # amdgpu: psp_timeout polls of 60-100 us
 HANDSHAKE = 0.02  # amdgpu waits 20 ms after a ring command before polling ("handshake issue with hardware")

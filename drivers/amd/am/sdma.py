@@ -5,9 +5,9 @@ is clear."""
 
 from __future__ import annotations
 
-from usergpu.autogen import _ipmaps
 from usergpu.drivers.amd.am.gfx import QueueSlots
 from usergpu.drivers.amd.am.ip import Registers
+from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 ENGINES = (0x100, 0x10A)  # AMDGPU_NAVI10_DOORBELL_sDMA_ENGINE0/1: each engine's first (64-bit) doorbell
 QUEUES = 8  # per engine, each with its own doorbell after the engine's first

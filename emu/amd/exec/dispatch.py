@@ -1,115 +1,43 @@
-"""One dispatch path, the hardware's: the COMPUTE_* registers (written by PM4 SET_SH_REG packets, or by the CP
-firmware for an AQL packet) say where the kernel's code lies in GPU memory, its user SGPRs, the workgroup size,
-LDS, scratch, wave size and float modes; the waves of the grid's workgroups start from them, a batch of workgroups
-at a time. kernel_registers and user_sgpr_values work those registers out from a kernel descriptor. launch runs a
-code object's kernel through them: the image, the kernel arguments (explicit ones, then the hidden ones code object
-v5 lays out) and the AQL dispatch packet in a fresh Memory.
+"""One dispatch path, the hardware's: the waves of the grid's workgroups start from the COMPUTE_* registers
+(isa/amd/dispatch.py works them out from a kernel descriptor), a batch of workgroups at a time. launch runs a code
+object's kernel through them: the image, the kernel arguments (explicit ones, then the hidden ones code object v5
+lays out) and the AQL dispatch packet in a fresh Memory.
 """
 
 from __future__ import annotations
 
 import os
-import struct
 import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from usergpu.autogen import regs_gc_9_4_3, regs_gc_11_0_0, regs_gc_12_0_0
-from usergpu.autogen._regs import Reg
-from usergpu.emu.amd.codeobj import CodeObject, parse
-from usergpu.emu.amd.codeobj import kd as kdesc
-from usergpu.emu.amd.codeobj.kernargs import LaunchError, check_launch, dispatch_packet, pack_kernargs
-from usergpu.emu.amd.codeobj.target import version
-from usergpu.emu.amd.exec.memory import Memory, MemoryFault
 from usergpu.emu.amd.exec.native import executor_class
 from usergpu.emu.amd.exec.trace import tracer
 from usergpu.emu.amd.exec.waves import EXEC, Waves
-from usergpu.errors import GPUFault
+from usergpu.emu.memory import Memory, MemoryFault
+from usergpu.errors import GPUFault, LaunchError
+from usergpu.isa.amd.codeobj import CodeObject, parse
+from usergpu.isa.amd.codeobj import kd as kdesc
+from usergpu.isa.amd.codeobj.kernargs import check_launch, dispatch_packet, pack_kernargs
+from usergpu.isa.amd.codeobj.target import version
+from usergpu.isa.amd.dispatch import (
+    DENORM_SHIFT,
+    LDS_GRANULE,
+    SCRATCH_GRANULE,
+    image,
+    kernel_registers,
+    regs_of,
+    user_sgpr_values,
+)
 
-PT_LOAD = 1
 BATCH_VGPR_BYTES = 8 << 20  # most VGPR bytes a batch holds (the allocator reuses them); workgroups never split
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
-# the register maps by GFX version: GC 9.4.3 (MI300's, what gfx942 and gfx950 dispatch through), 11 and 12
-REGS = {(9, 4): regs_gc_9_4_3.REGS, (9, 5): regs_gc_9_4_3.REGS, 11: regs_gc_11_0_0.REGS, 12: regs_gc_12_0_0.REGS}
-LDS_GRANULE = 512  # bytes per COMPUTE_PGM_RSRC2.LDS_SIZE step (128 dwords from gfx7 on)
-SCRATCH_GRANULE = {9: 1024, 11: 256, 12: 256}  # bytes per wave per COMPUTE_TMPRING_SIZE.WAVESIZE step
-DENORM_SHIFT = {32: 4, 16: 6, 64: 6}  # FP_DENORM_32 and FP_DENORM_16_64 within COMPUTE_PGM_RSRC1.FLOAT_MODE
 # The system SGPRs SPI writes after the user SGPRs, in order, as COMPUTE_PGM_RSRC2 enables them (no scratch wave
 # offset: gfx940+ and gfx11+ architect flat scratch).
 SYSTEM_SGPRS = ("TGID_X_EN", "TGID_Y_EN", "TGID_Z_EN", "TG_SIZE_EN")
 TTMP = 108  # gfx12 architects the workgroup IDs: TTMP9 = x, TTMP7 = y | z << 16
 WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx90a+, gfx11+)
-
-
-def _regs(arch: str) -> dict[str, Reg]:
-    ver = version(arch)
-    table = REGS.get(ver, REGS.get(ver[0]))
-    if table is None:
-        raise LaunchError(f"{arch}: the emulator dispatches gfx942, gfx950, gfx11 and gfx12 kernels only")
-    return table
-
-
-def _replace(reg: Reg, value: int, **fields: int) -> int:
-    """A register value with these fields replaced."""
-    return value & ~sum(reg.fields[name][1] for name in fields) | reg.encode(**fields)
-
-
-def user_sgpr_values(kd: bytes, arch: str, values: dict[str, int | bytes]) -> list[int]:
-    """The user SGPR dwords, s0 up, for the kernel whose 64-byte descriptor is kd: each one the descriptor enables,
-    from values by name (private_segment_buffer, dispatch_ptr, queue_ptr, kernarg_segment_ptr, dispatch_id,
-    flat_scratch_init, private_segment_size; missing ones 0); then the kernarg dwords it preloads (KERNARG_PRELOAD_SPEC
-    LENGTH dwords from dword OFFSET of values["kernarg_preload"], the kernarg segment's bytes); then zeros up to the
-    descriptor's USER_SGPR_COUNT, which LLVM pads on gfx11 so the system SGPRs start at s16 minus their number."""
-    _, fields = kdesc.descriptor(kd, arch)
-    out: list[int] = []
-    for name, _, count in kdesc.user_sgprs(fields):
-        if name == "kernarg_preload":
-            at = 4 * fields["KERNARG_PRELOAD_SPEC_OFFSET"]
-            raw = bytes(values.get(name, b""))[at : at + 4 * count].ljust(4 * count, b"\0")
-            out += struct.unpack(f"<{count}I", raw)
-        else:
-            out += [(int(values.get(name, 0)) >> 32 * i) & 0xFFFFFFFF for i in range(count)]
-    return out + [0] * (kdesc.user_sgpr_count(fields) - len(out))
-
-
-def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, int, int], user_data: list[int],
-                     lds_bytes: int | None = None, scratch_per_lane: int | None = None) -> dict[str, int]:
-    """The COMPUTE_* register values (REGS names) that dispatch the kernel whose 64-byte descriptor kd lies at GPU
-    address kd_address, with workgroups of block work-items and user_data in its user SGPRs. LDS per workgroup is
-    lds_bytes (default: the descriptor's group segment size), scratch per lane scratch_per_lane (default: its private
-    segment size). COMPUTE_TMPRING_SIZE.WAVES (how many waves the queue's scratch holds) and the scratch base are the
-    queue's to add."""
-    regs = _regs(arch)
-    desc, fields = kdesc.descriptor(kd, arch)
-    code = kd_address + desc.kernel_code_entry_byte_offset
-    if code % 256:
-        raise LaunchError(f"kernel code at {code:#x} is not 256-byte aligned, as COMPUTE_PGM_LO/HI need")
-    wave32 = fields["KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32"]
-    if wave32 and "CS_W32_EN" not in regs["COMPUTE_DISPATCH_INITIATOR"].fields:
-        raise LaunchError(f"a wave32 kernel: {arch} runs wave64 kernels only (compile it for {arch})")
-    lds = desc.group_segment_fixed_size if lds_bytes is None else lds_bytes
-    scratch = desc.private_segment_fixed_size if scratch_per_lane is None else scratch_per_lane
-    out = {
-        "COMPUTE_PGM_LO": regs["COMPUTE_PGM_LO"].encode(DATA=code >> 8 & 0xFFFFFFFF),
-        "COMPUTE_PGM_HI": regs["COMPUTE_PGM_HI"].encode(DATA=code >> 40),
-        "COMPUTE_PGM_RSRC1": desc.compute_pgm_rsrc1,
-        "COMPUTE_PGM_RSRC2": _replace(regs["COMPUTE_PGM_RSRC2"], desc.compute_pgm_rsrc2, USER_SGPR=len(user_data),
-                                      LDS_SIZE=-(-lds // LDS_GRANULE)),
-        "COMPUTE_PGM_RSRC3": desc.compute_pgm_rsrc3,
-        "COMPUTE_DISPATCH_INITIATOR": regs["COMPUTE_DISPATCH_INITIATOR"].encode(
-            COMPUTE_SHADER_EN=1, FORCE_START_AT_000=1, **({"CS_W32_EN": wave32} if wave32 else {})),
-        "COMPUTE_TMPRING_SIZE": regs["COMPUTE_TMPRING_SIZE"].encode(
-            WAVESIZE=-(-scratch * (32 if wave32 else 64) // SCRATCH_GRANULE[version(arch)[0]])),
-    }
-    for axis, n in zip("XYZ", block, strict=True):
-        out[f"COMPUTE_NUM_THREAD_{axis}"] = regs[f"COMPUTE_NUM_THREAD_{axis}"].encode(NUM_THREAD_FULL=n)
-    for i, value in enumerate(user_data):
-        name = f"COMPUTE_USER_DATA_{i}"
-        if name not in regs:
-            raise LaunchError(f"{len(user_data)} user SGPRs: {arch} has COMPUTE_USER_DATA_0..{i - 1} only")
-        out[name] = regs[name].encode(DATA=value)
-    return out
 
 
 class _Code:
@@ -144,7 +72,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     """dispatch, a time slice at a time: with slice_s, yields each time the waves have run that many seconds (the
     next step goes on from there), as a GPU runs on while its host does other things; ends when the grid has.
     workgroups: the dispatch-order numbers of the grid's workgroups to run (an XCC's share), None for all."""
-    table = _regs(arch)
+    table = regs_of(arch)
 
     def field(name: str) -> dict[str, int]:
         return table[name].decode(regs.get(name, 0))
@@ -219,16 +147,6 @@ def _setup(w: Waves, gids: np.ndarray, index: np.ndarray, block: tuple, arch: st
     bits = np.where(active >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(active, 63)) - 1)
     w.s[EXEC], w.s[EXEC + 1] = ((bits & np.uint64(0xFFFFFFFF)).astype(np.uint32)[index],
                                 (bits >> np.uint64(32)).astype(np.uint32)[index])
-
-
-def image(co: CodeObject) -> bytes:
-    """The loaded image: every PT_LOAD segment at its virtual address."""
-    loads = [s for s in co.segments if s.type == PT_LOAD]
-    size = max((s.vaddr + s.memsz for s in loads), default=len(co.data))
-    out = bytearray(size)
-    for s in loads:
-        out[s.vaddr : s.vaddr + s.filesz] = co.data[s.offset : s.offset + s.filesz]
-    return bytes(out)
 
 
 def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: list,

@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from usergpu.emu.amd.codeobj.target import version
 from usergpu.emu.amd.exec import cdna, gpr_index, memops, smem, valu
-from usergpu.emu.amd.exec.memory import Memory, MemoryFault
 from usergpu.emu.amd.exec.operands import Operand, parse
 from usergpu.emu.amd.exec.waves import Waves
-from usergpu.emu.amd.isa import decode
+from usergpu.emu.memory import Memory, MemoryFault
 from usergpu.errors import DecodeError, GPUFault, GPUHang, UnsupportedInstruction
+from usergpu.isa.amd import decode
+from usergpu.isa.amd.codeobj.target import version
 
 Step = Callable[["Executor", object], None]
 CLOCK_EVERY = 256  # steps between looks at the clock when a run is time-sliced

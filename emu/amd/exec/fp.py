@@ -1,78 +1,11 @@
-"""Floating-point helpers with the hardware's rounding where numpy has none: fused multiply-add (one rounding),
-conversions that saturate and map NaN to 0, and the bit views the executor moves values through."""
+"""AMD's floating-point helpers where numpy has none: conversions that saturate and map NaN to 0, frexp and fract as
+the VALU gives them, v_div_scale / v_div_fmas; the fused multiply-add both emulators share is emu/numerics.py's."""
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 import numpy as np
 
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    t = a * 134217729.0  # 2^27 + 1: Veltkamp's split of a double into two 26-bit halves
-    hi = t - (t - a)
-    return hi, a - hi
-
-
-def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a * b + c for doubles with one rounding: the exact product and sum as error-free pairs, the tail rounded to
-    odd so the final rounding cannot round twice (Boldo and Melquiond); lanes where the product's error term
-    underflows, the split overflows, or the result is tiny, zero or past the largest double are done exactly with
-    integers instead."""
-    a, b, c = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c)))
-    with np.errstate(all="ignore"):
-        p, e = _two_prod(a, b)
-        s, t = _two_sum(p, c)
-        u, v = _two_sum(t, e)
-        even = (u.view(np.uint64) & np.uint64(1)) == 0
-        u = np.where((v != 0) & even, np.nextafter(u, np.where(v > 0, np.inf, -np.inf)), u)
-        r = s + u
-        finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
-        # an infinite or NaN input: IEEE's rules, as the plain arithmetic has them, but the exact product of finite
-        # a and b never overflows, so an infinite c is the result
-        r = np.where(finite, r, np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, a * b + c))
-        huge = (np.abs(a) > 2.0**995) | (np.abs(b) > 2.0**995) | ~np.isfinite(e) | ~np.isfinite(r)  # overflows
-        exact = finite & ((np.abs(p) < 2.0**-960) & (p != 0) | (np.abs(r) < 2.0**-960) | huge)
-    for i in zip(*np.nonzero(exact), strict=True):
-        r[i] = _fma_exact(float(a[i]), float(b[i]), float(c[i]))
-    return r
-
-
-def _fma_exact(a: float, b: float, c: float) -> float:
-    exact = Fraction(a) * Fraction(b) + Fraction(c)
-    if exact == 0:
-        return a * b + c  # an exact zero takes IEEE's sign rules, which the double arithmetic follows
-    try:
-        return exact.numerator / exact.denominator  # integer division rounds correctly, subnormals included
-    except OverflowError:
-        return math.inf if exact > 0 else -math.inf
-
-
-def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a * b + c for floats with one rounding: the product is exact in double; the sum's error term breaks the
-    ties that rounding the double sum to float would get wrong."""
-    with np.errstate(all="ignore"):
-        p = a.astype(np.float64) * b.astype(np.float64)
-        s, err = _two_sum(p, c.astype(np.float64))
-        bits = s.view(np.uint64)
-        tie = (bits & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)  # exactly halfway between two floats
-        nudge = np.where(err > 0, 1, -1) * np.where(s >= 0, 1, -1)
-        fixed = (bits.astype(np.int64) + np.where(tie & (err != 0), nudge, 0)).astype(np.uint64).view(np.float64)
-        return fixed.astype(np.float32)
+from usergpu.emu.numerics import fma32, fma64
 
 
 def to_int(x: np.ndarray, dtype: type) -> np.ndarray:

@@ -8,16 +8,11 @@ from functools import cache
 
 import numpy as np
 
-from usergpu.emu.amd.exec.fp import fma32, fma64, fract, frexp_exp, frexp_mant, to_int
+from usergpu.emu.amd.exec.fp import fract, frexp_exp, frexp_mant, to_int
+from usergpu.emu.numerics import FP8, f32_to_fp8, fma32, fma64, fp8_to_f32, popcount, sat, sext24
 
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16, "i32": np.int32,
           "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bf16": np.uint16}
-
-
-def popcount(a: np.ndarray) -> np.ndarray:
-    a = a.astype(np.uint64)
-    return np.bitwise_count(a).astype(np.uint32) if hasattr(np, "bitwise_count") else np.vectorize(
-        lambda x: bin(int(x)).count("1"), otypes=[np.uint32])(a)
 
 
 def clz(a: np.ndarray) -> np.ndarray:
@@ -77,11 +72,6 @@ def bfe_i(a: np.ndarray, off: np.ndarray, width: np.ndarray) -> np.ndarray:
     up = 64 - np.clip(w, 1, 64)
     extended = (field << up) >> up
     return np.where(w == 0, 0, np.where(w >= bits, field, extended)).astype(a.dtype)
-
-
-def sext24(a: np.ndarray) -> np.ndarray:
-    x = (a.astype(np.int64) & 0xFFFFFF)
-    return np.where(x & 0x800000, x - 0x1000000, x).astype(np.int32)
 
 
 def alignbit(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -337,59 +327,11 @@ def lerp_u8(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return sum(((x + y + (z & 1)) >> 1) << (8 * i) for i, (x, y, z) in enumerate(parts)).astype(np.uint32)
 
 
-def sat(a: np.ndarray, dtype: type) -> np.ndarray:
-    """Integers saturated to dtype's range."""
-    info = np.iinfo(dtype)
-    return np.clip(a.astype(np.int64), info.min, info.max).astype(dtype)
-
-
 def norm(x: np.ndarray, dtype: type) -> np.ndarray:
     """Float to a signed (-1..1 to +-32767) or unsigned (0..1 to 0..65535) normalized 16-bit integer; NaN is 0."""
     info = np.iinfo(dtype)
     x = np.nan_to_num(x.astype(np.float32), nan=0.0)
     return np.rint(np.clip(x, -1 if info.min else 0, 1) * np.float32(info.max)).astype(dtype)
-
-
-# gfx12's 8-bit floats: (exponent bits, mantissa bits); fp8 is E4M3 (no infinity, S.1111.111 NaN), bf8 E5M2
-FP8 = {"fp8": (4, 3), "bf8": (5, 2)}
-
-
-def fp8_to_f32(a: np.ndarray, kind: str) -> np.ndarray:
-    """The low byte of each value as an fp8 / bf8 number, in f32."""
-    e_bits, m_bits = FP8[kind]
-    u = a.astype(np.int64) & 0xFF
-    e, m, neg = (u >> m_bits) & ((1 << e_bits) - 1), u & ((1 << m_bits) - 1), (u >> 7) != 0
-    bias = (1 << (e_bits - 1)) - 1
-    mag = np.where(e == 0, m * 2.0 ** (1 - bias - m_bits), (1 + m / 2.0**m_bits) * np.exp2(e - bias))
-    top = e == (1 << e_bits) - 1
-    if kind == "fp8":
-        mag = np.where(top & (m == (1 << m_bits) - 1), np.nan, mag)
-    else:
-        mag = np.where(top, np.where(m == 0, np.inf, np.nan), mag)
-    return np.where(neg, -mag, mag).astype(np.float32)
-
-
-def f32_to_fp8(x: np.ndarray, kind: str, noise: np.ndarray | None = None) -> np.ndarray:
-    """f32 to fp8 / bf8 bits (uint32), rounding to nearest even, or stochastically with 32 random noise bits;
-    past the largest finite value: bf8 infinity, fp8 NaN; NaN stays NaN."""
-    e_bits, m_bits = FP8[kind]
-    bias = (1 << (e_bits - 1)) - 1
-    x = x.astype(np.float64)
-    ax = np.nan_to_num(np.abs(x), nan=0.0, posinf=0.0)
-    exp = np.maximum(np.floor(np.log2(np.where(ax > 0, ax, 1.0))), 1 - bias)
-    step = np.exp2(exp - m_bits)
-    q = ax / step
-    q = np.rint(q) if noise is None else np.floor(q + (noise.astype(np.float64) / 2.0**32))
-    mag = q * step
-    largest = (2 - 2.0 ** (1 - m_bits)) * 2.0 ** (bias + 1) if kind == "fp8" else (2 - 2.0**-m_bits) * 2.0**bias
-    e = np.maximum(np.floor(np.log2(np.where(mag > 0, mag, 1.0))), 1 - bias)
-    normal = mag >= 2.0 ** (1 - bias)
-    code = np.where(normal, (e + bias) * (1 << m_bits) + np.rint(mag / np.exp2(e - m_bits)) - (1 << m_bits),
-                    np.rint(mag / 2.0 ** (1 - bias - m_bits))).astype(np.int64)
-    special = 0x7F if kind == "fp8" else 0x7C  # fp8: NaN; bf8: infinity
-    code = np.where((mag > largest) | np.isinf(x), special, code)
-    code = np.where(np.isnan(x), 0x7F if kind == "fp8" else 0x7E, code)
-    return (code | (np.signbit(x).astype(np.int64) << 7)).astype(np.uint32)
 
 
 @cache

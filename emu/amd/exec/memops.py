@@ -291,7 +291,7 @@ def _gather(ex, addr: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarray:
 
 def _scratch(ex, g, addr: np.ndarray, lanes: np.ndarray, size: int, kind: str):
     """Each lane's private memory: its own bytes [0, scratch size)."""
-    from usergpu.emu.amd.exec.memory import MemoryFault
+    from usergpu.emu.memory import MemoryFault
 
     waves = np.arange(ex.w.n)[g]
     limit = ex.scratch.shape[2]
@@ -424,7 +424,7 @@ def _lds_addr(ex, addr_op: Operand, imm: int, g) -> np.ndarray:
 
 
 def _lds_check(ex, addr: np.ndarray, size: int, access: str) -> None:
-    from usergpu.emu.amd.exec.memory import MemoryFault
+    from usergpu.emu.memory import MemoryFault
 
     limit = ex.lds.shape[1]
     bad = (addr < 0) | (addr + size > limit)
@@ -495,21 +495,38 @@ def _lanes(name: str, ops: list[Operand], mods: dict, offset: int):
     return lanes_op
 
 
+# ds_swizzle_b32's offset (offset1:offset0) as the ISA guides' DS_SWIZZLE_B32 decodes it (LLVM's names for the modes,
+# SIDefines.h Swizzle): a mode by its range of offsets, then its fields
+SWIZZLE_FFT = 0xE000  # from here up: FFT decomposition (FFT_MODE_ENC)
+SWIZZLE_ROTATE = 0xC000  # from here to FFT's: rotate (ROTATE_MODE_ENC)
+# offset[15], below rotate's offsets: QDMode, full sharing within each 4 lanes (QUAD_PERM_ENC); clear: bit-masks mode,
+# limited sharing within 32 lanes (BITMASK_PERM_ENC)
+SWIZZLE_QDMODE = 0x8000
+SWIZZLE_FIELD = 0x1F  # each mask and count is 5 bits; offset[4:0] is the and mask, or the lanes' bits kept
+SWIZZLE_OR_SHIFT, SWIZZLE_XOR_SHIFT = 5, 10  # bit-masks mode: the or mask offset[9:5], the xor mask offset[14:10]
+SWIZZLE_ROTATE_SHIFT, SWIZZLE_ROTATE_RIGHT = 5, 10  # rotate: by offset[9:5] lanes, to the right if offset[10]
+QUAD, QUAD_LANE_BITS = 4, 2  # QDMode: offset[2i+1:2i] is the source of each quad's lane i
+LANE_BITS = 5  # every mode moves lanes within groups of 32: a lane's low 5 bits
+GROUP_LANE = (1 << LANE_BITS) - 1  # a lane's place in its group
+
+
 def swizzle_lanes(offset: int, lanes: int) -> np.ndarray:
     """The source lane of each lane for a ds_swizzle offset, as the ISA's DS_SWIZZLE_B32 defines it, within
-    groups of 32 lanes: FFT (offset >= 0xE000: the lane's 5 bits reversed, shifted right by the mask's bit
-    count, with the mask's bits of the lane), rotate (>= 0xC000: by offset[9:5] lanes, right if offset[10], the
-    bits of mask offset[4:0] kept), quad permute (bit 15: offset[7:0] picks within each 4), else bit masks
-    (and offset[4:0], or [9:5], xor [14:10])."""
+    groups of 32 lanes: FFT (the lane's 5 bits reversed, shifted right by the mask's bit count, with the mask's bits
+    of the lane), rotate (by offset[9:5] lanes, right if offset[10], the bits of mask offset[4:0] kept), QDMode
+    (offset[7:0] picks within each 4), else bit masks (and offset[4:0], or [9:5], xor [14:10])."""
     lane = np.arange(lanes)
-    low, top = lane & 31, lane & ~31
-    mask = offset & 31
-    if offset >= 0xE000:
-        reverse = sum(((low >> i) & 1) << (4 - i) for i in range(5))
+    low, top = lane & GROUP_LANE, lane & ~GROUP_LANE
+    mask = offset & SWIZZLE_FIELD
+    if offset >= SWIZZLE_FFT:
+        reverse = sum(((low >> i) & 1) << (LANE_BITS - 1 - i) for i in range(LANE_BITS))
         return top | (reverse >> mask.bit_count()) | (low & mask)
-    if offset >= 0xC000:
-        rotate = -(offset >> 5 & 31) if offset >> 10 & 1 else offset >> 5 & 31
-        return top | (low & mask) | ((low + rotate) & ~mask & 31)
-    if offset & 0x8000:
-        return lane - lane % 4 + np.asarray([offset >> 2 * i & 3 for i in range(4)])[lane % 4]
-    return top | (((low & mask) | (offset >> 5 & 31)) ^ (offset >> 10 & 31))
+    if offset >= SWIZZLE_ROTATE:
+        by = offset >> SWIZZLE_ROTATE_SHIFT & SWIZZLE_FIELD
+        rotate = -by if offset >> SWIZZLE_ROTATE_RIGHT & 1 else by
+        return top | (low & mask) | ((low + rotate) & ~mask & GROUP_LANE)
+    if offset & SWIZZLE_QDMODE:
+        picks = np.asarray([(offset >> QUAD_LANE_BITS * i) & (QUAD - 1) for i in range(QUAD)])
+        return lane - lane % QUAD + picks[lane % QUAD]
+    or_mask, xor_mask = offset >> SWIZZLE_OR_SHIFT & SWIZZLE_FIELD, offset >> SWIZZLE_XOR_SHIFT & SWIZZLE_FIELD
+    return top | (((low & mask) | or_mask) ^ xor_mask)

@@ -33,8 +33,8 @@ from functools import cache
 import numpy as np
 
 from usergpu.emu.amd.exec import lowp
-from usergpu.emu.amd.exec.fp import fma64
 from usergpu.emu.amd.exec.operands import Operand
+from usergpu.emu.numerics import fma64
 
 NAME = re.compile(r"(mfma|smfmac)_(scale_)?(f32|i32|f64)_(\d+)x(\d+)x(\d+)(?:_(\d+)b)?_(\w+)$")
 # the name's source part -> A's and B's element kinds (f8f6f4: from cbsz and blgp)

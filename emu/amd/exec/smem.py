@@ -9,8 +9,8 @@ import re
 import numpy as np
 
 from usergpu.emu.amd.exec import memops
-from usergpu.emu.amd.exec.memory import MemoryFault
 from usergpu.emu.amd.exec.operands import Operand
+from usergpu.emu.memory import MemoryFault
 
 STORE = re.compile(r"^s_(buffer_|scratch_)?store_dword(?:x(\d+))?$")
 SCRATCH_LOAD = re.compile(r"^s_scratch_load_dword(?:x(\d+))?$")

@@ -1,12 +1,11 @@
-"""Mock AMD GPU hardware: the engines (PM4 and AQL command processors, SDMA) over a GPU VA space and the cooperative
-scheduler that runs their queues, shared by the machines in kfd/ (MOCKKFD+AMD), pci/ (MOCKPCI+AMD), usb/
-(MOCKUSB+AMD) and flash/ (the rescue tools' board); the mock side of the HAL (hal.py) and tinygrad's seam
-(fileio.py, usb3.py). The engines load on first use, so the HAL does not pay for the emulator."""
+"""Mock AMD GPU hardware: the engines (PM4 and AQL command processors, SDMA) over a GPU VA space, whose queues
+run on the mock machines' one scheduler (emu/mock/scheduler.py), shared by the machines in kfd/ (MOCKKFD+AMD), pci/
+(MOCKPCI+AMD), usb/ (MOCKUSB+AMD) and flash/ (the rescue tools' board). The engines load on first use, so a
+machine's device files do not pay for the emulator."""
 
 import importlib
 
-_LAZY = {"AQLQueue": "aql", "GPU": "gpu", "QueueError": "gpu", "PM4Queue": "pm4", "Scheduler": "scheduler",
-         "SDMAQueue": "sdma"}
+_LAZY = {"AQLQueue": "aql", "GPU": "gpu", "QueueError": "gpu", "PM4Queue": "pm4", "SDMAQueue": "sdma"}
 __all__ = sorted(_LAZY)
 
 

@@ -29,9 +29,9 @@ from collections.abc import Callable
 import numpy as np
 
 from usergpu.autogen import amdhsa as hsa
-from usergpu.emu.amd.exec.dispatch import kernel_registers, user_sgpr_values
 from usergpu.emu.amd.mock.gpu import CP_EOP_INTERRUPT, GPU, RingQueue, XCCContext
 from usergpu.emu.amd.mock.pm4 import CommandProcessor
+from usergpu.isa.amd.dispatch import kernel_registers, user_sgpr_values
 
 SLOT = 64
 AMD_AQL_FORMAT_PM4_IB = 1  # ROCr amd_aql_queue.cpp: the vendor header of a PM4-IB packet

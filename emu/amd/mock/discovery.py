@@ -5,7 +5,7 @@ header and one ip_v3 entry per IP block instance (hw id, instance, version, regi
 The layout is packed by hand here (struct formats from the header), so reading it back through the generated
 bindings (drivers/amd/am/discovery.py) checks both. The IP lists are the mock's own hardware: the blocks and
 versions of Navi31 (gfx1100) and Navi44 (gfx1200) as amdgpu knows them, with segment bases the mock places its
-register models at (GC's are emu/amd/soc.py's), and of the CDNA parts of cdna.py: a GC instance per XCC, each at
+register models at (GC's are isa/amd/hw/soc.py's), and of the CDNA parts of cdna.py: a GC instance per XCC, each at
 the XCC-local bases its command processor addresses (the mock's XCCs have no CPU register apertures of their own),
 and every SDMA engine (four instances of each of SDMA0..3, amdgpu counting each entry as an engine). The GC table
 is gc_info v1.0 for RDNA and v2.1 (shader arrays and CUs per array, the cache sizes) for CDNA, the versions those
@@ -18,7 +18,7 @@ import struct
 from usergpu.autogen import amd_discovery as hw  # only the hardware ids (soc15_hw_ip.h)
 from usergpu.emu.amd.mock.cdna import PARTS, Part
 from usergpu.emu.amd.mock.profiler import TOPOLOGY
-from usergpu.emu.amd.soc import GC_BASES
+from usergpu.isa.amd.hw.soc import GC_BASES
 
 BINARY_SIGNATURE, DISCOVERY_TABLE_SIGNATURE = 0x28211407, 0x53445049
 DISCOVERY_TMR_OFFSET = 64 << 10  # the table sits this far below the top of VRAM

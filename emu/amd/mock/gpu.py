@@ -29,13 +29,13 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from usergpu.emu.amd.exec import dispatch as executor
-from usergpu.emu.amd.exec.memory import Memory, MemoryFault
 from usergpu.emu.amd.mock.hdp import FlushRequests
 from usergpu.emu.amd.mock.perfmon import Perfmon
 from usergpu.emu.amd.mock.profiler import TOPOLOGY, DispatchProfile
 from usergpu.emu.amd.mock.thread_trace import ThreadTrace
-from usergpu.emu.amd.soc import GC_BASES, GC_REGS
+from usergpu.emu.memory import Memory, MemoryFault
 from usergpu.errors import Error, GPUFault
+from usergpu.isa.amd.hw.soc import GC_BASES, GC_REGS
 
 PACKET_TICKS = 1  # clock ticks per executed packet
 DISPATCH_SLICE = 0.5  # seconds a dispatch runs per step of its queue before the caller gets control back

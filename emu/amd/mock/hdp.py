@@ -13,8 +13,8 @@ flush since the one before — on a real board the engine could then read packet
 
 from __future__ import annotations
 
-from usergpu.autogen import _ipmaps
 from usergpu.emu.amd.mock import discovery
+from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 FLUSH_REQ, FLUSH_DONE = "BIF_BX_PF0_GPU_HDP_FLUSH_REQ", "BIF_BX_PF0_GPU_HDP_FLUSH_DONE"
 # NBIO 7.9's pair (nbio_7_9_0_offset.h: offsets 0x106 and 0x107 of segment 2), which no generated register map

@@ -1,27 +1,18 @@
 """The mock machines of this process, one per (interface, arch, GPU count, partition mode): amdkfd and its GPUs
 (MOCKKFD+AMD) or GPU boards on the PCI bus (MOCKPCI+AMD) or behind USB–PCIe bridges (MOCKUSB+AMD), each behind the
-MockHAL that drivers, usergpu's runtime and a foreign runtime (through emu/amd/mock/fileio) all reach it by."""
+MockHAL that drivers, usergpu's runtime and a foreign runtime (through emu/mock/tinygrad/fileio.py) all reach it by."""
 
 from __future__ import annotations
 
 import importlib
 import os
 
-from usergpu.emu.amd.mock.hal import MockHAL
-from usergpu.errors import DeviceNotFound
+from usergpu.emu.mock import mock_count
+from usergpu.emu.mock.hal import MockHAL
 
-MAX_MOCK_GPUS = 64
 # the machines of GPU boards (their state shared between processes) -> the module that makes them
 BOARD_MACHINES = {"MOCKPCI+AMD": "usergpu.emu.amd.mock.pci.machine", "MOCKUSB+AMD": "usergpu.emu.amd.mock.usb.machine"}
 _machines: dict[tuple, MockHAL] = {}  # one mock machine per (interface, arch, GPU count, MOCKPCI_DIR)
-
-
-def mock_count(count: int | None = None) -> int:
-    """How many GPUs a mock machine has: count, else MOCKGPU_COUNT (default 1), checked."""
-    text = str(count) if count is not None else os.environ.get("MOCKGPU_COUNT", "1")
-    if not text.isdigit() or not 1 <= int(text) <= MAX_MOCK_GPUS:
-        raise DeviceNotFound(f"MOCKGPU_COUNT {text!r}: a mock machine has 1..{MAX_MOCK_GPUS} GPUs")
-    return int(text)
 
 
 def mock_hal(arch: str | None = None, count: int | None = None, interface: str = "MOCKKFD+AMD") -> MockHAL:

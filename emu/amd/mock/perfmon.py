@@ -1,13 +1,13 @@
 """The mock GPU's performance counters. CP_PERFMON_CNTL.PERFMON_STATE resets (0), starts (1) and stops (2) them;
-each block's *_PERFCOUNTERn_SELECT.PERF_SEL picks an event (autogen/_pmc.py names them); while they run, every
+each block's *_PERFCOUNTERn_SELECT.PERF_SEL picks an event (isa/amd/hw/pmc.py names them); while they run, every
 dispatch adds its exact counts (profiler.py) to the counters of the instances its waves ran on, read back from
 *_PERFCOUNTERn_LO/HI of the instance GRBM_GFX_INDEX selects (a block counted per shader engine has the same count
 in every copy of its engine). Each XCC has its own counters, started and read by its own command processor."""
 
 from __future__ import annotations
 
-from usergpu.autogen._pmc import BLOCKS, EVENTS, PERFMON_CNTL, PERFMON_DISABLE_AND_RESET, PERFMON_START
-from usergpu.emu.amd import soc
+from usergpu.isa.amd.hw import soc
+from usergpu.isa.amd.hw.pmc import BLOCKS, EVENTS, PERFMON_CNTL, PERFMON_DISABLE_AND_RESET, PERFMON_START
 
 _KEY = {"xcc": 0, "se": 1, "wgp": 3}  # how much of an (SE, SA, WGP) instance names the block's instance
 

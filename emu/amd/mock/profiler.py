@@ -32,7 +32,7 @@ from functools import cache, cached_property
 import numpy as np
 
 from usergpu.emu.amd.mock.cdna import PARTS, Part
-from usergpu.emu.amd.soc import family
+from usergpu.isa.amd.hw.soc import family
 
 SIMDS = 4  # per WGP (gfx11/gfx12: two CUs of two SIMD32) or per CU (gfx9: four SIMD16)
 

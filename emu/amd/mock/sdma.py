@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from usergpu.emu.amd.mock.gpu import COMPARE, GPU, SDMA_TRAP, RingQueue
-from usergpu.emu.amd.soc import SDMA
+from usergpu.isa.amd.hw.soc import SDMA
 
 IB_ALIGN = 0x1F  # the low bits of IB_BASE the engine ignores
 WRITE_DATA = SDMA["gfx11"].SDMA_PKT_WRITE_UNTILED.data0.offset  # where WRITE_LINEAR's dwords begin (either header's)

@@ -1,6 +1,6 @@
-"""The mock GPU's SQ thread trace (SQTT), per shader engine, in the real token format of the arch (emu/amd/sqtt's
-wave_tokens and encode). The registers a driver programs (autogen/_sqtt.py for their values), per SE (GRBM_GFX_INDEX
-selects):
+"""The mock GPU's SQ thread trace (SQTT), per shader engine, in the real token format of the arch (isa/amd/sqtt's
+wave_tokens and encode). The registers a driver programs (isa/amd/hw/sqtt_regs.py for their values), per SE
+(GRBM_GFX_INDEX selects):
 
 gfx11/gfx12:
 - SQ_THREAD_TRACE_BUF0_*: the trace buffer's address and size.
@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.autogen import _sqtt as tt
-from usergpu.emu.amd.soc import family, vgt_event
-from usergpu.emu.amd.sqtt import encode, layout_of
-from usergpu.emu.amd.sqtt.emit import Ran, Wave, dispatch_tokens, wave_tokens
-from usergpu.emu.amd.sqtt.tables import GFX9
+from usergpu.isa.amd.hw import sqtt_regs as tt
+from usergpu.isa.amd.hw.soc import family, vgt_event
+from usergpu.isa.amd.sqtt import encode, layout_of
+from usergpu.isa.amd.sqtt.emit import Ran, Wave, dispatch_tokens, wave_tokens
+from usergpu.isa.amd.sqtt.tables import GFX9
 
 LAYOUT = {"gfx11": 3, "gfx12": 4}
 

@@ -11,10 +11,10 @@ are c56f's for every GPFIFO class (c86f's GP entry fields are the same bits; Bla
 Routing: SET_OBJECT (method 0) on a subchannel binds the class of an object allocated on the channel (`bind`) to it;
 a method below 0x100 is the host's (host.py) whatever its subchannel, the others go to the subchannel's object.
 
-Stepping (scheduler.py): a step runs the current GP entry to its end, or up to a method that stalls (an acquire whose
-value is not there yet), which a later step executes again. An error stops the channel for good: `error` holds it and
-on_error(ROBUST_CHANNEL code, message) is called once; a kernel that does not end (GPUHang) leaves it stalled for
-good (`hang`), as a hung channel is on hardware: GPGet stays at its entry and its releases never come.
+Stepping (emu/mock/scheduler.py): a step runs the current GP entry to its end, or up to a method that stalls (an
+acquire whose value is not there yet), which a later step executes again. An error stops the channel for good: `error`
+holds it and on_error(ROBUST_CHANNEL code, message) is called once; a kernel that does not end (GPUHang) leaves it
+stalled for good (`hang`), as a hung channel is on hardware: GPGet stays at its entry and its releases never come.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
-from usergpu.emu.amd.exec.memory import MemoryFault
+from usergpu.emu.memory import MemoryFault
 from usergpu.emu.nv.mock.compute import Compute
 from usergpu.emu.nv.mock.copy_engine import CopyEngine
 from usergpu.emu.nv.mock.engine import Engine, MethodError, named

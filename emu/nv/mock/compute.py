@@ -23,13 +23,13 @@ from dataclasses import dataclass, field, replace
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
-from usergpu.emu.amd.codeobj import elf
-from usergpu.emu.nv.codeobj import cubin as cubin_format
 from usergpu.emu.nv.mock.engine import Engine, MethodError, named
 from usergpu.emu.nv.mock.host import reductions, release
 from usergpu.emu.nv.mock.vaspace import VASpace
 from usergpu.emu.nv.ptx.launch import check_launch, compiled, find_kernel, map_globals, module_of, run
 from usergpu.errors import CodeObjectError, Error, GPUFault, GPUHang
+from usergpu.isa import elf
+from usergpu.isa.nv import cubin as cubin_format
 
 _C6, _C7 = ("NVC6C0",), ("NVC7C0", "NVC6C0")
 _B = nc.BLACKWELL_CLASSES

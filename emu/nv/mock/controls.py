@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 
 from usergpu.autogen import nv_rm_535 as S
-from usergpu.emu.amd.mock.uaccess import copy_from_user, copy_to_user
+from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user
 from usergpu.emu.nv.mock import chips
 from usergpu.emu.nv.mock.objects import Obj, RMError
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import errno
 
-from usergpu.emu.amd.mock.uaccess import copy_from_user, copy_to_user
+from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user
 from usergpu.emu.nv.mock import chips
 from usergpu.emu.nv.mock.rm import MapContext
 from usergpu.hostmem import CallbackMMIO

@@ -1,6 +1,6 @@
 """One mock NVIDIA GPU: its VA spaces, its channels (channel.py) and their engines, its clock, the MMU faults and hung
-channels it saw, and the doorbell that runs them (scheduler.py). The mock RM (rm.py) makes the objects a runtime
-allocates through it and calls this interface; nothing here knows of the RM's handles.
+channels it saw, and the doorbell that runs them (emu/mock/scheduler.py). The mock RM (rm.py) makes the objects a
+runtime allocates through it and calls this interface; nothing here knows of the RM's handles.
 
 The clock: ns from time.monotonic_ns(), strictly increasing per GPU (two timestamps a channel writes in order
 differ). Kernels run on the PTX emulator with an instruction budget (`budget`: env MOCKGPU_NV_BUDGET, else the
@@ -18,9 +18,9 @@ from typing import NamedTuple
 import numpy as np
 
 from usergpu.autogen import nv_classes as nc
+from usergpu.emu.mock.scheduler import scheduler_of
 from usergpu.emu.nv.mock.channel import Channel
 from usergpu.emu.nv.mock.host import CHAINS as GPFIFO_CLASSES
-from usergpu.emu.nv.mock.scheduler import scheduler_of
 from usergpu.emu.nv.mock.vaspace import VASpace
 from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET
 from usergpu.errors import Error, GPUHang
@@ -59,7 +59,6 @@ class MockNVGPU:
         self._tokens = itertools.count()
         self._clock = 0
         self.scheduler = scheduler_of(machine)
-        self.scheduler.add(self)
 
     @property
     def budget(self) -> int:
@@ -81,12 +80,14 @@ class MockNVGPU:
         with self.scheduler.lock:
             channel = Channel(self, vaspace, gpfifo_va, entries, userd, on_error, next(self._tokens), gpfifo_class)
             self.channels.append(channel)
+            self.scheduler.add(channel)
         return channel
 
     def destroy_channel(self, channel: Channel) -> None:
         with self.scheduler.lock:
             if channel in self.channels:
                 self.channels.remove(channel)
+                self.scheduler.remove(channel)
 
     def doorbell(self, token: int) -> None:
         """NOTIFY_CHANNEL_PENDING with a work-submit token: every channel of the machine runs until none can go on

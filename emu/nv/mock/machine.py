@@ -16,8 +16,8 @@ from collections import Counter, deque
 from types import ModuleType
 
 from usergpu.autogen import nv_classes
-from usergpu.emu.amd.mock.hal import MockHAL
-from usergpu.emu.amd.mock.machines import mock_count
+from usergpu.emu.mock import mock_count
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.emu.nv.mock import chips, rm_procfs
 from usergpu.emu.nv.mock.devfiles import NVFile
 from usergpu.emu.nv.mock.rm import RM
@@ -118,7 +118,7 @@ def mock_nv_hal(arch: str | None = None, count: int | None = None, release: str 
     """The HAL of this process's mock NVIDIA machine of (arch, count, release), made on first use: arch from
     MOCKGPU_NV_ARCH (sm_80, sm_86, sm_89, sm_90, sm_120; default sm_90), count from MOCKGPU_COUNT, release from
     MOCKGPU_NV_RELEASE (default 535.261.03). Its files live in a temporary folder, removed at exit; hal.nv is the
-    machine."""
+    machine, and hal.kernels_from_ptx says its GPUs run kernels from the PTX a cubin carries."""
     arch = arch or os.environ.get("MOCKGPU_NV_ARCH", DEFAULT_ARCH)
     count = mock_count(count)
     release = release or os.environ.get("MOCKGPU_NV_RELEASE", DEFAULT_RELEASE)
@@ -127,5 +127,6 @@ def mock_nv_hal(arch: str | None = None, count: int | None = None, release: str 
         chips.chip(arch)
         hal = MockHAL.temporary("usergpu-mock-nv-")
         hal.nv = NVMachine(hal, arch, count, release)
+        hal.kernels_from_ptx = True  # its GPUs run a cubin's PTX (.usergpu.ptx), not SASS: the runtime asks at load
         _machines[key] = hal
     return _machines[key]

@@ -31,7 +31,7 @@ from types import ModuleType
 
 from usergpu.autogen import nv_classes
 from usergpu.autogen import nv_rm_535 as S
-from usergpu.emu.amd.mock.uaccess import copy_from_user
+from usergpu.emu.mock.uaccess import copy_from_user
 
 CLIENT_HANDLE_BASE, CLIENT_BUCKET_MASK = 0xC1D00000, 0x3FF  # RS_CLIENT_HANDLE_BASE, RS_CLIENT_HANDLE_BUCKET_MASK
 UNIQUE_HANDLE_BASE, UNIQUE_HANDLE_RANGE = 0xCAF00000, 0x80000  # RS_UNIQUE_HANDLE_BASE/RANGE (rs_client.h)

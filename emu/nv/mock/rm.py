@@ -15,8 +15,8 @@ import errno
 from dataclasses import dataclass
 
 from usergpu.autogen import nv_rm_535 as S
-from usergpu.emu.amd.exec.memory import MappingError
-from usergpu.emu.amd.mock.uaccess import copy_to_user, pin_user_pages
+from usergpu.emu.memory import MappingError
+from usergpu.emu.mock.uaccess import copy_to_user, pin_user_pages
 from usergpu.emu.nv.mock.controls import Controls
 from usergpu.emu.nv.mock.objects import ROOT_CLASSES, Obj, RMError, Server, class_id
 from usergpu.emu.nv.mock.rm_classes import MEMORY, Classes

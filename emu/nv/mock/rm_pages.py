@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from usergpu.emu.amd.mock.uaccess import pin_user_pages
+from usergpu.emu.mock.uaccess import pin_user_pages
 from usergpu.hostmem import MAP_FIXED, MAP_SHARED, os_mmap, view
 
 

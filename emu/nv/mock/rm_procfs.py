@@ -6,7 +6,7 @@ it out (the function under a root port in /sys/devices, linked from /sys/bus/pci
 
 from __future__ import annotations
 
-from usergpu.emu.amd.mock.kfd.amdgpu_sysfs import link
+from usergpu.emu.mock.hal import link
 from usergpu.emu.nv.mock import chips
 
 NVIDIA = 0x10DE

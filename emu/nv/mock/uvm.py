@@ -15,7 +15,7 @@ import errno
 from dataclasses import dataclass, field
 
 from usergpu.autogen import nv_rm_535 as S
-from usergpu.emu.amd.mock.uaccess import copy_from_user, copy_to_user
+from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user
 from usergpu.emu.nv.mock import chips
 from usergpu.emu.nv.mock.objects import RMError
 from usergpu.emu.nv.mock.rm_classes import MEMORY

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from usergpu.emu.amd.exec.memory import Memory
+from usergpu.emu.memory import Memory
 
 
 class VASpace:

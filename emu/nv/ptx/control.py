@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.emu.nv.codeobj import ptx
 from usergpu.emu.nv.ptx.operands import NP
 from usergpu.emu.nv.ptx.semantics import STOP, Inst, Op
 from usergpu.emu.nv.ptx.state import BAR, EXIT, WARP
+from usergpu.isa.nv import ptx
 
 
 class Trap(Exception):

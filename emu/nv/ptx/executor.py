@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from usergpu.emu.amd.exec.memory import MemoryFault
+from usergpu.emu.memory import MemoryFault
 from usergpu.emu.nv.ptx import semantics
 from usergpu.emu.nv.ptx.control import Trap, release
 from usergpu.emu.nv.ptx.operands import storage

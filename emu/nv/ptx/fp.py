@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from usergpu.emu.amd.exec.fp import _two_prod, _two_sum, fma32, fma64
+from usergpu.emu.numerics import _two_prod, _two_sum, fma32, fma64
 
 CANONICAL_NAN = {np.dtype(np.float32): 0x7FFFFFFF, np.dtype(np.float64): 0x7FFFFFFFFFFFFFFF,
                  np.dtype(np.float16): 0x7FFF}  # what PTX's arithmetic gives for a NaN result

@@ -7,55 +7,44 @@ parameter bytes (what constant bank 0 holds at the parameters' offset) and the d
 
 from __future__ import annotations
 
-import re
 import time
 from functools import lru_cache
 
 import numpy as np
 
-from usergpu.emu.amd.codeobj.kernargs import LaunchError
-from usergpu.emu.amd.exec.memory import Memory
-from usergpu.emu.nv.codeobj import ptx
+from usergpu.emu.memory import Memory
 from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET, Compiled, execute
 from usergpu.emu.nv.ptx.program import Program, link
 from usergpu.emu.nv.ptx.state import State
-from usergpu.errors import CodeObjectError
+from usergpu.errors import LaunchError
+from usergpu.isa.nv import launch_check, ptx
+from usergpu.isa.nv.launch_check import ARCHS
+from usergpu.isa.nv.params import of_ptx, pack
 
-# per arch: SMs (%nsmid) and the most shared memory one block may have (bytes); chips: A100, A10/3090, 4090, H100
-ARCHS = {"sm_80": (108, 163 * 1024), "sm_86": (84, 99 * 1024), "sm_89": (128, 99 * 1024),
-         "sm_90": (132, 227 * 1024), "sm_100": (148, 227 * 1024), "sm_120": (170, 99 * 1024)}
-MAX_BLOCK = (1024, 1024, 64)
-MAX_GRID = ((1 << 31) - 1, 65535, 65535)
 BATCH_LANES = 16384  # threads run together (whole blocks; at least one block)
-_MANGLED = re.compile(r"_Z(\d+)")
 
 
 def module_of(code: bytes | str) -> ptx.Module:
     """The PTX module of PTX text or of a cubin made by assemble_ptx."""
     if isinstance(code, bytes | bytearray) and bytes(code[:4]) == b"\x7fELF":
-        from usergpu.emu.nv.codeobj import cubin
+        from usergpu.isa.nv import cubin
 
         text = cubin.parse(bytes(code)).ptx
         if text is None:
-            raise CodeObjectError("the cubin carries no PTX (section .usergpu.ptx): the emulator runs PTX, not SASS; "
-                                  "assemble it with usergpu.assemble_ptx, or launch the PTX itself")
+            raise cubin.no_ptx("the PTX emulator")
         code = text
-    return _parse(code.decode() if isinstance(code, bytes | bytearray) else code)
+    return _parse(bytes(code) if isinstance(code, bytearray) else code)
 
 
 @lru_cache(maxsize=64)
-def _parse(text: str) -> ptx.Module:
+def _parse(text: str | bytes) -> ptx.Module:
+    """ptx.parse, once per text (bytes that are not UTF-8 are its CodeObjectError)."""
     return ptx.parse(text)
 
 
 def find_kernel(module: ptx.Module, name: str) -> str:
     """A kernel by its PTX name, or by the name a C++ source gave it when that is unique (vadd for _Z4vaddPfS_)."""
-    if name in module.kernels:
-        return name
-    found = [k for k in module.kernels if (m := _MANGLED.match(k)) and k[m.end():m.end() + int(m.group(1))] == name]
-    if len(found) == 1:
-        return found[0]
-    raise LaunchError(f"no kernel {name!r} in the PTX module (kernels: {', '.join(module.kernels) or 'none'})")
+    return launch_check.find_kernel(module.kernels, name, "the PTX module")
 
 
 _PROGRAMS: dict[tuple[int, str], tuple[ptx.Module, Compiled]] = {}
@@ -70,34 +59,10 @@ def compiled(module: ptx.Module, kernel: str) -> Compiled:
     return hit[1]
 
 
-def _dims(value, what: str) -> tuple[int, int, int]:
-    v = tuple(int(x) for x in (value if isinstance(value, list | tuple) else (value,)))
-    if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
-        raise LaunchError(f"{what} must be 1 to 3 positive integers, not {value!r}")
-    return (*v, 1, 1)[:3]
-
-
 def check_launch(prog: Program, grid, block, shared: int, arch: str) -> tuple[tuple, tuple]:
-    grid, block = _dims(grid, "grid"), _dims(block, "block")
-    threads = block[0] * block[1] * block[2]
-    if threads > 1024 or any(b > m for b, m in zip(block, MAX_BLOCK, strict=True)):
-        raise LaunchError(f"block {block} has {threads} threads: at most 1024, and at most {MAX_BLOCK} per dimension")
-    if any(g > m for g, m in zip(grid, MAX_GRID, strict=True)):
-        raise LaunchError(f"grid {grid} is past the largest, {MAX_GRID}")
+    """(grid, block) checked against the limits and the kernel's static shared memory, .reqntid and .maxntid."""
     k = prog.kernel
-    if k.reqntid and tuple((*k.reqntid, 1, 1)[:3]) != block:
-        raise LaunchError(f"kernel {k.name} requires blocks of {k.reqntid} threads (.reqntid), not {block}")
-    if k.maxntid and threads > int(np.prod(k.maxntid)):
-        raise LaunchError(f"kernel {k.name} takes at most {int(np.prod(k.maxntid))} threads a block (.maxntid "
-                          f"{k.maxntid}), not {threads}")
-    if shared < 0:
-        raise LaunchError(f"dynamic shared memory of {shared} bytes")
-    limit = ARCHS.get(arch, ARCHS["sm_90"])[1]
-    total = (prog.dynamic_shared_at + shared) if shared else prog.shared_size
-    if total > limit:
-        raise LaunchError(f"{total} bytes of shared memory a block ({prog.shared_size} static, {shared} dynamic): "
-                          f"{arch} has {limit}")
-    return grid, block
+    return launch_check.check_launch(k.name, grid, block, shared, arch, prog.shared_size, k.reqntid, k.maxntid)
 
 
 def map_globals(prog: Program, mem: Memory) -> dict[str, int]:
@@ -126,43 +91,7 @@ def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shar
 
 def pack_params(prog: Program, args: list, address_of) -> bytes:
     """The kernel's parameter block: each argument at its parameter's offset, checked against its .param type."""
-    k = prog.kernel
-    if len(args) != len(k.params):
-        raise LaunchError(f"kernel {k.name} takes {len(k.params)} parameters, {len(args)} given")
-    out = bytearray(k.param_size)
-    for i, (p, a) in enumerate(zip(k.params, args, strict=True)):
-        out[p.offset:p.offset + p.size] = _param_bytes(k.name, i, p, a, address_of)
-    return bytes(out)
-
-
-def _param_bytes(kernel: str, i: int, p: ptx.Param, a, address_of) -> bytes:
-    what = f"parameter {i} ({p.name}: .{p.type}{f'[{p.count}]' if p.count > 1 else ''}, {p.size} bytes) of {kernel}"
-    if isinstance(a, bytes | bytearray):
-        if len(a) != p.size:
-            raise LaunchError(f"{what} takes {p.size} bytes, {len(a)} given")
-        return bytes(a)
-    if isinstance(a, np.ndarray) and a.ndim:
-        if p.size != 8 or p.type[0] == "f" or p.count != 1:
-            raise LaunchError(f"{what} is not a pointer: an array cannot be passed to it")
-        return address_of(a).to_bytes(8, "little")
-    if p.count != 1 and not (p.type == "b8" and p.count == p.size):
-        raise LaunchError(f"{what} is an aggregate: pass its bytes")
-    kind = p.type[0]
-    if p.type in ("b8",) and p.count > 1:
-        raise LaunchError(f"{what} is an aggregate: pass its bytes")
-    if isinstance(a, np.generic):
-        want = "f" if kind == "f" else "iu"
-        if a.dtype.kind not in want or a.dtype.itemsize != p.size:
-            raise LaunchError(f"{what}: a {a.dtype} cannot be passed to it")
-        return a.tobytes()
-    if isinstance(a, bool | int) and kind != "f":
-        lo, hi = -(1 << (8 * p.size - 1)), (1 << (8 * p.size)) - 1
-        if not lo <= a <= hi:
-            raise LaunchError(f"{what}: {a} does not fit in {p.size} bytes")
-        return (int(a) & ((1 << 8 * p.size) - 1)).to_bytes(p.size, "little")
-    if isinstance(a, float | int) and kind == "f":
-        return np.array(a, {2: np.float16, 4: np.float32, 8: np.float64}[p.size]).tobytes()
-    raise LaunchError(f"{what}: cannot pass a {type(a).__name__}")
+    return pack(of_ptx(prog.kernel), args, address_of)
 
 
 def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int = 0, arch: str | None = None,

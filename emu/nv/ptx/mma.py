@@ -24,12 +24,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from usergpu.emu.amd.exec import helpers
-from usergpu.emu.nv.codeobj import ptx
+from usergpu.emu import numerics
 from usergpu.emu.nv.ptx import fp
-from usergpu.emu.nv.ptx.memory import _address
+from usergpu.emu.nv.ptx.memops import _address
 from usergpu.emu.nv.ptx.operands import UINT
 from usergpu.emu.nv.ptx.semantics import Inst, Op, UnsupportedPTX
+from usergpu.isa.nv import ptx
 
 Fn = Callable  # (g, t, i) -> (row, col), over numpy integer arrays
 
@@ -160,8 +160,8 @@ DECODE = {  # raw element bits (uint64) -> value (float64 or int64)
     "tf32": lambda raw: (raw.astype(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64),
     "s8": lambda raw: raw.astype(np.uint8).view(np.int8).astype(np.int64),
     "u8": lambda raw: raw.astype(np.int64), "s32": lambda raw: raw.astype(np.uint32).view(np.int32).astype(np.int64),
-    "e4m3": lambda raw: helpers.fp8_to_f32(raw, "fp8").astype(np.float64),
-    "e5m2": lambda raw: helpers.fp8_to_f32(raw, "bf8").astype(np.float64),
+    "e4m3": lambda raw: numerics.fp8_to_f32(raw, "fp8").astype(np.float64),
+    "e5m2": lambda raw: numerics.fp8_to_f32(raw, "bf8").astype(np.float64),
 }
 BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "s32": 32, "s8": 8, "u8": 8, "e4m3": 8, "e5m2": 8}
 FLOAT_OUT = {"f32": (np.float32, np.uint32), "f16": (np.float16, np.uint16)}

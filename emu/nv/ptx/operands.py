@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from usergpu.emu.nv.codeobj import ptx
 from usergpu.emu.nv.ptx.program import Program
 from usergpu.errors import CodeObjectError
+from usergpu.isa.nv import ptx
 
 NP = {
     "s8": np.int8, "u8": np.uint8, "b8": np.uint8, "s16": np.int16, "u16": np.uint16, "b16": np.uint16,

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from usergpu.emu.nv.codeobj import ptx
 from usergpu.errors import CodeObjectError
+from usergpu.isa.nv import ptx
 
 SHARED_WINDOW = 0x0000_7E00_0000_0000  # generic addresses of the block's shared memory (cvta.shared)
 LOCAL_WINDOW = 0x0000_7D00_0000_0000  # generic addresses of the thread's local memory (cvta.local)

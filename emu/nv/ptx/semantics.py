@@ -11,12 +11,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from usergpu.emu.amd.exec import helpers
-from usergpu.emu.nv.codeobj import ptx
+from usergpu.emu import numerics
 from usergpu.emu.nv.ptx import fp
 from usergpu.emu.nv.ptx.operands import NP, SINT, UINT, Operands, signed
 from usergpu.emu.nv.ptx.program import Program
 from usergpu.errors import CodeObjectError
+from usergpu.isa.nv import ptx
 
 STOP = -1
 ROUNDING = {"rn", "rz", "rm", "rp"}
@@ -118,12 +118,12 @@ def _mad(ins: Inst) -> Op:
             NP[wt]) + c(st, sel))
     dst = ins.dst(t)
     if ins.has("hi") and ins.has("sat"):  # s32: the high word plus c, clamped to the int32 range
-        return lambda st, sel: dst(st, sel, helpers.sat(np.asarray(_hi(a(st, sel), b(st, sel), t)).astype(np.int64)
+        return lambda st, sel: dst(st, sel, numerics.sat(np.asarray(_hi(a(st, sel), b(st, sel), t)).astype(np.int64)
                                                         + np.asarray(c(st, sel)).astype(np.int64), np.int32))
     if ins.has("hi"):
         return lambda st, sel: dst(st, sel, np.add(_hi(a(st, sel), b(st, sel), t), c(st, sel), dtype=NP[t]))
     if ins.has("sat"):
-        return lambda st, sel: dst(st, sel, helpers.sat(
+        return lambda st, sel: dst(st, sel, numerics.sat(
             (np.asarray(a(st, sel)).astype(np.int64) * b(st, sel) + c(st, sel)), NP[t]))
     return lambda st, sel: dst(st, sel, np.add(np.multiply(a(st, sel), b(st, sel), dtype=NP[t]), c(st, sel),
                                                dtype=NP[t]))
@@ -134,7 +134,7 @@ def _addsub(ins: Inst, sign: int) -> Op:
     if t[0] == "f" or t in ("bf16", "f16x2", "bf16x2"):
         return _float_op(ins, "add" if sign > 0 else "sub")
     if ins.has("sat"):  # s32 only: clamped to the int32 range
-        return _op(ins, lambda a, b: helpers.sat(np.asarray(a).astype(np.int64) + sign * np.asarray(b).astype(
+        return _op(ins, lambda a, b: numerics.sat(np.asarray(a).astype(np.int64) + sign * np.asarray(b).astype(
             np.int64), np.int32))
     if ins.has("cc") or ins.base in ("addc", "subc"):
         return _carry(ins, sign)
@@ -261,7 +261,7 @@ def _logic(name: str) -> Callable:
 
 def _popc(t: str, a):
     a = np.asarray(a)
-    return helpers.popcount(np.atleast_1d(a.view(UINT[a.dtype.itemsize]))).astype(np.uint32).reshape(a.shape)
+    return numerics.popcount(np.atleast_1d(a.view(UINT[a.dtype.itemsize]))).astype(np.uint32).reshape(a.shape)
 
 
 def _clz(t: str, a):
@@ -427,7 +427,7 @@ def _sad(ins: Inst) -> Op:
 
 def _mul24(ins: Inst) -> Op:
     t = ins.t
-    ext = (lambda x: helpers.sext24(np.asarray(x).view(np.uint32)).astype(np.int64)) if signed(t) else \
+    ext = (lambda x: numerics.sext24(np.asarray(x).view(np.uint32)).astype(np.int64)) if signed(t) else \
         (lambda x: np.asarray(x).astype(np.int64) & 0xFFFFFF)
     hi = ins.has("hi")
 
@@ -437,7 +437,7 @@ def _mul24(ins: Inst) -> Op:
         p = ext(a) * ext(b)
         p = (p >> 16) if hi else p
         s = p + np.asarray(c).astype(np.int64)
-        return helpers.sat(s, np.int32) if sat else s.astype(np.uint32).view(NP[t])
+        return numerics.sat(s, np.int32) if sat else s.astype(np.uint32).view(NP[t])
     return _op(ins, f)
 
 
@@ -828,7 +828,7 @@ def _cvt_pack(ins: Inst, dt: str, st_: str) -> Op:
         if dt == "bf16x2":
             return fp.to_bf16(x, mode).astype(np.uint32)
         kind = "fp8" if dt == "e4m3x2" else "bf8"
-        code = helpers.f32_to_fp8(x, kind)
+        code = numerics.f32_to_fp8(x, kind)
         if ins.has("satfinite"):  # past the largest finite value: the largest, not NaN/inf
             big = np.isinf(x) | (np.abs(x) > (448.0 if kind == "fp8" else 57344.0))
             code = np.where(big & ~np.isnan(x), (0x7E if kind == "fp8" else 0x7B) | (np.signbit(x) << 7), code)
@@ -883,7 +883,7 @@ TABLE: dict[str, Callable[[Inst], Op]] = {
     "testp": _testp, "copysign": _copysign,
     "setp": _setp, "set": _set, "selp": _selp, "slct": _slct,
     "mov": _mov, "cvt": _cvt, "cvta": _cvta,
-    **{name: _lazy("memory", name) for name in ("ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu")},
+    **{name: _lazy("memops", name) for name in ("ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu")},
     **{name: _lazy("control", name) for name in (
         "bra", "brx", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier", "membar", "fence", "nanosleep",
         "shfl", "vote", "match", "activemask", "redux", "pmevent")},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.emu.amd.exec.memory import Memory, MemoryFault
+from usergpu.emu.memory import Memory, MemoryFault
 from usergpu.emu.nv.ptx.program import LOCAL_WINDOW, SHARED_WINDOW, WINDOW, Program
 
 RUN, BAR, EXIT = 0, 1, 2  # a lane's status

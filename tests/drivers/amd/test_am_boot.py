@@ -55,8 +55,8 @@ def test_cold_then_partial_boot_then_reset(arch, tmp_path, monkeypatch):
 def check_copy_through_sdma(am: AM, kind: str = "vram"):
     """A copy on the SDMA ring into memory of a kind (its ring and pointers that kind too), its trap seen on the IH
     ring: the engines, the page tables and interrupts work. The copy's destination."""
-    from usergpu.runtime.ring import RING_SIZE
-    from usergpu.runtime.sdma import SDMAPackets
+    from usergpu.runtime.amd.ring import RING_SIZE
+    from usergpu.runtime.amd.sdma import SDMAPackets
 
     src, dst, ring, pointers = am.alloc(8192), am.alloc(8192, kind), am.alloc(RING_SIZE, kind), am.alloc(4096, kind)
     np.frombuffer(src.view(), np.uint8)[:] = np.arange(8192) % 251
@@ -151,9 +151,9 @@ def test_queues_need_the_mec_firmware(tmp_path, monkeypatch):
 
 def test_a_bar_smaller_than_vram_is_explained(tmp_path):
     from usergpu.drivers.amd.am.device import SmallBAR
-    from usergpu.drivers.hal import MockHAL
     from usergpu.emu.amd.mock.pci.board import MockPCIGPU
     from usergpu.emu.amd.mock.pci.function import install_pci
+    from usergpu.emu.mock.hal import MockHAL
 
     board = MockPCIGPU("gfx1200")
     board.bars[0] = (board.bars[0][0], 256 << 20, True, True)  # a 256 MiB window, as without Resizable BAR
@@ -185,8 +185,8 @@ def test_a_vm_fault_comes_through_the_ih_ring(tmp_path):
     reports it with the page and the access (the mock also stops the queue at the doorbell, as MOCKKFD does)."""
     from usergpu.drivers.amd.am.gmc import VMFault
     from usergpu.emu.amd.mock.gpu import QueueError
-    from usergpu.runtime.ring import RING_SIZE
-    from usergpu.runtime.sdma import SDMAPackets
+    from usergpu.runtime.amd.ring import RING_SIZE
+    from usergpu.runtime.amd.sdma import SDMAPackets
 
     hal = machine("gfx1200", directory=tmp_path)
     board, am = hal.boards[0], AM(hal)

@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from usergpu.autogen import _psp
 from usergpu.drivers.amd.am import psp as psp_mod
 from usergpu.drivers.amd.am import smu as smu_mod
 from usergpu.drivers.amd.am.device import AM_MARKER, AMDevice, VirtualFunction
 from usergpu.drivers.amd.am.firmware import load, sos_binaries
 from usergpu.drivers.amd.am.lock import DeviceBusy
-from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
 from usergpu.emu.amd.mock.pci.board import MockPCIGPU
 from usergpu.emu.amd.mock.pci.function import install_pci
+from usergpu.emu.mock.hal import MockHAL
+from usergpu.isa.amd.hw import psp as _psp
 
 VERSIONS = {"gfx1100": ((11, 0, 0), (78, 75, 0)), "gfx1200": ((12, 0, 0), (104, 59, 0))}  # smu_13_0_0.bin: 78.75.0
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from usergpu.drivers.amd.am import discovery
-from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
 from usergpu.emu.amd.mock import discovery as table
 from usergpu.emu.amd.mock.pci.board import RCC_CONFIG_MEMSIZE, MockPCIGPU
 from usergpu.emu.amd.mock.pci.function import install_pci
+from usergpu.emu.mock.hal import MockHAL
 
 
 @pytest.fixture(params=["gfx1100", "gfx1200"])

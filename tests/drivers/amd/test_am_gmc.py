@@ -10,13 +10,13 @@ import pytest
 import usergpu
 from usergpu.drivers.amd.am import ip
 from usergpu.drivers.amd.am.driver import AM
-from usergpu.emu.amd.exec.memory import MemoryFault
 from usergpu.emu.amd.mock.pci.machine import machine
+from usergpu.emu.memory import MemoryFault
 from usergpu.errors import GPUFault
 from usergpu.hostmem import view
 
 ARCHS = ("gfx1200", "gfx1100")
-# amdgpu_vm.h, written out here rather than taken from autogen/_vm.py, so the walk below checks that file too
+# amdgpu_vm.h, written out here rather than taken from isa/amd/hw/vm.py, so the walk below checks that file too
 VALID, SYSTEM, EXECUTABLE, READABLE, WRITEABLE = 1 << 0, 1 << 1, 1 << 4, 1 << 5, 1 << 6
 ADDRESS = ((1 << 48) - 1) & ~0xFFF  # bits 47:12
 IS_PTE = 1 << 63  # AMDGPU_PTE_IS_PTE: gfx12 marks every leaf PTE

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from usergpu.drivers.amd.am.lock import DeviceBusy, acquire, held, owner
-from usergpu.drivers.hal import MockHAL
+from usergpu.emu.mock.hal import MockHAL
 
 
 def test_a_second_driver_is_refused_with_the_owner(tmp_path):

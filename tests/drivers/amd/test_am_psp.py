@@ -15,11 +15,11 @@ from usergpu.drivers.amd.am import firmware, psp_ring
 from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.firmware import FirmwareError, load, ucodes
 from usergpu.drivers.amd.am.psp import PSP, PSPError, RingMemory
-from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import pci_devices
 from usergpu.emu.amd.mock.pci.board import MockPCIGPU
 from usergpu.emu.amd.mock.pci.function import install_pci
 from usergpu.emu.amd.mock.pci.psp_ring import TOC_TMR_SIZE
+from usergpu.emu.mock.hal import MockHAL
 
 MiB = 1 << 20
 NAVI31 = ((11, 0, 0), (6, 0, 0), (13, 0, 0))  # GC, SDMA0, MP1

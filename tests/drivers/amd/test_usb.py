@@ -9,10 +9,10 @@ import pytest
 import usb.core
 
 from usergpu.drivers.amd.usb import ASM24, USB_IDS, PCIeError, USBPCIDevice, USBTransferError
-from usergpu.drivers.hal import MockHAL
 from usergpu.drivers.pci import BAR
 from usergpu.emu.amd.mock.pci.pcie import CA, CRS, UR, CompletionError, Unplugged
 from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound, Error, FieldError
 
 BAR0_ADDRESS, BAR0_SIZE = 0x8_0000_0000, 256 << 20  # 64-bit prefetchable, above 4 GiB: MRd64/MWr64

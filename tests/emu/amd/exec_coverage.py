@@ -13,10 +13,10 @@ import numpy as np
 from llvm_agreement import encodings
 
 from usergpu.emu.amd.exec.executor import Executor
-from usergpu.emu.amd.exec.memory import Memory
 from usergpu.emu.amd.exec.waves import Waves
-from usergpu.emu.amd.isa.decoder import decode
+from usergpu.emu.memory import Memory
 from usergpu.errors import DecodeError
+from usergpu.isa.amd.decoder import decode
 
 
 def implemented(arch: str, inst) -> bool:

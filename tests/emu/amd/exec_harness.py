@@ -8,11 +8,11 @@ import copy
 
 import numpy as np
 
-from usergpu.emu.amd import isa
 from usergpu.emu.amd.exec.executor import Executor
-from usergpu.emu.amd.exec.memory import Memory
 from usergpu.emu.amd.exec.native import executor_class
 from usergpu.emu.amd.exec.waves import Waves
+from usergpu.emu.memory import Memory
+from usergpu.isa import amd as isa
 
 
 def execute(program: str, arch: str, v: dict | None = None, s: dict | None = None, memory: Memory | None = None,

@@ -11,8 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from usergpu.autogen.generator import llvmmc
-from usergpu.emu.amd.isa.decoder import decode, tables
 from usergpu.errors import DecodeError
+from usergpu.isa.amd.decoder import decode, tables
 
 
 @dataclass

@@ -72,8 +72,8 @@ def test_an_unimplemented_instruction_names_itself_and_its_pc():
 def test_every_instruction_clang_emits_for_the_corpus_is_implemented(arch, wave):
     from exec_coverage import implemented
 
-    from usergpu.emu.amd import isa
-    from usergpu.emu.amd.codeobj import parse
+    from usergpu.isa import amd as isa
+    from usergpu.isa.amd.codeobj import parse
 
     missing = set()
     for file in sorted({c.file for c in cases.CASES if (arch, wave) in cases.runs(c)}):
@@ -101,7 +101,7 @@ def test_buffer_resources_bound_accesses_like_hardware():
     """MUBUF and s_buffer_load address through a buffer resource; past num_records loads read 0, stores drop."""
     from exec_harness import execute
 
-    from usergpu.emu.amd.exec.memory import Memory
+    from usergpu.emu.memory import Memory
 
     mem = Memory()
     src, dst = np.arange(40, dtype=np.uint32), np.zeros(32, np.uint32)

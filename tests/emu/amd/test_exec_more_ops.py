@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from usergpu.emu.amd import isa
 from usergpu.emu.amd.exec.executor import Executor
-from usergpu.emu.amd.exec.memory import Memory
 from usergpu.emu.amd.exec.waves import Waves
+from usergpu.emu.memory import Memory
+from usergpu.isa import amd as isa
 
 RNG = np.random.default_rng(7)
 

@@ -21,10 +21,10 @@ from exec_coverage import implemented
 from exec_harness import execute
 from opcode_refs import ATOMIC, FORMATS, SALU, VALU, OneOf, Type, from_bits, round_float, to_bits
 
-from usergpu.emu.amd import isa
 from usergpu.emu.amd.exec import memops
-from usergpu.emu.amd.exec.memory import Memory
+from usergpu.emu.memory import Memory
 from usergpu.errors import Error
+from usergpu.isa import amd as isa
 
 RDNA, CDNA = ("gfx1100", "gfx1200"), ("gfx942", "gfx950")  # CDNA: wave64 only
 ARCHS = [*RDNA, *CDNA]

@@ -17,9 +17,9 @@ from llvm_agreement import agreement, encodings
 
 import usergpu
 from usergpu.autogen.generator import llvmmc
-from usergpu.emu.amd import isa
-from usergpu.emu.amd.codeobj import parse
 from usergpu.errors import DecodeError
+from usergpu.isa import amd as isa
+from usergpu.isa.amd.codeobj import parse
 
 ARCHS = list(isa.ARCHS)
 KERNELS = Path(__file__).parents[2] / "kernels"

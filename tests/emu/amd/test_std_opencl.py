@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import usergpu
-from usergpu.emu.amd import isa, launch
-from usergpu.emu.amd.codeobj import libclc, parse
+from usergpu.emu.amd import launch
+from usergpu.isa import amd as isa
+from usergpu.isa.amd.codeobj import libclc, parse
 
 _spec = importlib.util.spec_from_file_location("corpus", Path(__file__).parents[2] / "kernels" / "corpus.py")
 corpus = importlib.util.module_from_spec(_spec)

@@ -10,9 +10,9 @@ import nv_corpus
 import pytest
 
 import usergpu
-from usergpu.emu.nv.codeobj import ptx
 from usergpu.emu.nv.ptx.executor import Compiled
 from usergpu.emu.nv.ptx.program import link
+from usergpu.isa.nv import ptx
 
 MMA = Path(__file__).parents[2] / "kernels" / "nv_mma" / "wmma.cu"
 

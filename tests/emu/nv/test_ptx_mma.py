@@ -18,8 +18,8 @@ import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 
 from usergpu.emu.nv import launch
-from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
 from usergpu.emu.nv.ptx.semantics import UnsupportedPTX
+from usergpu.isa.nv import assemble_ptx, compile_cuda
 
 SRC = (Path(__file__).resolve().parents[2] / "kernels" / "nv_mma" / "wmma.cu").read_text()
 ARCHS = ("sm_80", "sm_90")

@@ -15,7 +15,7 @@ def executor_class() -> type[Executor]:
     if choice == "numpy":
         return Executor
     if choice != "native":
-        from usergpu.emu.amd.codeobj.kernargs import LaunchError
+        from usergpu.errors import LaunchError
 
         raise LaunchError(f"USERGPU_EMU={choice!r}: the emulator's backends are native (the default) and numpy")
     from usergpu.emu.amd.exec.native import build

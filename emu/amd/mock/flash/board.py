@@ -17,9 +17,9 @@ from pathlib import Path
 from usergpu.emu.amd.mock.flash.psp_boot import PSPBoot
 from usergpu.emu.amd.mock.flash.smuio_rom import SMUIORom
 from usergpu.emu.amd.mock.flash.spiflash import PowerLoss, SPIFlash
-from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.emu.amd.mock.pci.function import PCIFunction, install_pci
 from usergpu.emu.amd.mock.pci.pcie import Unplugged
+from usergpu.emu.mock.hal import MockHAL
 
 VENDOR, DEVICE, REVISION, CLASS = 0x1002, 0x744C, 0xC8, 0x030000  # Radeon RX 7900 XTX
 STAGING = 1 << 20  # bytes of VRAM the model backs (the rest of BAR0 reads as zero)
@@ -74,3 +74,17 @@ class Navi31Board(PCIFunction):
 def install(hal: MockHAL, board: Navi31Board, address: str = SYSFS_ADDRESS) -> None:
     """The board as a native PCI function of the HAL."""
     install_pci(hal, board, address)
+
+
+def board_hal(transport: str) -> MockHAL:
+    """A mock HAL holding a fresh mock Navi31 board (its flash in $MOCKFLASH_IMAGE) on the transport: behind the
+    mock USB bridge ("usb"), or as a native PCI function ("pci"). Its sysfs folder goes with it (or at exit)."""
+    from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
+
+    hal = MockHAL.temporary("amdflash-mock-")
+    board = Navi31Board()
+    if transport == "usb":
+        hal.install_usb(ASM24Backend(board))
+    else:
+        install(hal, board)
+    return hal

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from usergpu.autogen._bar5 import (
+from usergpu.isa.amd.hw.bar5 import (
     MP0_COMMAND,
     MP0_COMMAND_DATA,
     MP0_DOORBELL,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.autogen._bar5 import (
+from usergpu.isa.amd.hw.bar5 import (
     COMMAND_SIZE_SHIFT,
     DATA_SIZE_MASK,
     PAGE_MIRROR_CNTL,

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, AmdgpuDevice
-from usergpu.emu.amd.mock.uaccess import fail
+from usergpu.emu.mock.hal import link
+from usergpu.emu.mock.uaccess import fail
 from usergpu.hostmem import PAGE
 
 DRM_MAJOR = 226
@@ -75,14 +76,6 @@ class Attribute:
         self.store(data.decode(errors="replace"))
         self.copy.write_text(self.show())
         return len(data)
-
-
-def link(path: Path, target: str) -> None:
-    """A relative symlink at path (replacing one a publish before made)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink():
-        path.unlink()
-    path.symlink_to(target)
 
 
 def pci_address(domain: int, loc: int) -> str:

@@ -21,9 +21,9 @@ from usergpu.autogen import amdgpu_drm as drm
 from usergpu.autogen import amdgpu_ucode as ucode
 from usergpu.autogen._support import Ioctl
 from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, VM_RESERVED_VRAM, VRAM_BUS, AmdgpuDevice
-from usergpu.emu.amd.mock.uaccess import IOC_IN, IOC_OUT, copy_to_user, fail, with_user_struct
-from usergpu.emu.amd.soc import TIMESTAMP_HZ
+from usergpu.emu.mock.uaccess import IOC_IN, IOC_OUT, copy_to_user, fail, with_user_struct
 from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap
+from usergpu.isa.amd.hw.soc import TIMESTAMP_HZ
 
 # DRM's ioctl numbers, amdgpu's and the core's (drm_ioctls, amdgpu_ioctls_kms: the entries of 6.12's uapi headers)
 IOCTL_NAMES = {(v.request if isinstance(v, Ioctl) else v) & 0xFF: name.removeprefix("DRM_IOCTL_")

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from usergpu.autogen import _ipmaps
 from usergpu.emu.amd.mock import discovery
 from usergpu.emu.amd.mock.gpu import GPU
 from usergpu.emu.amd.mock.hdp import HDP
@@ -30,12 +29,23 @@ from usergpu.emu.amd.mock.pci.psp import MockPSP
 from usergpu.emu.amd.mock.pci.smu import MockSMU
 from usergpu.emu.amd.mock.pci.vfio import IOMMU
 from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
+from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in MiB
 # arch -> (PCI device id, VRAM bytes)
 ARCHS = {"gfx1100": (0x744C, 24 << 30), "gfx1200": (0x7590, 8 << 30)}
-DOORBELLS, MMIO = 2 << 20, 1 << 20
+DOORBELLS, MMIO = 2 << 20, 1 << 20  # the doorbell and register BARs' sizes
 FB_BASE = 0x80_0000_0000  # where the VBIOS places VRAM in the MC address space (FB_LOCATION_BASE << 24)
+FB_LOCATION_SHIFT = 24  # FB_LOCATION_BASE/TOP count 16 MiB units (mmhub_v3_0_get_fb_location: << 24)
+MEMSIZE_SHIFT = 20  # RCC_CONFIG_MEMSIZE counts MiB
+# the BARs as amdgpu finds them (the VRAM aperture in BAR 0, doorbells in BAR 2, registers in BAR 5) and the bus
+# addresses the board's are assigned: VRAM and doorbells 64-bit prefetchable high up, the registers below 4 GiB
+VRAM_BAR, DOORBELL_BAR, MMIO_BAR = 0, 2, 5
+VRAM_BAR_BASE, DOORBELL_BAR_BASE, MMIO_BAR_BASE = 0x80_0000_0000, 0x7F_F000_0000, 0xFCE0_0000
+PCI_VENDOR_ATI = 0x1002  # PCI_VENDOR_ID_ATI (pci_ids.h): AMD's GPUs, as vendor and as subsystem vendor
+PCI_CLASS_DISPLAY_VGA = 0x030000  # class code (pci_ids.h PCI_CLASS_DISPLAY_VGA << 8): a VGA-compatible display
+PCI_REVISION = 0xC8  # the RX 7900 XTX's revision (lspci: rev c8), which both mock boards report
+PCI_SUBSYSTEM = 0x0E3B  # the subsystem id of AMD's own RX 7900 XTX board (lspci -nn: 1002:0e3b)
 # name -> size (None: the VRAM's); "firmware": words the models' firmware keeps to itself (the SMU's table address)
 STATE_FILES = {"vram": None, "mmio": MMIO, "activity": 8 * activity.WORDS, "firmware": 4096}
 
@@ -44,8 +54,10 @@ class MockPCIGPU(PCIFunction):
     def __init__(self, arch: str = "gfx1100", state: str | os.PathLike | None = None):
         """state: the directory the board's shared state lives in (made and powered on if new); None: private."""
         device, vram = ARCHS[arch]
-        super().__init__({0: (0x80_0000_0000, vram, True, True), 2: (0x7F_F000_0000, DOORBELLS, True, True),
-                          5: (0xFCE0_0000, MMIO, False, False)}, (0x1002, device, 0x030000 << 8 | 0xC8, 0x0E3B))
+        super().__init__({VRAM_BAR: (VRAM_BAR_BASE, vram, True, True),
+                          DOORBELL_BAR: (DOORBELL_BAR_BASE, DOORBELLS, True, True),
+                          MMIO_BAR: (MMIO_BAR_BASE, MMIO, False, False)},
+                         (PCI_VENDOR_ATI, device, PCI_CLASS_DISPLAY_VGA << 8 | PCI_REVISION, PCI_SUBSYSTEM))
         self.arch, self.vram_size = arch, vram
         fds, fresh, guard = _state(arch, vram, state)
         self.memfd = fds["vram"]
@@ -81,10 +93,10 @@ class MockPCIGPU(PCIFunction):
     def power_on(self) -> None:
         """What the board holds when power comes up: the discovery table, the straps the VBIOS sets, and each
         model's reset state."""
-        self.regs[RCC_CONFIG_MEMSIZE] = self.vram_size >> 20
+        self.regs[RCC_CONFIG_MEMSIZE] = self.vram_size >> MEMSIZE_SHIFT
         for hub in (("GC", "GCMC_VM_FB_LOCATION_"), ("MMHUB", "MMMC_VM_FB_LOCATION_")):
-            self.regs[self.address(hub[0], hub[1] + "BASE")] = FB_BASE >> 24
-            self.regs[self.address(hub[0], hub[1] + "TOP")] = (FB_BASE + self.vram_size - 1) >> 24
+            self.regs[self.address(hub[0], hub[1] + "BASE")] = FB_BASE >> FB_LOCATION_SHIFT
+            self.regs[self.address(hub[0], hub[1] + "TOP")] = (FB_BASE + self.vram_size - 1) >> FB_LOCATION_SHIFT
         blob = discovery.table(self.arch)
         top = self.vram_size - discovery.DISCOVERY_TMR_OFFSET
         self.vram[top : top + len(blob)] = np.frombuffer(blob, np.uint8)
@@ -105,7 +117,7 @@ class MockPCIGPU(PCIFunction):
     def mc_to_vram(self, address: int, size: int = 1) -> int:
         """The VRAM offset of an MC address in the FB aperture (what the PSP and SMU are given); ValueError outside
         it."""
-        base = int(self.regs[self.address("MMHUB", "MMMC_VM_FB_LOCATION_BASE")]) << 24
+        base = int(self.regs[self.address("MMHUB", "MMMC_VM_FB_LOCATION_BASE")]) << FB_LOCATION_SHIFT
         if not (base <= address and address + size <= base + self.vram_size):
             raise ValueError(f"MC address {address:#x} (+{size:#x}) is outside VRAM [{base:#x}, "
                              f"{base + self.vram_size:#x})")
@@ -113,28 +125,28 @@ class MockPCIGPU(PCIFunction):
 
     def bar_memory(self, bar: int) -> int | None:
         """VRAM is plain memory: a native mapping of BAR0 maps it directly."""
-        return self.vram_address if bar == 0 else None
+        return self.vram_address if bar == VRAM_BAR else None
 
     def bar_fd(self, bar: int) -> int | None:
         """The shared memory behind a BAR that is plain memory (a part of VRAM can be mapped from it)."""
-        return self.memfd if bar == 0 else None
+        return self.memfd if bar == VRAM_BAR else None
 
     def bar_read(self, bar: int, offset: int) -> int:
-        if bar == 0:
+        if bar == VRAM_BAR:
             return int(self.vram[offset : offset + 4].view(np.uint32)[0])
-        if bar != 5:
+        if bar != MMIO_BAR:
             return 0
         if offset // 4 in self.on_read:
             self.on_read[offset // 4]()
         return int(self.regs[offset // 4])
 
     def bar_write(self, bar: int, offset: int, value: int) -> None:
-        if bar == 0:
+        if bar == VRAM_BAR:
             self.vram[offset : offset + 4].view(np.uint32)[0] = value
-        elif bar == 2:
+        elif bar == DOORBELL_BAR:
             self.hdp.doorbell()
             self.cp.doorbell(offset // 4)
-        elif bar == 5:
+        elif bar == MMIO_BAR:
             self.regs[offset // 4] = value
             if offset // 4 in self.on_write:
                 self.on_write[offset // 4](value)

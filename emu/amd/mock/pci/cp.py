@@ -10,12 +10,13 @@ engine needs its firmware and its halt bit (F32_CNTL / MCU_CNTL) clear."""
 
 from __future__ import annotations
 
-from usergpu.autogen import _ipmaps, psp_gfx_if
+from usergpu.autogen import psp_gfx_if
 from usergpu.emu.amd.mock.aql import AQLQueue
 from usergpu.emu.amd.mock.gpu import RingQueue
 from usergpu.emu.amd.mock.pm4 import PM4Queue
-from usergpu.emu.amd.mock.scheduler import Scheduler
 from usergpu.emu.amd.mock.sdma import SDMAQueue
+from usergpu.emu.mock.scheduler import Scheduler
+from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 HQD = ("CP_HQD_PQ_BASE", "CP_HQD_PQ_BASE_HI", "CP_HQD_PQ_RPTR_REPORT_ADDR", "CP_HQD_PQ_RPTR_REPORT_ADDR_HI",
        "CP_HQD_PQ_WPTR_POLL_ADDR", "CP_HQD_PQ_WPTR_POLL_ADDR_HI", "CP_HQD_PQ_CONTROL", "CP_HQD_PQ_DOORBELL_CONTROL",

@@ -8,9 +8,9 @@ from __future__ import annotations
 import errno
 import struct
 
-from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError, Unplugged
-from usergpu.emu.amd.mock.uaccess import fail
+from usergpu.emu.mock.hal import MockHAL
+from usergpu.emu.mock.uaccess import fail
 from usergpu.hostmem import MAP_SHARED, MMIO, PAGE, CallbackMMIO, os_mmap
 
 BUS, DEVFN = 1, 0  # where the function sits behind a bridge

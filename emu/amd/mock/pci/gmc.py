@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.autogen import _ih, _vm
-from usergpu.emu.amd.exec.memory import Memory
+from usergpu.emu.memory import Memory
 from usergpu.hostmem import view
+from usergpu.isa.amd.hw import ih as _ih
+from usergpu.isa.amd.hw import vm as _vm
 
 ENGINES = 18
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from usergpu.autogen import _ih
+from usergpu.isa.amd.hw import ih as _ih
 
 
 class IH:

@@ -10,10 +10,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.emu.amd.mock.pci.board import MockPCIGPU
 from usergpu.emu.amd.mock.pci.function import install_pci
 from usergpu.emu.amd.mock.pci.vfio import install_vfio
+from usergpu.emu.mock.hal import MockHAL
 
 IOMMU_GROUP = 12  # the first board's IOMMU group
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from usergpu.autogen import _psp
 from usergpu.emu.amd.mock.pci.psp_ring import MockSOS
+from usergpu.isa.amd.hw import psp as _psp
 
 COMMANDS = {command for _, command in _psp.ORDER}
 ERROR_ORDER, ERROR_COMMAND, ERROR_EMPTY = 0x01, 0x02, 0x03

@@ -19,8 +19,8 @@ import ctypes
 
 import numpy as np
 
-from usergpu.autogen import _psp
 from usergpu.autogen import psp_gfx_if as gfx
+from usergpu.isa.amd.hw import psp as _psp
 
 RING_BAD_ADDRESS, RING_BAD_SIZE, RING_BAD_COMMAND = 0x1, 0x2, 0x3
 TEE_ERROR_BAD_PARAMETERS, TEE_ERROR_BAD_STATE = 0xFFFF0006, 0xFFFF0007

@@ -18,7 +18,7 @@ import os
 
 from usergpu.autogen import vfio
 from usergpu.emu.amd.mock.pci.function import SysfsFile, config_read, config_write
-from usergpu.emu.amd.mock.uaccess import copy_from_user, copy_to_user, pin_user_pages, strndup_user
+from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user, pin_user_pages, strndup_user
 
 REGION_SHIFT = 40  # VFIO_PCI_OFFSET_SHIFT
 PAGE = 4096

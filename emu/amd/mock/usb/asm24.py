@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 import usb.backend
 from usb.core import USBError, USBTimeoutError
 
-from usergpu.autogen._asm24 import (
+from usergpu.emu.amd.mock.pci.pcie import SC, UR, CompletionError, Target, Unplugged
+from usergpu.isa.amd.hw.asm24 import (
     BULK_IN,
     BULK_OUT,
     CFGRD0,
@@ -53,7 +54,6 @@ from usergpu.autogen._asm24 import (
     XDATA_SIZE,
     XDATA_WRITE,
 )
-from usergpu.emu.amd.mock.pci.pcie import SC, UR, CompletionError, Target, Unplugged
 
 NO_COMPLETION = 1  # the return status when nothing answered (link down)
 PACKET = 1024  # bytes of a SuperSpeed bulk packet: what the firmware reads from PCIe for each bulk IN packet

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from usergpu.emu.amd.mock.hal import MockHAL
 from usergpu.emu.amd.mock.pci.board import MockPCIGPU
 from usergpu.emu.amd.mock.pci.machine import root
 from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
 from usergpu.emu.amd.mock.usb.bus import USBBus
 from usergpu.emu.amd.mock.usb.pcie_hierarchy import Hierarchy, enclosure_bridges
+from usergpu.emu.mock.hal import MockHAL
 
 
 def folder(arch: str) -> Path:

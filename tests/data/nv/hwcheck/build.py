@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import usergpu
-from usergpu.emu.nv.codeobj.compile import nvidia_tool
+from usergpu.isa.nv.compile import nvidia_tool
 from usergpu.tools.hwcheck.nv import ARCHS, cubin_path
 
 HERE = Path(__file__).resolve().parent

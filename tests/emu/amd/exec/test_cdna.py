@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from exec_harness import execute
 
-from usergpu.emu.amd import isa
 from usergpu.emu.amd.exec import lowp
-from usergpu.emu.amd.exec.memory import Memory
+from usergpu.emu.memory import Memory
+from usergpu.isa import amd as isa
 
 LANES = np.arange(64)
 # name: (exponent bits, mantissa bits, bias, specials, saturates)

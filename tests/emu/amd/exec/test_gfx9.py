@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from exec_harness import execute
 
-from usergpu.emu.amd.exec.memory import Memory
+from usergpu.emu.memory import Memory
 
 L = 64
 LANE = np.arange(L)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from mockrig import VADD, compiled
 
-from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock import GPU
 from usergpu.emu.amd.mock.kfd.kfd import MockKFD
+from usergpu.emu.mock.hal import MockHAL
 
 ARCHS = ("gfx1100", "gfx942", "gfx950")
 

@@ -231,8 +231,8 @@ def kfd_machine(tmp: Path):
     """Two mock GPUs, each opened by the driver (its VM acquired), an event page and event, a PM4 queue; the
     structs the driver passed on the way, as seeds."""
     from usergpu.drivers.amd.kfd import KFD
-    from usergpu.drivers.hal import MockHAL
     from usergpu.emu.amd.mock.kfd.kfd import MockKFD
+    from usergpu.emu.mock.hal import MockHAL
 
     hal = MockHAL(tmp)
     hal.kfd = MockKFD(hal, "gfx1100", 2)
@@ -251,7 +251,7 @@ def kfd_machine(tmp: Path):
 
 def kfd_pools(f: Fuzzer, hal, driver, reserve: int) -> dict[str, list]:
     """Values the mock knows (its GPUs, objects, events, queues, files), near misses and absurd ones."""
-    from usergpu.emu.amd.mock.kfd.kfd import ctx_save_restore_sizes
+    from usergpu.emu.amd.mock.kfd.kfd_queues import ctx_save_restore_sizes
 
     m = hal.kfd
     sizes = ctx_save_restore_sizes(m.nodes[0].props)
@@ -386,9 +386,9 @@ def fuzz_pci(which: str):
 
 
 def fuzz_usb(f: Fuzzer, tmp: Path, count: int) -> None:
-    from usergpu.autogen import _asm24 as asm
     from usergpu.emu.amd.mock.flash.board import Navi31Board
     from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
+    from usergpu.isa.amd.hw import asm24 as asm
 
     backend = ASM24Backend(Navi31Board(tmp / "flash.bin", fault="", gated=False))
     handle = backend.open_device(0)

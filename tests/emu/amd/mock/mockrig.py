@@ -10,10 +10,10 @@ import numpy as np
 import usergpu.autogen.pm4_nv as nv
 from usergpu.autogen import amdhsa
 from usergpu.autogen import amdhsa as hsa
-from usergpu.emu.amd.codeobj import compile_opencl, parse
-from usergpu.emu.amd.codeobj.kernargs import pack_kernargs
-from usergpu.emu.amd.exec.dispatch import kernel_registers, user_sgpr_values
 from usergpu.emu.amd.mock import GPU
+from usergpu.isa.amd.codeobj import compile_opencl, parse
+from usergpu.isa.amd.codeobj.kernargs import pack_kernargs
+from usergpu.isa.amd.dispatch import kernel_registers, user_sgpr_values
 
 VALUE = hsa.amd_signal_t.value.offset
 

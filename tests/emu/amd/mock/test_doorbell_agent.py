@@ -15,9 +15,9 @@ from kfdrig import Ring, ioctl, refused
 
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD
-from usergpu.emu.amd.mock.kfd.kfd import DOORBELL_PAGE
+from usergpu.emu.amd.mock.kfd.objects import DOORBELL_PAGE
 from usergpu.hostmem import view
-from usergpu.runtime.pm4 import DATA_SEL_VALUE64, Packets
+from usergpu.runtime.amd.pm4 import DATA_SEL_VALUE64, Packets
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import usergpu
-from usergpu.autogen._pmc import EVENTS
 from usergpu.emu.amd.exec.dispatch import launch
 from usergpu.emu.amd.mock.cdna import PARTS
 from usergpu.emu.amd.mock.profiler import LATENCY, SHAPES, DispatchProfile
-from usergpu.emu.amd.sqtt import Ran, Wave, decode, dispatch_tokens, encode, wave_instructions, wave_tokens
+from usergpu.isa.amd.hw.pmc import EVENTS
+from usergpu.isa.amd.sqtt import Ran, Wave, decode, dispatch_tokens, encode, wave_instructions, wave_tokens
 
 KERNELS = Path(__file__).parents[3] / "kernels"
 SOURCE = (KERNELS / "prof.cl").read_text()

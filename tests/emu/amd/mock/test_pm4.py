@@ -7,8 +7,8 @@ import pytest
 from mockrig import Rig, load, lohi, u32, u64
 
 import usergpu.autogen.pm4_nv as nv
-from usergpu.emu.amd.exec.dispatch import kernel_registers, user_sgpr_values
 from usergpu.emu.amd.mock import GPU, PM4Queue, QueueError
+from usergpu.isa.amd.dispatch import kernel_registers, user_sgpr_values
 
 P3 = nv.PACKET3
 SCRATCH_REG0 = 0xC040  # SOC21: GC seg1 base 0xA000 + regSCRATCH_REG0 0x2040

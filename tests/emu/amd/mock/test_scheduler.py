@@ -7,7 +7,8 @@ from mockrig import Rig, lohi, u32
 
 import usergpu.autogen.pm4_nv as nv
 import usergpu.autogen.sdma_v6 as s6
-from usergpu.emu.amd.mock import PM4Queue, QueueError, Scheduler, SDMAQueue
+from usergpu.emu.amd.mock import PM4Queue, QueueError, SDMAQueue
+from usergpu.emu.mock.scheduler import Scheduler
 
 
 def wait(address: int, ref: int) -> list[int]:

@@ -11,7 +11,7 @@ from mockrig import Rig, lohi, u32, u64
 
 import usergpu.autogen.sdma_v6 as s6
 from usergpu.emu.amd.mock import GPU, QueueError, SDMAQueue
-from usergpu.emu.amd.soc import SDMA
+from usergpu.isa.amd.hw.soc import SDMA
 
 # the packets below are SDMA 6's; SDMA 4.4.x (CDNA) encodes them alike, with narrower counts (its own header's)
 RDNA = ("gfx11", "gfx12")

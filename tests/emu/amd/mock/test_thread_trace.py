@@ -12,14 +12,15 @@ import pytest
 from mockrig import load
 
 import usergpu
-from usergpu.autogen import _sqtt as tt
-from usergpu.autogen._pmc import EVENTS
-from usergpu.emu.amd import isa
-from usergpu.emu.amd.codeobj import parse
-from usergpu.emu.amd.codeobj.kernargs import dispatch_packet, pack_kernargs
-from usergpu.emu.amd.exec.dispatch import kernel_registers, launch, user_sgpr_values
+from usergpu.emu.amd.exec.dispatch import launch
 from usergpu.emu.amd.mock import GPU
-from usergpu.emu.amd.sqtt import decode, encode, wave_instructions
+from usergpu.isa import amd as isa
+from usergpu.isa.amd.codeobj import parse
+from usergpu.isa.amd.codeobj.kernargs import dispatch_packet, pack_kernargs
+from usergpu.isa.amd.dispatch import kernel_registers, user_sgpr_values
+from usergpu.isa.amd.hw import sqtt_regs as tt
+from usergpu.isa.amd.hw.pmc import EVENTS
+from usergpu.isa.amd.sqtt import decode, encode, wave_instructions
 
 KERNELS = Path(__file__).parents[3] / "kernels"
 ARCH = "gfx942"

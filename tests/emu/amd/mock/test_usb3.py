@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from usergpu.autogen.generator.toolchain import LLVM
-from usergpu.drivers.hal import MockHAL
-from usergpu.emu.amd.mock import usb3
-from usergpu.emu.amd.mock.fileio import interface
 from usergpu.emu.amd.mock.machines import mock_hal
 from usergpu.emu.amd.mock.pci.board import FB_BASE
 from usergpu.emu.amd.mock.usb import asm24
-from usergpu.emu.amd.mock.usb3 import MockUSB3, USBCallError
+from usergpu.emu.mock.hal import MockHAL
+from usergpu.emu.mock.tinygrad import usb3
+from usergpu.emu.mock.tinygrad.fileio import interface
+from usergpu.emu.mock.tinygrad.usb3 import MockUSB3, USBCallError
 from usergpu.errors import DeviceNotFound, Error
 
 IDS = (0xADD1, 0x0001)  # the custom firmware's
@@ -157,7 +157,7 @@ except Exception as e:
     frames = [f for f, _ in traceback.walk_tb(e.__traceback__)]
     report = {"stopped": type(e).__name__, "steps": [f.f_code.co_qualname for f in frames],
               "firmware": [f.f_locals["fname"] for f in frames if f.f_code.co_qualname == "AMFirmware.load_fw"]}
-from usergpu.emu.amd.mock.fileio import machine
+from usergpu.emu.mock.tinygrad.fileio import machine
 bridge = machine().usb_backend().devices[0]
 gpu = bridge.target.function
 report["bars"] = {n: gpu.bar_address(n) for n in gpu.bars}

@@ -28,10 +28,10 @@ from mockrig import (
 import usergpu.autogen.pm4_nv as nv
 from usergpu.autogen import amdhsa as hsa
 from usergpu.drivers.amd.kfd import KFD
-from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock import GPU, AQLQueue, PM4Queue, QueueError
 from usergpu.emu.amd.mock import gpu as gpu_module
 from usergpu.emu.amd.mock.kfd.kfd import MockKFD
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.hostmem import PAGE
 
 XCCS, BLOCK = 8, 64

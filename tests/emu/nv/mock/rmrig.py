@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 
-from usergpu.emu.amd.mock.hal import MockHAL
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.emu.nv.mock import chips
 from usergpu.emu.nv.mock.machine import NVMachine
 from usergpu.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, os_mmap

@@ -15,13 +15,13 @@ from nvrig import Ring, Space, acquire, release
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
-from usergpu.emu.nv.codeobj import assemble_ptx, compile_cuda
-from usergpu.emu.nv.codeobj.cubin import parse
 from usergpu.emu.nv.mock import pushbuf
 from usergpu.emu.nv.mock.channel import ChannelError
 from usergpu.emu.nv.mock.compute import image_size
 from usergpu.emu.nv.mock.gpu import MockNVGPU
 from usergpu.errors import GPUFault, GPUHang
+from usergpu.isa.nv import assemble_ptx, compile_cuda
+from usergpu.isa.nv.cubin import parse
 
 pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 

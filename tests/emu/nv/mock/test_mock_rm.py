@@ -15,7 +15,7 @@ from rmrig import DMA_FIXED, OS02_OSDESC, PAGE, RMRig, address, anonymous, reque
 
 from usergpu.autogen import nv_classes
 from usergpu.autogen import nv_rm_535 as S
-from usergpu.emu.amd.exec.memory import MemoryFault
+from usergpu.emu.memory import MemoryFault
 from usergpu.emu.nv.mock import chips, pushbuf
 from usergpu.hostmem import view
 

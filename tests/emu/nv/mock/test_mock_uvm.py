@@ -13,7 +13,7 @@ import pytest
 from rmrig import PAGE, RMRig
 
 from usergpu.autogen import nv_rm_535 as S
-from usergpu.emu.amd.exec.memory import MemoryFault
+from usergpu.emu.memory import MemoryFault
 
 BASE = 0x7000_0000_0000 >> 4  # a 4 KiB-aligned address in the CPU's half, as a runtime's buffers are
 

@@ -10,12 +10,12 @@ import sys
 
 import numpy as np
 
-from usergpu.emu.amd import isa
 from usergpu.emu.amd.exec.executor import Executor
-from usergpu.emu.amd.exec.memory import Memory
 from usergpu.emu.amd.exec.native.codegen import discover
 from usergpu.emu.amd.exec.native.executor import NativeExecutor
 from usergpu.emu.amd.exec.waves import Waves
+from usergpu.emu.memory import Memory
+from usergpu.isa import amd as isa
 
 SKIP = ("s_load", "s_buffer", "global_", "flat_", "scratch_", "buffer_", "ds_", "s_branch", "s_cbranch", "s_setpc",
         "s_swappc", "s_getpc", "s_endpgm", "s_barrier", "s_trap", "s_code_end", "s_sendmsg", "s_call")
@@ -59,8 +59,8 @@ def differences(code: bytes, arch: str, lanes: int, seeds: range = range(4)) -> 
 
 
 def instructions(co: bytes, kernel: str, arch: str) -> list:
-    from usergpu.emu.amd.codeobj import parse
-    from usergpu.emu.amd.exec.dispatch import image
+    from usergpu.isa.amd.codeobj import parse
+    from usergpu.isa.amd.dispatch import image
 
     obj = parse(co)
     k = obj.kernels[kernel]

@@ -13,13 +13,14 @@ import pytest
 import test_exec_opcodes
 
 import usergpu
-from usergpu.emu.amd import isa, launch
-from usergpu.emu.amd.codeobj.kernargs import LaunchError
+from usergpu.emu.amd import launch
 from usergpu.emu.amd.exec import dispatch
 from usergpu.emu.amd.exec.executor import Executor
 from usergpu.emu.amd.exec.native import build, codegen, executor_class
 from usergpu.emu.amd.exec.native import executor as native
 from usergpu.emu.amd.exec.native.cexpr import Untranslatable
+from usergpu.errors import LaunchError
+from usergpu.isa import amd as isa
 
 SAXPY = "__kernel void saxpy(__global float *y, __global const float *x, float a) { int i = get_global_id(0); " \
         "y[i] = a * x[i] + y[i]; }"
@@ -92,8 +93,8 @@ def test_a_time_sliced_dispatch_yields_and_ends_with_the_same_answer():
 
 
 def _run_sliced(code: bytes):
-    from usergpu.emu.amd.exec.memory import Memory
     from usergpu.emu.amd.exec.waves import Waves
+    from usergpu.emu.memory import Memory
 
     w = Waves(1, 32, 4)
     w.s[126] = 0xFFFFFFFF

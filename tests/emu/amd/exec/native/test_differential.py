@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lockstep import EDGES
 
-from usergpu.emu.amd import isa, launch
-from usergpu.emu.amd.isa.asm import AsmError
+from usergpu.emu.amd import launch
+from usergpu.isa import amd as isa
+from usergpu.isa.amd.assembler import AsmError
 
 CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch, wave in corpus.cases.runs(c)]
 # compare-and-swap loops: how often a wave retries depends on which waves run between its read and its swap (the
@@ -51,7 +52,7 @@ SKIP = re.compile(r"(readlane|writelane|readfirstlane|permlane|movrel|swap|_dpp|
 
 
 def mnemonics(arch: str) -> list[str]:
-    from usergpu.emu.amd.isa.decoder import tables
+    from usergpu.isa.amd.decoder import tables
 
     _, ops, _ = tables(arch)
     return sorted({row[0] for fam in ALU_FAMILIES for row in ops.get(fam, {}).values() if not SKIP.search(row[0])})

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from usergpu.autogen._bar5 import (
+from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board
+from usergpu.emu.amd.mock.flash.spiflash import default_image
+from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError, Unplugged
+from usergpu.isa.amd.hw.bar5 import (
     MP0_COMMAND,
     MP0_COMMAND_DATA,
     MP0_DOORBELL,
@@ -18,9 +21,6 @@ from usergpu.autogen._bar5 import (
     ROM_SW_RETURN_DATA_ENABLE,
     ROM_SW_STATUS,
 )
-from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board
-from usergpu.emu.amd.mock.flash.spiflash import default_image
-from usergpu.emu.amd.mock.pci.pcie import UR, CompletionError, Unplugged
 
 BAR5 = BARS[5][0]
 

@@ -14,9 +14,9 @@ from usergpu.autogen import amd_discovery as hw
 from usergpu.drivers import devices
 from usergpu.drivers.amd.am.discovery import parse
 from usergpu.drivers.amd.kfd import KFD
-from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock import discovery
 from usergpu.emu.amd.mock.kfd.kfd import MockKFD
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.hostmem import PAGE
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"

@@ -14,9 +14,9 @@ import pytest
 from usergpu.autogen import amd_discovery as hw
 from usergpu.autogen import amdgpu_drm as drm
 from usergpu.drivers.amd.kfd import KFD, compute_queue_sizes
-from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock.kfd.kfd import MockKFD
 from usergpu.emu.amd.mock.machines import mock_hal
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import PAGE
 

@@ -14,8 +14,8 @@ from kfdrig import ioctl, refused
 
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD
-from usergpu.emu.amd.exec.memory import MemoryFault
-from usergpu.emu.amd.mock.kfd.kfd import FIRST_NONSIGNAL_EVENT_ID
+from usergpu.emu.amd.mock.kfd.kfd_events import FIRST_NONSIGNAL_EVENT_ID
+from usergpu.emu.memory import MemoryFault
 from usergpu.errors import DriverError
 from usergpu.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PAGE, PROT_READ, PROT_WRITE, os_mmap, os_munmap
 

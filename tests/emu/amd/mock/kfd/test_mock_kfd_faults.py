@@ -14,8 +14,8 @@ from kfdrig import Ring, ioctl, refused
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD, compute_queue_sizes
 from usergpu.errors import Error
-from usergpu.runtime.pm4 import DATA_SEL_VALUE64, Packets
-from usergpu.runtime.sdma import SDMAPackets
+from usergpu.runtime.amd.pm4 import DATA_SEL_VALUE64, Packets
+from usergpu.runtime.amd.sdma import SDMAPackets
 
 UNMAPPED = 0x10000  # nothing is mapped at 64 KiB
 

@@ -14,7 +14,7 @@ from usergpu.autogen import kfd
 from usergpu.drivers.amd.handles import reserve
 from usergpu.drivers.amd.kfd import KFD, compute_queue_sizes
 from usergpu.drivers.hal import MAP_FIXED
-from usergpu.emu.amd.exec.memory import MemoryFault
+from usergpu.emu.memory import MemoryFault
 from usergpu.hostmem import MAP_SHARED, PAGE, PROT_READ, PROT_WRITE, page_align
 
 TWO_MIB = 2 << 20

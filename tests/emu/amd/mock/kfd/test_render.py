@@ -12,8 +12,8 @@ import pytest
 
 from usergpu.autogen import amdgpu_drm as drm
 from usergpu.drivers.amd.kfd import KFD
-from usergpu.drivers.hal import MockHAL
 from usergpu.emu.amd.mock.kfd.kfd import MockKFD
+from usergpu.emu.mock.hal import MockHAL
 from usergpu.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PAGE, PROT_READ, os_mmap, os_munmap
 
 ARCHS = ("gfx1100", "gfx1200")

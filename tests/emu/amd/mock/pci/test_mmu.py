@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from usergpu.emu.amd.exec.memory import MemoryFault
 from usergpu.emu.amd.mock.pci.board import MockPCIGPU
+from usergpu.emu.memory import MemoryFault
 
 # amdgpu_vm.h: PTE bits; AMDGPU_PDE_PTE (gfx11) / AMDGPU_PDE_PTE_GFX12 and AMDGPU_PTE_IS_PTE (gfx12)
 VALID, SYSTEM, RWX = 1 << 0, 1 << 1, 1 << 0 | 1 << 4 | 1 << 5 | 1 << 6

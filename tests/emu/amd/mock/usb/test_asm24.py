@@ -12,7 +12,9 @@ import usb.core
 import usb.util
 from usb.core import USBError
 
-from usergpu.autogen._asm24 import (
+from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board
+from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
+from usergpu.isa.amd.hw.asm24 import (
     BULK_IN,
     BULK_OUT,
     IN,
@@ -25,8 +27,6 @@ from usergpu.autogen._asm24 import (
     XDATA_READ,
     XDATA_WRITE,
 )
-from usergpu.emu.amd.mock.flash.board import BARS, Navi31Board
-from usergpu.emu.amd.mock.usb.asm24 import ASM24Backend
 
 
 @pytest.fixture

@@ -1,0 +1,107 @@
+"""tinygrad's seam for mocks, served by usergpu's mock machines: `MockFileIOInterface` is what tinygrad imports as
+`test.mockgpu.mockgpu.MockFileIOInterface` when its DEV names a MOCK interface (`usergpu mock` installs the import
+hook). It has the shape of tinygrad's FileIOInterface (runtime/support/hcq.py) — a file opened by path, ioctl, mmap,
+read, write, listdir, seek, and the static anon_mmap, munmap, exists, readlink, eventfd — and makes each call through
+the MockHAL of the machine DEV names, so tinygrad's drivers meet the same mock kernel files (errno included) that
+usergpu's own drivers do. Memory it maps is real process memory; doorbells are plain stores that the mock's
+doorbell agent notices (emu/mock/tinygrad/agent.py)."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from usergpu.emu.mock import open_hal
+from usergpu.emu.mock.hal import MockHAL
+from usergpu.errors import DeviceNotFound
+from usergpu.hostmem import os_mmap, os_munmap
+
+# tinygrad's interface names (DEV=<iface>+AMD) -> the usergpu machine behind them; MOCK is its KFD mock too
+MACHINES = {"MOCK": "MOCKKFD+AMD", "MOCKKFD": "MOCKKFD+AMD", "MOCKPCI": "MOCKPCI+AMD", "MOCKUSB": "MOCKUSB+AMD"}
+
+
+def interface(dev: str) -> str:
+    """The usergpu machine a tinygrad DEV string ("MOCKKFD+AMD", "MOCKKFD:0,1+AMD", "MOCKKFD+AMD:LLVM") names."""
+    iface = dev.partition("+")[0].partition(":")[0].upper() if "+" in dev else ""
+    if iface not in MACHINES:
+        raise DeviceNotFound(f"DEV {dev!r}: usergpu's mocks serve {', '.join(f'{k}+AMD' for k in MACHINES)}")
+    return MACHINES[iface]
+
+
+@functools.cache
+def machine() -> MockHAL:
+    """The HAL of the machine $DEV names (MOCKGPU_ARCH and MOCKGPU_COUNT shape it), made on first use."""
+    return open_hal(interface(os.environ.get("DEV", "MOCKKFD+AMD")))
+
+
+class MockFileIOInterface:
+    """A file of the mock machine, opened by path (under the machine's root: its sysfs tree, its device files) or
+    wrapping a descriptor the machine handed out (fd)."""
+
+    def __init__(self, path: str = "", flags: int = os.O_RDONLY, fd: int | None = None):
+        self.path, self.hal, self._pos = path, machine(), 0
+        self.fd: int = fd if fd is not None else self.hal.open(path, flags)
+
+    def __del__(self):
+        if hasattr(self, "fd"):
+            self.hal.close(self.fd)
+
+    def ioctl(self, request: int, arg) -> int:
+        return self.hal.ioctl(self.fd, request, arg)
+
+    def mmap(self, start: int, sz: int, prot: int, flags: int, offset: int) -> int:
+        return self.hal.mmap(self.fd, sz, offset, prot, flags, start)
+
+    def read(self, size: int | None = None, binary: bool = False, offset: int | None = None):
+        if offset is not None:
+            self.seek(offset)
+        if self.fd >= MockHAL.FIRST_FD:  # a device file: pread at the file position
+            data = self.hal.pread(self.fd, size if size is not None else 1 << 20, self._pos)
+            self._pos += len(data)
+        else:
+            with open(self.fd, "rb", closefd=False) as f:
+                data = f.read(size)
+        return data if binary else data.decode()
+
+    def write(self, content, binary: bool = False, offset: int | None = None) -> None:
+        if offset is not None:
+            self.seek(offset)
+        data = bytes(content) if binary else str(content).encode()
+        if self.fd >= MockHAL.FIRST_FD:
+            self._pos += self.hal.pwrite(self.fd, data, self._pos)
+        else:
+            with open(self.fd, "wb", closefd=False) as f:
+                f.write(data)
+
+    def listdir(self) -> list[str]:
+        return os.listdir(self.hal.host_path(self.path))
+
+    def seek(self, offset: int) -> None:
+        if self.fd >= MockHAL.FIRST_FD:
+            self._pos = offset
+        else:
+            os.lseek(self.fd, offset, os.SEEK_SET)
+
+    @staticmethod
+    def _mmap(start: int, sz: int, prot: int, flags: int, fd: int, offset: int) -> int:
+        return os_mmap(start, sz, prot, flags, fd, offset)
+
+    @staticmethod
+    def anon_mmap(start: int, sz: int, prot: int, flags: int, offset: int) -> int:
+        return os_mmap(start, sz, prot, flags, -1, offset)
+
+    @staticmethod
+    def munmap(buf: int, sz: int) -> None:
+        os_munmap(buf, sz)
+
+    @staticmethod
+    def exists(path: str) -> bool:
+        return machine().exists(path)
+
+    @staticmethod
+    def readlink(path: str) -> str:
+        return os.readlink(machine().host_path(path))
+
+    @staticmethod
+    def eventfd(initval: int, flags: int | None = None) -> MockFileIOInterface:
+        return MockFileIOInterface(fd=os.eventfd(initval, flags or 0))

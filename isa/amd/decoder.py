@@ -1,0 +1,189 @@
+"""Decode AMD GPU machine code with the generated opcode tables: bytes -> Instruction records.
+
+The family is found by the hand-written encodings (usergpu.isa.amd.encoding), the opcode's row by
+the table learned from LLVM (usergpu.autogen.isa_<arch>), and every operand's text by the printer that
+row names (usergpu.isa.amd.text). Anything that is not a legal instruction raises DecodeError.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from usergpu.errors import DecodeError, Error
+from usergpu.isa.amd import encoding as isa_encodings
+from usergpu.isa.amd import text as isa_text
+from usergpu.isa.amd.encoding import Family
+
+ARCHS = tuple(isa_encodings.FAMILIES)
+_RANGE = re.compile(r"^-?\|?([vs]|ttmp)(?:(\d+)|\[(\d+):(\d+)\])")
+
+
+@dataclass(frozen=True)
+class Operand:
+    text: str
+    printer: str
+    fields: dict[str, int]
+
+    @property
+    def registers(self) -> tuple[str, int, int] | None:
+        """(register file 'v'/'s'/'ttmp', first, count) when the operand names registers."""
+        m = _RANGE.match(self.text)
+        if not m:
+            return None
+        first = int(m.group(2) or m.group(3))
+        return m.group(1), first, 1 if m.group(2) else int(m.group(4)) - first + 1
+
+
+@dataclass(frozen=True)
+class Instruction:
+    arch: str
+    offset: int
+    family: str
+    opcode: int
+    mnemonic: str
+    size: int
+    fields: dict[str, int]
+    literal: int | None
+    operands: tuple[Operand, ...]
+    modifiers: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The instruction as llvm-objdump prints it."""
+        ops = ", ".join(o.text for o in self.operands)
+        if "::" in self.mnemonic:  # dual issue (VOPD): "X ops :: Y ops"
+            mx, my = self.mnemonic.split("::")
+            xs, _, ys = ops.partition(", ::, ")
+            return f"{mx} {xs} :: {my} {ys}"
+        return self.mnemonic + (f" {ops}" if ops else "") + "".join(self.modifiers)
+
+
+class ArgumentError(DecodeError):
+    """An argument decode, disasm or asm cannot take: an arch the tables do not cover (it says which they do), data
+    that is not bytes, an offset outside the data. A DecodeError: what was asked for cannot be decoded."""
+
+    def __init__(self, arch: object, offset: object, why: str):
+        Error.__init__(self, why)
+        self.arch, self.offset, self.data = arch, offset, b""
+
+
+def check_arch(arch: object) -> str:
+    """arch, if the tables cover it."""
+    if not isinstance(arch, str) or arch not in isa_encodings.FAMILIES:
+        raise ArgumentError(arch, 0, f"unsupported arch {arch!r} (supported: {', '.join(ARCHS)})")
+    return arch
+
+
+def checked(data: object, arch: object, offset: object = 0) -> bytes:
+    """data as bytes (or as the view of memory it is), once arch and offset (0 .. its length) are checked: what
+    every entry point decodes."""
+    check_arch(arch)
+    if not isinstance(data, bytes):
+        try:
+            data = memoryview(data).tobytes()  # bytearray, memoryview, a numpy array: any buffer
+        except TypeError:  # else a view whose slices are bytes (the emulator's of GPU memory), read as it is
+            if isinstance(data, str) or not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
+                raise ArgumentError(arch, offset, f"{arch}: the code must be bytes (or a buffer), not "
+                                                  f"{type(data).__name__}") from None
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise ArgumentError(arch, offset, f"{arch}: the offset must be an int, not {type(offset).__name__}")
+    if not 0 <= offset <= len(data):
+        raise ArgumentError(arch, offset, f"{arch}: offset {offset} is outside the {len(data)} bytes given "
+                                          f"(0..{len(data)})")
+    return data
+
+
+@cache
+def tables(arch: str) -> tuple[list[Family], dict[str, dict[int, tuple]], dict[str, dict[int, str]]]:
+    """The arch's encoding families (in match order), opcode tables by family, and symbolic names."""
+    module = importlib.import_module(f"usergpu.autogen.isa_{check_arch(arch)}")
+    return isa_encodings.FAMILIES[arch], module.OPS, module.NAMES
+
+
+def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
+    """The instruction at data[offset:]."""
+    return _decode(checked(data, arch, offset), arch, offset)
+
+
+def _decode(data: bytes, arch: str, offset: int) -> Instruction:
+    """decode() of checked arguments."""
+    families, ops, names = tables(arch)
+    gen = isa_encodings.GENERATION[arch]
+    avail = len(data) - offset
+    if avail < 4:
+        raise DecodeError(arch, offset, data[offset:], "truncated instruction")
+    word = int.from_bytes(data[offset : offset + 16].ljust(16, b"\0"), "little")  # 16: gfx950's VOP3PX2
+    fam = next((f for f in families if f.matches(word)), None)
+    if fam is None or fam.size > avail:
+        raise DecodeError(arch, offset, data[offset : offset + 8], "no encoding family matches" if fam is None
+                          else f"truncated {fam.name} instruction")
+    opcode = fam.opcode(word)
+    row = ops[fam.name].get(opcode)
+    if row is None:
+        raise DecodeError(arch, offset, data[offset : offset + fam.size], f"no {fam.name} opcode {opcode:#x}")
+    mnemonic, has_literal, operand_rows, modifier_rows, fixed = row
+    fields = {n: (word >> spec[0]) & ((1 << spec[1]) - 1) for n, spec in fam.fields.items()}
+    wrong = [f"{n}={fields[n]:#x} (must be {v:#x})" for n, v in fixed if fields[n] != v]
+    if wrong:
+        raise DecodeError(arch, offset, data[offset : offset + fam.size], f"{mnemonic}: {', '.join(wrong)}")
+    takes_literal = has_literal or any(
+        fields[f] == 255 and fam.fields[f][2] in ("src", "ssrc") for p, fs in operand_rows if p != "=" for f in fs
+    )
+    size = fam.size + 4 * takes_literal
+    if size > avail:
+        raise DecodeError(arch, offset, data[offset : offset + fam.size], "truncated literal constant")
+    literal = int.from_bytes(data[offset + fam.size : offset + size], "little") if takes_literal else None
+    ctx = isa_text.Ctx(gen, literal, names)
+    operands = []
+    for printer, names in operand_rows:
+        if printer == "=":
+            operands.append(Operand(names, printer, {}))
+            continue
+        values = {n: fields[n] for n in names}
+        found = isa_text.printer(printer)
+        text = found[1](ctx, *values.values()) if found else None
+        if text is None:
+            raise DecodeError(arch, offset, data[offset : offset + size],
+                              f"{mnemonic}: operand {', '.join(f'{k}={v:#x}' for k, v in values.items())} is not valid")
+        operands.append(Operand(text, printer, values))
+    modifiers = []
+    for style, name, names, scales, bits in modifier_rows:
+        text = isa_text.modifier(style, name, tuple(fields[n] for n in names), scales, bits, gen)
+        if text is None:
+            raise DecodeError(arch, offset, data[offset : offset + size], f"{mnemonic}: reserved {name} value")
+        if text:
+            modifiers.append(text)
+    if _fake16(fam, operand_rows, modifier_rows, fields):
+        operands = [Operand(HALF.sub(r"\1", o.text), o.printer, o.fields) for o in operands]
+        modifiers = [m for m in modifiers if not m.startswith(" op_sel:")]
+    return Instruction(arch, offset, fam.name, opcode, mnemonic, size, fields, literal, tuple(operands),
+                       tuple(modifiers))
+
+
+HALF = re.compile(r"\b(v\d+)\.[lh]\b")  # a VGPR half, as true16 text names it
+
+
+def _fake16(fam: Family, operand_rows: tuple, modifier_rows: tuple, fields: dict[str, int]) -> bool:
+    """Whether LLVM reads a true16 instruction (16-bit operands as VGPR halves, chosen by op_sel) in its fake16
+    form instead: it does when an op_sel bit is set that the true16 form has no place for (no operand reads it,
+    op_sel:[...] does not show it). That form names whole VGPRs and prints no op_sel."""
+    placed = {f for p, fs in operand_rows if p != "=" for f in fs if f.startswith("opsel")}
+    if not placed:
+        return False
+    placed |= {f for m in modifier_rows for f in m[2]}
+    return any(v and name.startswith("opsel") and fam.fields[name][2] == "opsel" and name not in placed
+               for name, v in fields.items())
+
+
+def decode_all(data: bytes, arch: str, start: int = 0) -> list[Instruction]:
+    """Every instruction of data from start, in order."""
+    data = checked(data, arch, start)
+    out, offset = [], start
+    while offset < len(data):
+        inst = _decode(data, arch, offset)
+        out.append(inst)
+        offset += inst.size
+    return out

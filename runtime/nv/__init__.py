@@ -1,0 +1,1 @@
+"""The runtime's NVIDIA back-end: the device over the RM driver, cubin programs, GPFIFO channels and QMDs."""
