@@ -3,10 +3,14 @@ functions alike) must go down the one-way rule, and the vendor halves must not r
 
     autogen <- isa <- emu (emulators, then mocks)        isa <- drivers <- runtime <- tools
 
-errors.py and hostmem.py are below every floor. Three doors are named: the generator (autogen/generator,
-python -m usergpu.autogen) reads isa's hand-written encoding and printer facts to learn the ISA tables; a mock
-machine's HAL implements the seam's interface (emu may import drivers/hal.py, nothing else of drivers); the runtime
-reaches a mock machine only through the lazy factory usergpu.emu.mock (open_hal), from inside a function."""
+Within emu, an emulator (amd/exec, nv/ptx, memory.py, numerics.py) never imports a mock machine. The NVIDIA half never
+imports from an amd/ folder, nor the AMD half from an nv/ one, and the vendor-neutral runtime core and emu/mock name
+no vendor's module. errors.py and hostmem.py are below every floor.
+
+Three doors are named: the generator (autogen/generator, python -m usergpu.autogen) reads isa's hand-written encoding
+and printer facts to learn the ISA tables; a mock machine's HAL implements the seam's interface (emu may import
+drivers/hal.py, nothing else of drivers); the runtime reaches a mock machine only through the lazy factory
+usergpu.emu.mock (open_hal), from inside a function."""
 
 from __future__ import annotations
 
@@ -31,6 +35,9 @@ DOORS = [("usergpu.autogen.generator", "usergpu.isa", False), ("usergpu.autogen.
          ("usergpu.emu", "usergpu.drivers.hal", False), ("usergpu.runtime", "usergpu.emu.mock", True)]
 # vendor-neutral code that names no vendor's module: the runtime's core and what every mock machine shares
 NEUTRAL = ("usergpu.runtime.", "usergpu.emu.mock")
+# within emu, the emulators come before the mock machines that run kernels on them
+EMULATORS = ("usergpu.emu.amd.exec", "usergpu.emu.nv.ptx", "usergpu.emu.memory", "usergpu.emu.numerics")
+MOCKS = ("usergpu.emu.mock", "usergpu.emu.amd.mock", "usergpu.emu.nv.mock")
 VENDORS = ("amd", "nv")
 
 
@@ -98,6 +105,8 @@ def violation(importer: str, imported: str, lazy: bool) -> str | None:
     if theirs not in ALLOWED[mine]:
         return f"the {mine} floor may import {', '.join(sorted(ALLOWED[mine]))} (DESIGN.md: autogen <- isa <- emu, " \
                f"isa <- drivers <- runtime <- tools), not the {theirs} floor"
+    if importer.startswith(EMULATORS) and imported.startswith(MOCKS):
+        return "an emulator never imports a mock machine (emu: the emulators, then the mocks)"
     a, b = vendor(importer), vendor(imported)
     if a and b and a != b:
         return f"the {a.upper()} half never imports from an {b}/ folder"
@@ -126,6 +135,7 @@ def test_every_import_goes_down_the_floors():
     ("runtime/launch.py", "from usergpu.emu.mock import open_hal", "only lazily"),
     ("emu/nv/mock/gpu.py", "from usergpu.drivers.nv.gpu import NV", "not the drivers floor"),
     ("autogen/kfd.py", "from usergpu.isa.amd import decode", "not the isa floor"),
+    ("emu/nv/ptx/launch.py", "from usergpu.emu.mock import mock_count", "an emulator never imports a mock"),
 ])
 def test_an_import_against_the_rule_fails(tmp_path, monkeypatch, where, line, rule):
     """Each rule catches a breach, named by file, line and rule: the module with one import added."""
