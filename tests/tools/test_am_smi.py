@@ -23,7 +23,8 @@ GiB = 1 << 30
 BOARD = {"gfx1100": ("Radeon RX 7900 XTX", "78.75.0", 24 * GiB), "gfx1200": ("Radeon RX 9060 XT", "104.59.0", 8 * GiB)}
 WINDOW_S = 1.2  # past the SMU's 1 s averaging window
 
-# The owner: boots the board, says "ready", then idles until a "busy" line asks it to launch a ~0.1 s kernel over
+# The owner: boots the board, says "ready", then idles until a "busy" line asks it to launch a kernel long enough to
+# keep the engines busy (100,000 iterations: some 15 ms of dispatch, against the runtime's 1 ms per launch) over
 # and over; it exits when its stdin closes (the test is gone) or after a minute.
 OWNER = r"""
 import os, sys, threading, time
@@ -51,7 +52,7 @@ print("ready", flush=True)
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
     if busy.is_set():
-        spin(out, 400, grid=(16, 1, 1), block=(64, 1, 1), wait=True)
+        spin(out, 100000, grid=(16, 1, 1), block=(64, 1, 1), wait=True)
     else:
         time.sleep(0.02)
 """

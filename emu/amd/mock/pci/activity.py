@@ -48,5 +48,9 @@ class Activity:
         running = now - since if since else 0
         start = now - WINDOW_NS
         before = [b for t, b in samples if t <= start]
-        at_start = before[-1] if before else 0
-        return max(0, min(100, (total + running - at_start) * 100 // WINDOW_NS))
+        if before or head <= SAMPLES:  # the busy total at the window's start (0: before the first piece of work)
+            at_start, span = (before[-1] if before else 0), WINDOW_NS
+        else:  # many short pieces of work: the ring holds less than the window, so measure over what it holds
+            oldest, at_start = samples[0]
+            span = now - oldest
+        return max(0, min(100, (total + running - at_start) * 100 // max(span, 1)))
