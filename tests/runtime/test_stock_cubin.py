@@ -13,7 +13,8 @@ import pytest
 import usergpu
 from usergpu.emu.nv import launch as emu_launch
 from usergpu.errors import CodeObjectError
-from usergpu.isa.nv import params
+from usergpu.isa.nv import cubin, params
+from usergpu.isa.nv import ptx as ptx_module
 
 pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 
@@ -78,3 +79,27 @@ def test_the_bare_emulator_refuses_a_stock_cubin_with_the_same_error():
     assert e.match("^the PTX emulator runs a cubin's kernels")
     for says in SAYS[1:]:
         assert e.match(says)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90"])
+def test_an_nvcc_cubin_lays_its_parameters_out_as_nvccs_ptx_declares_and_loads_where_sass_runs(arch, monkeypatch):
+    """nvcc's own cubin of the source: the layout KPARAM_INFO gives is the one nvcc's PTX declares, the cubin
+    loads on a GPU that runs the SASS (the HAL does not ask for PTX) and is refused on the mock."""
+    monkeypatch.setenv("MOCKGPU_NV_ARCH", arch)
+    stock = nv_stock.nvcc(SRC, arch)
+    declared = ptx_module.parse(nv_stock.nvcc(SRC, arch, "ptx")).kernels
+    co = cubin.parse(stock)
+    assert co.ptx is None and co.arch == arch and set(co.kernels) == set(declared)
+    for name, k in co.kernels.items():
+        assert [(s.offset, s.size) for s in params.of_cubin(k).slots] == nv_stock.declared(declared[name]), name
+    dev = usergpu.Device("MOCK+NV")
+    try:
+        with pytest.raises(CodeObjectError, match=SAYS[2]):
+            dev.load(stock)
+        monkeypatch.setattr(dev.hal, "kernels_from_ptx", False)
+        prog = dev.load(stock)
+        out = dev.alloc(4096)
+        prog.kernel("fill").check([out, 7])
+        prog.kernel("scaled").check([out, 0.5])  # by its C++ name
+    finally:
+        dev.close()

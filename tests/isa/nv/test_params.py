@@ -19,18 +19,6 @@ ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 needs_toolchain = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 
 
-def declared(fn: ptx.Function) -> list[tuple[int, int]]:
-    """(offset, size) of each parameter as the PTX declares it: at its .align (its type's size without one), its
-    type's size times its count."""
-    out, at = [], 0
-    for p in fn.params:
-        size = ptx.TYPE_SIZE[p.type] * p.count
-        at = -(-at // p.align) * p.align
-        out.append((at, size))
-        at += size
-    return out
-
-
 @needs_toolchain
 @pytest.mark.parametrize(("file", "options", "arch"), [pytest.param(f, o, a, id="-".join((f, *o, a)))
                                                        for f, o in nv_corpus.builds() for a in ARCHS])
@@ -40,7 +28,7 @@ def test_a_stock_cubins_parameters_lie_where_its_ptx_declares_them(file, options
     module = ptx.parse(text.decode())
     assert co.ptx is None and set(co.kernels) == set(module.kernels)
     for name, k in co.kernels.items():
-        layout, want = params.of_cubin(k), declared(module.kernels[name])
+        layout, want = params.of_cubin(k), nv_stock.declared(module.kernels[name])
         assert [(s.offset, s.size) for s in layout.slots] == want, name
         assert layout.size == max((o + s for o, s in want), default=0), name
         assert params.cbank_offset(k, arch) == nvc.CBANK0[arch]["params"], name
