@@ -25,12 +25,12 @@ from usergpu.drivers.amd.romsw import ROMSW, SECTOR, SIZE, FlashError
 from usergpu.drivers.amd.usb import ASM24, USBPCIDevice
 from usergpu.drivers.hal import HAL
 from usergpu.drivers.pci import PCIDevice, Registers, pci_devices
+from usergpu.emu.mock import FLASH_BOARDS, open_hal  # the mock boards (machines load only when one is asked for)
 from usergpu.errors import DeviceNotFound, Error
 from usergpu.tools.common import Parser, guarded, input_file, output_file, ranged
 
 NAVI31_IDS = (0x744C, 0x7448, 0x745E)  # RX 7900 XT/XTX/GRE, Radeon Pro W7900, W7800
 SECTORS = SIZE // SECTOR
-MOCKS = {"MOCKUSB+AMD": "usb", "MOCKPCI+AMD": "pci"}  # the mock board (emu.mock.open_hal), and how it is reached
 OVER = {"auto": "over PCI or USB", "pci": "over PCI", "usb": "over USB"}
 
 
@@ -106,9 +106,7 @@ def open_board(args: argparse.Namespace, hal: HAL) -> PCIDevice:
     instead, reached the same way through a mock HAL."""
     transport, where = args.transport, OVER[args.transport]
     if args.dev:
-        from usergpu.emu.mock import open_hal
-
-        hal, transport, where = open_hal(args.dev, flash=True), MOCKS[args.dev], f"on the mock {args.dev}"
+        hal, transport, where = open_hal(args.dev, flash=True), FLASH_BOARDS[args.dev], f"on the mock {args.dev}"
     # by the ids sysfs keeps from enumeration, not config space: a board that stops answering keeps its number
     pci = sorted((d for i in NAVI31_IDS for d in pci_devices(hal, 0x1002, i)), key=lambda d: d.name) \
         if transport in ("auto", "pci") else []
@@ -297,7 +295,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=("auto", "usb", "pci"), default="auto")
     p.add_argument("--device", type=ranged(0, None, "a board number"), default=0,
                    help="which board, counting PCI functions then USB bridges")
-    p.add_argument("--dev", choices=MOCKS, help="a mock board: MOCKUSB+AMD or MOCKPCI+AMD")
+    p.add_argument("--dev", choices=FLASH_BOARDS, help="a mock board: MOCKUSB+AMD or MOCKPCI+AMD")
     p.add_argument("--debug", action="store_true", help="a traceback with errors")
     paths = p.add_subparsers(dest="path", required=True)
     raw = paths.add_parser("romless", help="the raw SPI path (ROM_SW engine)")
