@@ -44,37 +44,44 @@ $(FIRMWARE)/.stamp:
 	rm -rf $(FIRMWARE) && dpkg -x $(FW_APT)/firmware-amd-graphics_*.deb $(FIRMWARE)
 	touch $@
 
-# NVIDIA's headers (NV.md) for the generator and its ABI tests: the RM SDK, UVM and ioctl headers of Debian's source
-# package nvidia-open-gpu-kernel-modules (contrib), one release per driver ABI bound, and two QMD headers of mesa's,
-# fetched with a private deb-src list; only what the generator reads is unpacked into the cache. Only the upstream
-# tarballs are used: a mirror that lacks a package's .dsc or Debian patches fails apt-get's download but keeps the
-# tarball, and tar stops where a tarball itself is missing.
+# NVIDIA's headers (NV.md) for the generator and its ABI tests, one tree per driver release bound: the RM SDK, UVM
+# and ioctl headers of Debian's source package nvidia-open-gpu-kernel-modules (contrib) where Debian's mirror has
+# the release (fetched with a private deb-src list), otherwise NVIDIA's own release tree from NV_HEADERS (one
+# open-gpu-kernel-modules-<release>.tar.xz each, as ../shared/nvidia holds them: NVIDIA publishes them at
+# github.com/NVIDIA/open-gpu-kernel-modules), and open-gpu-doc's class and QMD headers from the same folder. Only
+# what the generator reads is unpacked into the cache. Only Debian's upstream tarballs are used: a mirror that
+# lacks a package's .dsc or Debian patches fails apt-get's download but keeps the tarball, and tar stops where a
+# tarball itself is missing.
 NV_SOURCES := $(CACHE)/nvidia-sources
 NV_APT := $(CACHE)/apt-nvidia-sources
 NV_OPTS := -o Dir::Etc::sourcelist=$(NV_APT)/nvidia.sources -o Dir::Etc::sourceparts=- \
            -o Dir::State::Lists=$(NV_APT)/lists -o Dir::Cache=$(NV_APT)/cache
-NV_RELEASES := 535.261.03-1 555.58.02-2
-NV_MESA := 25.0.7
+NV_DEBIAN := 535.261.03-1 555.58.02-2
+NV_HEADERS ?= ../shared/nvidia
+NV_UPSTREAM := 550.163.01 560.35.03 565.77 570.211.01 575.64.05 580.142 590.48.01 595.45.04
+NV_DOC := open-gpu-doc-c8607fe
 NV_TREE := src/common/sdk/nvidia/inc src/nvidia/arch/nvalloc/unix/include src/nvidia/generated/g_allclasses.h \
            src/nvidia/generated/g_gpu_class_list.c kernel-open/common/inc kernel-open/nvidia-uvm/uvm_ioctl.h \
            kernel-open/nvidia-uvm/uvm_linux_ioctl.h kernel-open/nvidia-uvm/uvm_types.h
-NV_QMD := $(foreach h,clc6c0qmd.h clc7c0qmd.h,mesa-$(NV_MESA)/src/nouveau/headers/nvidia/classes/$(h))
+NV_STAMP := $(NV_SOURCES)/.stamp-$(words $(NV_DEBIAN) $(NV_UPSTREAM))-$(NV_DOC)
 .PHONY: nvidia-sources
-nvidia-sources: $(NV_SOURCES)/.stamp
+nvidia-sources: $(NV_STAMP)
 
-$(NV_SOURCES)/.stamp:
+$(NV_STAMP):
 	mkdir -p $(NV_APT)/lists/partial $(NV_APT)/cache $(NV_APT)/src
-	printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: %s\nSigned-By: %s\n\n' \
-	    'bookworm experimental' contrib /usr/share/keyrings/debian-archive-keyring.gpg \
-	    bookworm-backports main /usr/share/keyrings/debian-archive-keyring.gpg > $(NV_APT)/nvidia.sources
+	printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: %s\nSigned-By: %s\n' \
+	    'bookworm experimental' contrib /usr/share/keyrings/debian-archive-keyring.gpg > $(NV_APT)/nvidia.sources
 	apt-get -qq $(NV_OPTS) update
-	cd $(NV_APT)/src && { apt-get -qq $(NV_OPTS) source --download-only mesa=$(NV_MESA)-2~bpo12+1 \
-	    $(NV_RELEASES:%=nvidia-open-gpu-kernel-modules=%) || true; }
+	cd $(NV_APT)/src && { apt-get -qq $(NV_OPTS) source --download-only \
+	    $(NV_DEBIAN:%=nvidia-open-gpu-kernel-modules=%) || true; }
 	rm -rf $(NV_SOURCES) && mkdir -p $(NV_SOURCES)
-	for r in $(NV_RELEASES); do v=$${r%-*}; d=$(NV_SOURCES)/nvidia-open-gpu-kernel-modules-$$v; mkdir -p $$d && \
+	for r in $(NV_DEBIAN); do v=$${r%-*}; d=$(NV_SOURCES)/nvidia-open-gpu-kernel-modules-$$v; mkdir -p $$d && \
 	    tar -xJf $(NV_APT)/src/nvidia-open-gpu-kernel-modules_$$v.orig.tar.xz -C $$d --strip-components=1 \
 	        $(NV_TREE:%=NVIDIA-kernel-module-source-$$v/%) || exit 1; done
-	tar -xJf $(NV_APT)/src/mesa_$(NV_MESA).orig.tar.xz -C $(NV_SOURCES) $(NV_QMD)
+	for v in $(NV_UPSTREAM); do d=$(NV_SOURCES)/nvidia-open-gpu-kernel-modules-$$v; mkdir -p $$d && \
+	    tar -xJf $(NV_HEADERS)/open-gpu-kernel-modules-$$v.tar.xz -C $$d --strip-components=1 \
+	        $(NV_TREE:%=open-gpu-kernel-modules-$$v/%) || exit 1; done
+	tar -xJf $(NV_HEADERS)/$(NV_DOC)-classes.tar.xz -C $(NV_SOURCES)
 	touch $@
 
 apt:

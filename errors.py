@@ -88,7 +88,7 @@ class DriverError(Error):
     def __init__(self, request: str, errno: int, detail: str = ""):
         import os
 
-        self.request, self.errno = request, errno
+        self.request, self.errno, self.detail = request, errno, detail
         why = f"{os.strerror(errno)} (errno {errno})" if errno else ""  # 0: the driver answered, the detail says how
         super().__init__(f"{request} failed: {why}{': ' if why and detail else ''}{detail}")
 

@@ -74,3 +74,13 @@ class CallbackMMIO(MMIO):
         return self._read(index)
 
 
+def shared_pages(name: str, size: int) -> tuple[int, int]:
+    """Shared memory (a mock's memory object, a doorbell page): the mock's own mapping of it and its memfd; closed
+    again if either fails."""
+    memfd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(memfd, size)
+        return os_mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0), memfd
+    except OSError:
+        os.close(memfd)
+        raise

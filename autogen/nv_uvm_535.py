@@ -1,7 +1,8 @@
-"""NVIDIA UVM and device-file interface of driver 535.261.03 (ABI 535), as nvidia-open-kernel-source ships it
-(kernel-open): the UVM_* ioctl numbers and their UVM_*_PARAMS (uvm_ioctl.h, uvm_linux_ioctl.h; /dev/nvidia-uvm takes
-the number itself as the request), uvm_types.h, the NV_ESC_* numbers of /dev/nvidiactl and /dev/nvidiaN
-(nv-ioctl-numbers.h: NV_IOCTL_BASE + n) and their nv_ioctl_* structs (nv-ioctl.h), and the NV_STATUS codes.
+"""NVIDIA UVM and device-file interface of driver ABI 535 (releases 535.261.03), as the kernel modules' tree
+ships it (kernel-open): the NV_ESC_* numbers of /dev/nvidiactl and /dev/nvidiaN (nv-ioctl-numbers.h: NV_IOCTL_BASE +
+n) and their nv_ioctl_* structs (nv-ioctl.h), the UVM ioctls a compute runtime makes with their UVM_*_PARAMS
+(uvm_ioctl.h, uvm_linux_ioctl.h; /dev/nvidia-uvm takes the number itself as the request), the uvm_types.h types
+they carry, and the NV_STATUS codes.
 
 Tables: NV_STATUS_NAMES (code -> (name, message)), UVM_PARAMS (each UVM_FOO -> the UVM_FOO_PARAMS it carries;
 UVM copies params at its own size without a check).
@@ -23,6 +24,15 @@ from enum import IntEnum
 from usergpu.autogen._support import Struct, Union
 
 
+class struct_nv_ioctl_xfer(Struct):
+    _cname_ = 'struct nv_ioctl_xfer'
+    _fields_ = [
+        ('cmd', C.c_uint32),
+        ('size', C.c_uint32),
+        ('ptr', C.c_void_p),
+    ]
+
+
 class nv_pci_info_t(Struct):
     _cname_ = 'nv_pci_info_t'
     _fields_ = [
@@ -32,15 +42,6 @@ class nv_pci_info_t(Struct):
         ('function', C.c_ubyte),
         ('vendor_id', C.c_uint16),
         ('device_id', C.c_uint16),
-    ]
-
-
-class struct_nv_ioctl_xfer(Struct):
-    _cname_ = 'struct nv_ioctl_xfer'
-    _fields_ = [
-        ('cmd', C.c_uint32),
-        ('size', C.c_uint32),
-        ('ptr', C.c_void_p),
     ]
 
 
@@ -197,557 +198,6 @@ class UvmGpuVaSpacePlatformParams(Union):
     ]
 
 
-class struct_UvmChannelPlatformParams_rm_linux(Struct):
-    _cname_ = None
-    _fields_ = [
-        ('ctrlFd', C.c_int32),
-        ('hClient', C.c_uint32),
-        ('hChannel', C.c_uint32),
-    ]
-
-
-class UvmChannelPlatformParams(Union):
-    _cname_ = 'UvmChannelPlatformParams'
-    _fields_ = [
-        ('rm_linux', struct_UvmChannelPlatformParams_rm_linux),
-    ]
-
-
-class struct_UvmAllocationPlatformParams_rm_linux(Struct):
-    _cname_ = None
-    _fields_ = [
-        ('ctrlFd', C.c_int32),
-        ('hClient', C.c_uint32),
-        ('hMemory', C.c_uint32),
-    ]
-
-
-class UvmAllocationPlatformParams(Union):
-    _cname_ = 'UvmAllocationPlatformParams'
-    _fields_ = [
-        ('rm_linux', struct_UvmAllocationPlatformParams_rm_linux),
-    ]
-
-
-class UvmCounterConfig(Struct):
-    _cname_ = 'UvmCounterConfig'
-    _fields_ = [
-        ('scope', C.c_uint32),
-        ('name', C.c_uint32),
-        ('gpuid', struct_nv_uuid),
-        ('state', C.c_uint32),
-    ]
-
-
-class UvmEventCpuFaultInfo(Struct):
-    _cname_ = 'UvmEventCpuFaultInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('accessType', C.c_ubyte),
-        ('padding16Bits', C.c_uint16),
-        ('padding32Bits', C.c_uint32),
-        ('address', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-        ('pid', C.c_uint32),
-        ('threadId', C.c_uint32),
-        ('pc', C.c_uint64),
-    ]
-
-
-class UvmEventMigrationInfo_Lite(Struct):
-    _cname_ = 'UvmEventMigrationInfo_Lite'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('direction', C.c_ubyte),
-        ('srcIndex', C.c_ubyte),
-        ('dstIndex', C.c_ubyte),
-        ('padding32Bits', C.c_uint32),
-        ('address', C.c_uint64),
-        ('migratedBytes', C.c_uint64),
-        ('beginTimeStamp', C.c_uint64),
-        ('endTimeStamp', C.c_uint64),
-        ('streamId', C.c_uint64),
-    ]
-
-
-class UvmEventMigrationInfo(Struct):
-    _cname_ = 'UvmEventMigrationInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('migrationCause', C.c_ubyte),
-        ('srcIndex', C.c_ubyte),
-        ('dstIndex', C.c_ubyte),
-        ('padding32Bits', C.c_uint32),
-        ('address', C.c_uint64),
-        ('migratedBytes', C.c_uint64),
-        ('beginTimeStamp', C.c_uint64),
-        ('endTimeStamp', C.c_uint64),
-        ('rangeGroupId', C.c_uint64),
-        ('beginTimeStampGpu', C.c_uint64),
-        ('endTimeStampGpu', C.c_uint64),
-    ]
-
-
-class union_UvmEventGpuFaultInfo_0(Union):
-    _cname_ = None
-    _fields_ = [
-        ('gpcId', C.c_uint16),
-        ('channelId', C.c_uint16),
-    ]
-
-
-class UvmEventGpuFaultInfo(Struct):
-    _cname_ = 'UvmEventGpuFaultInfo'
-    _anonymous_ = ('_0',)
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('faultType', C.c_ubyte),
-        ('accessType', C.c_ubyte),
-        ('gpuIndex', C.c_ubyte),
-        ('_0', union_UvmEventGpuFaultInfo_0),
-        ('clientId', C.c_uint16),
-        ('address', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-        ('timeStampGpu', C.c_uint64),
-        ('batchId', C.c_uint32),
-        ('clientType', C.c_ubyte),
-        ('padding8Bits', C.c_ubyte),
-        ('padding16Bits', C.c_uint16),
-    ]
-
-
-class UvmEventGpuFaultReplayInfo(Struct):
-    _cname_ = 'UvmEventGpuFaultReplayInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('gpuIndex', C.c_ubyte),
-        ('clientType', C.c_ubyte),
-        ('padding8bits', C.c_ubyte),
-        ('batchId', C.c_uint32),
-        ('timeStamp', C.c_uint64),
-        ('timeStampGpu', C.c_uint64),
-    ]
-
-
-class UvmEventFatalFaultInfo(Struct):
-    _cname_ = 'UvmEventFatalFaultInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('faultType', C.c_ubyte),
-        ('accessType', C.c_ubyte),
-        ('processorIndex', C.c_ubyte),
-        ('reason', C.c_ubyte),
-        ('padding8bits', C.c_ubyte),
-        ('padding16bits', C.c_uint16),
-        ('address', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventReadDuplicateInfo(Struct):
-    _cname_ = 'UvmEventReadDuplicateInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('padding8bits', C.c_ubyte),
-        ('padding16bits', C.c_uint16),
-        ('padding32bits', C.c_uint32),
-        ('processors', C.c_uint64),
-        ('address', C.c_uint64),
-        ('size', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventReadDuplicateInvalidateInfo(Struct):
-    _cname_ = 'UvmEventReadDuplicateInvalidateInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('residentIndex', C.c_ubyte),
-        ('padding16bits', C.c_uint16),
-        ('padding32bits', C.c_uint32),
-        ('address', C.c_uint64),
-        ('size', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventPageSizeChangeInfo(Struct):
-    _cname_ = 'UvmEventPageSizeChangeInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('processorIndex', C.c_ubyte),
-        ('padding16bits', C.c_uint16),
-        ('size', C.c_uint32),
-        ('address', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventThrashingDetectedInfo(Struct):
-    _cname_ = 'UvmEventThrashingDetectedInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('padding8bits', C.c_ubyte),
-        ('padding16bits', C.c_uint16),
-        ('padding32bits', C.c_uint32),
-        ('processors', C.c_uint64),
-        ('address', C.c_uint64),
-        ('size', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventThrottlingStartInfo(Struct):
-    _cname_ = 'UvmEventThrottlingStartInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('processorIndex', C.c_ubyte),
-        ('padding16bits', C.c_uint16),
-        ('padding32bits', C.c_uint32),
-        ('address', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventThrottlingEndInfo(Struct):
-    _cname_ = 'UvmEventThrottlingEndInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('processorIndex', C.c_ubyte),
-        ('padding16bits', C.c_uint16),
-        ('padding32bits', C.c_uint32),
-        ('address', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventMapRemoteInfo(Struct):
-    _cname_ = 'UvmEventMapRemoteInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('srcIndex', C.c_ubyte),
-        ('dstIndex', C.c_ubyte),
-        ('mapRemoteCause', C.c_ubyte),
-        ('padding32bits', C.c_uint32),
-        ('address', C.c_uint64),
-        ('size', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-        ('timeStampGpu', C.c_uint64),
-    ]
-
-
-class UvmEventEvictionInfo(Struct):
-    _cname_ = 'UvmEventEvictionInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('srcIndex', C.c_ubyte),
-        ('dstIndex', C.c_ubyte),
-        ('padding8bits', C.c_ubyte),
-        ('padding32bits', C.c_uint32),
-        ('addressOut', C.c_uint64),
-        ('addressIn', C.c_uint64),
-        ('size', C.c_uint64),
-        ('timeStamp', C.c_uint64),
-    ]
-
-
-class UvmEventTestAccessCounterInfo(Struct):
-    _cname_ = 'UvmEventTestAccessCounterInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('srcIndex', C.c_ubyte),
-        ('aperture', C.c_ubyte),
-        ('instancePtrAperture', C.c_ubyte),
-        ('isVirtual', C.c_ubyte),
-        ('isFromCpu', C.c_ubyte),
-        ('veId', C.c_ubyte),
-        ('physOnManaged', C.c_ubyte),
-        ('value', C.c_uint32),
-        ('subGranularity', C.c_uint32),
-        ('tag', C.c_uint32),
-        ('bank', C.c_uint32),
-        ('address', C.c_uint64),
-        ('instancePtr', C.c_uint64),
-    ]
-
-
-class UvmEventTestSplitInvalidateInfo(Struct):
-    _cname_ = 'UvmEventTestSplitInvalidateInfo'
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-    ]
-
-
-class union_UvmEventEntry_0_eventData(Union):
-    _cname_ = None
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('migration_Lite', UvmEventMigrationInfo_Lite),
-        ('cpuFault', UvmEventCpuFaultInfo),
-        ('migration', UvmEventMigrationInfo),
-        ('gpuFault', UvmEventGpuFaultInfo),
-        ('gpuFaultReplay', UvmEventGpuFaultReplayInfo),
-        ('fatalFault', UvmEventFatalFaultInfo),
-        ('readDuplicate', UvmEventReadDuplicateInfo),
-        ('readDuplicateInvalidate', UvmEventReadDuplicateInvalidateInfo),
-        ('pageSizeChange', UvmEventPageSizeChangeInfo),
-        ('thrashing', UvmEventThrashingDetectedInfo),
-        ('throttlingStart', UvmEventThrottlingStartInfo),
-        ('throttlingEnd', UvmEventThrottlingEndInfo),
-        ('mapRemote', UvmEventMapRemoteInfo),
-        ('eviction', UvmEventEvictionInfo),
-    ]
-
-
-class union_UvmEventEntry_0_testEventData(Union):
-    _cname_ = None
-    _fields_ = [
-        ('eventType', C.c_ubyte),
-        ('accessCounter', UvmEventTestAccessCounterInfo),
-        ('splitInvalidate', UvmEventTestSplitInvalidateInfo),
-    ]
-
-
-class union_UvmEventEntry_0(Union):
-    _cname_ = None
-    _fields_ = [
-        ('eventData', union_UvmEventEntry_0_eventData),
-        ('testEventData', union_UvmEventEntry_0_testEventData),
-    ]
-
-
-class UvmEventEntry(Struct):
-    _cname_ = 'UvmEventEntry'
-    _anonymous_ = ('_0',)
-    _fields_ = [
-        ('_0', union_UvmEventEntry_0),
-    ]
-
-
-class struct_UvmEventControlData_tag(Struct):
-    _cname_ = 'struct UvmEventControlData_tag'
-    _fields_ = [
-        ('get_ahead', C.c_uint32),
-        ('get_behind', C.c_uint32),
-        ('put_ahead', C.c_uint32),
-        ('put_behind', C.c_uint32),
-        ('dropped', C.c_uint64 * 64),
-    ]
-
-
-class UVM_RESERVE_VA_PARAMS(Struct):
-    _cname_ = 'UVM_RESERVE_VA_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_RELEASE_VA_PARAMS(Struct):
-    _cname_ = 'UVM_RELEASE_VA_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_REGION_COMMIT_PARAMS(Struct):
-    _cname_ = 'UVM_REGION_COMMIT_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('streamId', C.c_uint64),
-        ('gpuUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_REGION_DECOMMIT_PARAMS(Struct):
-    _cname_ = 'UVM_REGION_DECOMMIT_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_REGION_SET_STREAM_PARAMS(Struct):
-    _cname_ = 'UVM_REGION_SET_STREAM_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('newStreamId', C.c_uint64),
-        ('gpuUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_SET_STREAM_RUNNING_PARAMS(Struct):
-    _cname_ = 'UVM_SET_STREAM_RUNNING_PARAMS'
-    _fields_ = [
-        ('streamId', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_SET_STREAM_STOPPED_PARAMS(Struct):
-    _cname_ = 'UVM_SET_STREAM_STOPPED_PARAMS'
-    _fields_ = [
-        ('streamIdArray', C.c_uint64 * 32),
-        ('nStreams', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class struct_UVM_RUN_TEST_PARAMS_multiGpu(Struct):
-    _cname_ = None
-    _fields_ = [
-        ('peerGpuUuid', struct_nv_uuid),
-        ('peerId', C.c_uint32),
-    ]
-
-
-class UVM_RUN_TEST_PARAMS(Struct):
-    _cname_ = 'UVM_RUN_TEST_PARAMS'
-    _fields_ = [
-        ('gpuUuid', struct_nv_uuid),
-        ('test', C.c_uint32),
-        ('multiGpu', struct_UVM_RUN_TEST_PARAMS_multiGpu),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_ADD_SESSION_PARAMS(Struct):
-    _cname_ = 'UVM_ADD_SESSION_PARAMS'
-    _fields_ = [
-        ('pidTarget', C.c_uint32),
-        ('countersBaseAddress', C.c_void_p),
-        ('sessionIndex', C.c_int32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_REMOVE_SESSION_PARAMS(Struct):
-    _cname_ = 'UVM_REMOVE_SESSION_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_ENABLE_COUNTERS_PARAMS(Struct):
-    _cname_ = 'UVM_ENABLE_COUNTERS_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('config', UvmCounterConfig * 32),
-        ('count', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_MAP_COUNTER_PARAMS(Struct):
-    _cname_ = 'UVM_MAP_COUNTER_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('scope', C.c_uint32),
-        ('counterName', C.c_uint32),
-        ('gpuUuid', struct_nv_uuid),
-        ('addr', C.c_void_p),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_CREATE_EVENT_QUEUE_PARAMS(Struct):
-    _cname_ = 'UVM_CREATE_EVENT_QUEUE_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('eventQueueIndex', C.c_uint32),
-        ('queueSize', C.c_uint64),
-        ('notificationCount', C.c_uint64),
-        ('timeStampType', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_REMOVE_EVENT_QUEUE_PARAMS(Struct):
-    _cname_ = 'UVM_REMOVE_EVENT_QUEUE_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('eventQueueIndex', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_MAP_EVENT_QUEUE_PARAMS(Struct):
-    _cname_ = 'UVM_MAP_EVENT_QUEUE_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('eventQueueIndex', C.c_uint32),
-        ('userRODataAddr', C.c_void_p),
-        ('userRWDataAddr', C.c_void_p),
-        ('readIndexAddr', C.c_void_p),
-        ('writeIndexAddr', C.c_void_p),
-        ('queueBufferAddr', C.c_void_p),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_EVENT_CTRL_PARAMS(Struct):
-    _cname_ = 'UVM_EVENT_CTRL_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('eventQueueIndex', C.c_uint32),
-        ('eventType', C.c_int32),
-        ('enable', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_REGISTER_MPS_SERVER_PARAMS(Struct):
-    _cname_ = 'UVM_REGISTER_MPS_SERVER_PARAMS'
-    _fields_ = [
-        ('gpuUuidArray', struct_nv_uuid * 32),
-        ('numGpus', C.c_uint32),
-        ('serverId', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_REGISTER_MPS_CLIENT_PARAMS(Struct):
-    _cname_ = 'UVM_REGISTER_MPS_CLIENT_PARAMS'
-    _fields_ = [
-        ('serverId', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_GET_GPU_UUID_TABLE_PARAMS(Struct):
-    _cname_ = 'UVM_GET_GPU_UUID_TABLE_PARAMS'
-    _fields_ = [
-        ('gpuUuidArray', struct_nv_uuid * 32),
-        ('validCount', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_CREATE_RANGE_GROUP_PARAMS(Struct):
-    _cname_ = 'UVM_CREATE_RANGE_GROUP_PARAMS'
-    _fields_ = [
-        ('rangeGroupId', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_DESTROY_RANGE_GROUP_PARAMS(Struct):
-    _cname_ = 'UVM_DESTROY_RANGE_GROUP_PARAMS'
-    _fields_ = [
-        ('rangeGroupId', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
 class UVM_REGISTER_GPU_VASPACE_PARAMS(Struct):
     _cname_ = 'UVM_REGISTER_GPU_VASPACE_PARAMS'
     _fields_ = [
@@ -808,16 +258,6 @@ class UVM_DISABLE_PEER_ACCESS_PARAMS(Struct):
     ]
 
 
-class UVM_SET_RANGE_GROUP_PARAMS(Struct):
-    _cname_ = 'UVM_SET_RANGE_GROUP_PARAMS'
-    _fields_ = [
-        ('rangeGroupId', C.c_uint64),
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
 class UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(Struct):
     _cname_ = 'UVM_MAP_EXTERNAL_ALLOCATION_PARAMS'
     _fields_ = [
@@ -838,29 +278,6 @@ class UVM_FREE_PARAMS(Struct):
     _fields_ = [
         ('base', C.c_uint64),
         ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_MEM_MAP_PARAMS(Struct):
-    _cname_ = 'UVM_MEM_MAP_PARAMS'
-    _fields_ = [
-        ('regionBase', C.c_void_p),
-        ('regionLength', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_DEBUG_ACCESS_MEMORY_PARAMS(Struct):
-    _cname_ = 'UVM_DEBUG_ACCESS_MEMORY_PARAMS'
-    _fields_ = [
-        ('sessionIndex', C.c_int32),
-        ('baseAddress', C.c_uint64),
-        ('sizeInBytes', C.c_uint64),
-        ('accessType', C.c_uint32),
-        ('buffer', C.c_uint64),
-        ('isBitmaskSet', C.c_ubyte),
-        ('bitmask', C.c_uint64),
         ('rmStatus', C.c_uint32),
     ]
 
@@ -894,279 +311,6 @@ class UVM_PAGEABLE_MEM_ACCESS_PARAMS(Struct):
     ]
 
 
-class UVM_PREVENT_MIGRATION_RANGE_GROUPS_PARAMS(Struct):
-    _cname_ = 'UVM_PREVENT_MIGRATION_RANGE_GROUPS_PARAMS'
-    _fields_ = [
-        ('rangeGroupIds', C.c_uint64 * 32),
-        ('numGroupIds', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_ALLOW_MIGRATION_RANGE_GROUPS_PARAMS(Struct):
-    _cname_ = 'UVM_ALLOW_MIGRATION_RANGE_GROUPS_PARAMS'
-    _fields_ = [
-        ('rangeGroupIds', C.c_uint64 * 32),
-        ('numGroupIds', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_SET_PREFERRED_LOCATION_PARAMS(Struct):
-    _cname_ = 'UVM_SET_PREFERRED_LOCATION_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('preferredLocation', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_UNSET_PREFERRED_LOCATION_PARAMS(Struct):
-    _cname_ = 'UVM_UNSET_PREFERRED_LOCATION_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_ENABLE_READ_DUPLICATION_PARAMS(Struct):
-    _cname_ = 'UVM_ENABLE_READ_DUPLICATION_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_DISABLE_READ_DUPLICATION_PARAMS(Struct):
-    _cname_ = 'UVM_DISABLE_READ_DUPLICATION_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_SET_ACCESSED_BY_PARAMS(Struct):
-    _cname_ = 'UVM_SET_ACCESSED_BY_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('accessedByUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_UNSET_ACCESSED_BY_PARAMS(Struct):
-    _cname_ = 'UVM_UNSET_ACCESSED_BY_PARAMS'
-    _fields_ = [
-        ('requestedBase', C.c_uint64),
-        ('length', C.c_uint64),
-        ('accessedByUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_MIGRATE_PARAMS(Struct):
-    _cname_ = 'UVM_MIGRATE_PARAMS'
-    _fields_ = [
-        ('base', C.c_uint64),
-        ('length', C.c_uint64),
-        ('destinationUuid', struct_nv_uuid),
-        ('flags', C.c_uint32),
-        ('semaphoreAddress', C.c_uint64),
-        ('semaphorePayload', C.c_uint32),
-        ('cpuNumaNode', C.c_uint32),
-        ('userSpaceStart', C.c_uint64),
-        ('userSpaceLength', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_MIGRATE_RANGE_GROUP_PARAMS(Struct):
-    _cname_ = 'UVM_MIGRATE_RANGE_GROUP_PARAMS'
-    _fields_ = [
-        ('rangeGroupId', C.c_uint64),
-        ('destinationUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_ENABLE_SYSTEM_WIDE_ATOMICS_PARAMS(Struct):
-    _cname_ = 'UVM_ENABLE_SYSTEM_WIDE_ATOMICS_PARAMS'
-    _fields_ = [
-        ('gpu_uuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_DISABLE_SYSTEM_WIDE_ATOMICS_PARAMS(Struct):
-    _cname_ = 'UVM_DISABLE_SYSTEM_WIDE_ATOMICS_PARAMS'
-    _fields_ = [
-        ('gpu_uuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS'
-    _fields_ = [
-        ('queueBuffer', C.c_uint64),
-        ('queueBufferSize', C.c_uint64),
-        ('controlBuffer', C.c_uint64),
-        ('processor', struct_nv_uuid),
-        ('allProcessors', C.c_uint32),
-        ('uvmFd', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS'
-    _fields_ = [
-        ('notificationThreshold', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS'
-    _fields_ = [
-        ('eventTypeFlags', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS_PARAMS'
-    _fields_ = [
-        ('eventTypeFlags', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_ENABLE_COUNTERS_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_ENABLE_COUNTERS_PARAMS'
-    _fields_ = [
-        ('counterTypeFlags', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_DISABLE_COUNTERS_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_DISABLE_COUNTERS_PARAMS'
-    _fields_ = [
-        ('counterTypeFlags', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_READ_PROCESS_MEMORY_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_READ_PROCESS_MEMORY_PARAMS'
-    _fields_ = [
-        ('buffer', C.c_uint64),
-        ('size', C.c_uint64),
-        ('targetVa', C.c_uint64),
-        ('bytesRead', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_WRITE_PROCESS_MEMORY_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_WRITE_PROCESS_MEMORY_PARAMS'
-    _fields_ = [
-        ('buffer', C.c_uint64),
-        ('size', C.c_uint64),
-        ('targetVa', C.c_uint64),
-        ('bytesWritten', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_GET_PROCESSOR_UUID_TABLE_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_GET_PROCESSOR_UUID_TABLE_PARAMS'
-    _fields_ = [
-        ('tablePtr', C.c_uint64),
-        ('count', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_MAP_DYNAMIC_PARALLELISM_REGION_PARAMS(Struct):
-    _cname_ = 'UVM_MAP_DYNAMIC_PARALLELISM_REGION_PARAMS'
-    _fields_ = [
-        ('base', C.c_uint64),
-        ('length', C.c_uint64),
-        ('gpuUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_UNMAP_EXTERNAL_PARAMS(Struct):
-    _cname_ = 'UVM_UNMAP_EXTERNAL_PARAMS'
-    _fields_ = [
-        ('base', C.c_uint64),
-        ('length', C.c_uint64),
-        ('gpuUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_TOOLS_FLUSH_EVENTS_PARAMS(Struct):
-    _cname_ = 'UVM_TOOLS_FLUSH_EVENTS_PARAMS'
-    _fields_ = [
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_ALLOC_SEMAPHORE_POOL_PARAMS(Struct):
-    _cname_ = 'UVM_ALLOC_SEMAPHORE_POOL_PARAMS'
-    _fields_ = [
-        ('base', C.c_uint64),
-        ('length', C.c_uint64),
-        ('perGpuAttributes', UvmGpuMappingAttributes * 32),
-        ('gpuAttributesCount', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_CLEAN_UP_ZOMBIE_RESOURCES_PARAMS(Struct):
-    _cname_ = 'UVM_CLEAN_UP_ZOMBIE_RESOURCES_PARAMS'
-    _fields_ = [
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_PAGEABLE_MEM_ACCESS_ON_GPU_PARAMS(Struct):
-    _cname_ = 'UVM_PAGEABLE_MEM_ACCESS_ON_GPU_PARAMS'
-    _fields_ = [
-        ('gpu_uuid', struct_nv_uuid),
-        ('pageableMemAccess', C.c_ubyte),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_POPULATE_PAGEABLE_PARAMS(Struct):
-    _cname_ = 'UVM_POPULATE_PAGEABLE_PARAMS'
-    _fields_ = [
-        ('base', C.c_uint64),
-        ('length', C.c_uint64),
-        ('flags', C.c_uint32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_VALIDATE_VA_RANGE_PARAMS(Struct):
-    _cname_ = 'UVM_VALIDATE_VA_RANGE_PARAMS'
-    _fields_ = [
-        ('base', C.c_uint64),
-        ('length', C.c_uint64),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
 class UVM_CREATE_EXTERNAL_RANGE_PARAMS(Struct):
     _cname_ = 'UVM_CREATE_EXTERNAL_RANGE_PARAMS'
     _fields_ = [
@@ -1176,28 +320,10 @@ class UVM_CREATE_EXTERNAL_RANGE_PARAMS(Struct):
     ]
 
 
-class UVM_MAP_EXTERNAL_SPARSE_PARAMS(Struct):
-    _cname_ = 'UVM_MAP_EXTERNAL_SPARSE_PARAMS'
-    _fields_ = [
-        ('base', C.c_uint64),
-        ('length', C.c_uint64),
-        ('gpuUuid', struct_nv_uuid),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
 class UVM_MM_INITIALIZE_PARAMS(Struct):
     _cname_ = 'UVM_MM_INITIALIZE_PARAMS'
     _fields_ = [
         ('uvmFd', C.c_int32),
-        ('rmStatus', C.c_uint32),
-    ]
-
-
-class UVM_IS_8_SUPPORTED_PARAMS(Struct):
-    _cname_ = 'UVM_IS_8_SUPPORTED_PARAMS'
-    _fields_ = [
-        ('is8Supported', C.c_uint32),
         ('rmStatus', C.c_uint32),
     ]
 
@@ -1222,10 +348,6 @@ nv_ioctl_query_device_intr = struct_nv_ioctl_query_device_intr
 nv_ioctl_sys_params_t = struct_nv_ioctl_sys_params
 nv_ioctl_register_fd_t = struct_nv_ioctl_register_fd
 nv_ioctl_export_to_dma_buf_fd_t = struct_nv_ioctl_export_to_dma_buf_fd
-UvmStream = C.c_uint64
-UvmDebugSession = C.c_uint64
-UvmEventQueueHandle = C.c_uint64
-UvmToolsEventControlData = struct_UvmEventControlData_tag
 
 
 class c__Ea_NV_OK(IntEnum):
@@ -1364,12 +486,6 @@ class c__Ea_NV_OK(IntEnum):
     NV_WARN_OUT_OF_RANGE = 0x10008
 
 
-class UvmStreamType(IntEnum):
-    UvmStreamTypeRegular = 0
-    UvmStreamTypeAll = 1
-    UvmStreamTypeNone = 2
-
-
 class UvmGpuMappingType(IntEnum):
     UvmGpuMappingTypeDefault = 0
     UvmGpuMappingTypeReadWriteAtomic = 1
@@ -1405,149 +521,6 @@ class UvmGpuCompressionType(IntEnum):
     UvmGpuCompressionTypeDefault = 0
     UvmGpuCompressionTypeEnabledNoPlc = 1
     UvmGpuCompressionTypeCount = 2
-
-
-class UvmCounterScope(IntEnum):
-    UvmCounterScopeProcessSingleGpu = 0
-    UvmCounterScopeProcessAllGpu = 1
-    UvmCounterScopeGlobalSingleGpu = 2
-    UvmCounterScopeSize = 3
-
-
-class UvmCounterName(IntEnum):
-    UvmCounterNameBytesXferHtD = 0
-    UvmCounterNameBytesXferDtH = 1
-    UvmCounterNameCpuPageFaultCount = 2
-    UvmCounterNamePrefetchBytesXferHtD = 7
-    UvmCounterNamePrefetchBytesXferDtH = 8
-    UvmCounterNameGpuPageFaultCount = 9
-    UVM_TOTAL_COUNTERS = 0xa
-
-
-class UvmEventMemoryAccessType(IntEnum):
-    UvmEventMemoryAccessTypeInvalid = 0
-    UvmEventMemoryAccessTypeRead = 1
-    UvmEventMemoryAccessTypeWrite = 2
-    UvmEventMemoryAccessTypeAtomic = 3
-    UvmEventMemoryAccessTypePrefetch = 4
-    UvmEventNumMemoryAccessTypes = 5
-
-
-class UvmEventType(IntEnum):
-    UvmEventTypeInvalid = 0
-    UvmEventTypeMemoryViolation = 1
-    UvmEventTypeCpuFault = 1
-    UvmEventTypeMigration = 2
-    UvmEventTypeGpuFault = 3
-    UvmEventTypeGpuFaultReplay = 4
-    UvmEventTypeFaultBufferOverflow = 5
-    UvmEventTypeFatalFault = 6
-    UvmEventTypeReadDuplicate = 7
-    UvmEventTypeReadDuplicateInvalidate = 8
-    UvmEventTypePageSizeChange = 9
-    UvmEventTypeThrashingDetected = 0xa
-    UvmEventTypeThrottlingStart = 0xb
-    UvmEventTypeThrottlingEnd = 0xc
-    UvmEventTypeMapRemote = 0xd
-    UvmEventTypeEviction = 0xe
-    UvmEventNumTypes = 0xf
-    UvmEventTestTypesFirst = 0x3e
-    UvmEventTypeTestHmmSplitInvalidate = 0x3e
-    UvmEventTypeTestAccessCounter = 0x3f
-    UvmEventTestTypesLast = 0x3f
-    UvmEventNumTypesAll = 0x40
-
-
-class UvmEventMigrationDirection(IntEnum):
-    UvmEventMigrationDirectionInvalid = 0
-    UvmEventMigrationDirectionCpuToGpu = 1
-    UvmEventMigrationDirectionGpuToCpu = 2
-    UvmEventNumMigrationDirections = 3
-
-
-class UvmEventFaultType(IntEnum):
-    UvmFaultTypeInvalid = 0
-    UvmFaultTypeInvalidPde = 1
-    UvmFaultTypeInvalidPte = 2
-    UvmFaultTypeWrite = 3
-    UvmFaultTypeAtomic = 4
-    UvmFaultTypeFatal = 5
-    UvmFaultTypeInvalidPdeSize = 5
-    UvmFaultTypeLimitViolation = 6
-    UvmFaultTypeUnboundInstBlock = 7
-    UvmFaultTypePrivViolation = 8
-    UvmFaultTypePitchMaskViolation = 9
-    UvmFaultTypeWorkCreation = 0xa
-    UvmFaultTypeUnsupportedAperture = 0xb
-    UvmFaultTypeCompressionFailure = 0xc
-    UvmFaultTypeUnsupportedKind = 0xd
-    UvmFaultTypeRegionViolation = 0xe
-    UvmFaultTypePoison = 0xf
-    UvmEventNumFaultTypes = 0x10
-
-
-class UvmEventFatalReason(IntEnum):
-    UvmEventFatalReasonInvalid = 0
-    UvmEventFatalReasonInvalidAddress = 1
-    UvmEventFatalReasonInvalidPermissions = 2
-    UvmEventFatalReasonInvalidFaultType = 3
-    UvmEventFatalReasonOutOfMemory = 4
-    UvmEventFatalReasonInternalError = 5
-    UvmEventFatalReasonInvalidOperation = 6
-    UvmEventNumFatalReasons = 7
-
-
-class UvmEventMigrationCause(IntEnum):
-    UvmEventMigrationCauseInvalid = 0
-    UvmEventMigrationCauseUser = 1
-    UvmEventMigrationCauseCoherence = 2
-    UvmEventMigrationCausePrefetch = 3
-    UvmEventMigrationCauseEviction = 4
-    UvmEventMigrationCauseAccessCounters = 5
-    UvmEventNumMigrationCauses = 6
-
-
-class UvmEventFaultClientType(IntEnum):
-    UvmEventFaultClientTypeInvalid = 0
-    UvmEventFaultClientTypeGpc = 1
-    UvmEventFaultClientTypeHub = 2
-    UvmEventNumFaultClientTypes = 3
-
-
-class UvmEventMapRemoteCause(IntEnum):
-    UvmEventMapRemoteCauseInvalid = 0
-    UvmEventMapRemoteCauseCoherence = 1
-    UvmEventMapRemoteCauseThrashing = 2
-    UvmEventMapRemoteCausePolicy = 3
-    UvmEventMapRemoteCauseOutOfMemory = 4
-    UvmEventMapRemoteCauseEviction = 5
-
-
-class UvmEventApertureType(IntEnum):
-    UvmEventAperturePeer0 = 1
-    UvmEventAperturePeer1 = 2
-    UvmEventAperturePeer2 = 3
-    UvmEventAperturePeer3 = 4
-    UvmEventAperturePeer4 = 5
-    UvmEventAperturePeer5 = 6
-    UvmEventAperturePeer6 = 7
-    UvmEventAperturePeer7 = 8
-    UvmEventAperturePeerMax = 8
-    UvmEventApertureSys = 9
-    UvmEventApertureVid = 0xa
-
-
-class UvmEventTimeStampType(IntEnum):
-    UvmEventTimeStampTypeInvalid = 0
-    UvmEventTimeStampTypeWin32QPC = 1
-    UvmEventTimeStampTypePosixClockGetTime = 2
-    UvmEventTimeStampTypeAuto = 3
-    UvmEventNumTimeStampTypes = 4
-
-
-class UvmDebugAccessType(IntEnum):
-    UvmDebugAccessTypeRead = 0
-    UvmDebugAccessTypeWrite = 1
 
 
 # enumerators and #defines
@@ -1684,9 +657,6 @@ NV_WARN_MORE_PROCESSING_REQUIRED = 0x10005
 NV_WARN_NOTHING_TO_DO = 0x10006
 NV_WARN_NULL_OBJECT = 0x10007
 NV_WARN_OUT_OF_RANGE = 0x10008
-UvmStreamTypeRegular = 0
-UvmStreamTypeAll = 1
-UvmStreamTypeNone = 2
 UvmGpuMappingTypeDefault = 0
 UvmGpuMappingTypeReadWriteAtomic = 1
 UvmGpuMappingTypeReadWrite = 2
@@ -1709,113 +679,6 @@ UvmGpuFormatElementBitsCount = 7
 UvmGpuCompressionTypeDefault = 0
 UvmGpuCompressionTypeEnabledNoPlc = 1
 UvmGpuCompressionTypeCount = 2
-UvmCounterScopeProcessSingleGpu = 0
-UvmCounterScopeProcessAllGpu = 1
-UvmCounterScopeGlobalSingleGpu = 2
-UvmCounterScopeSize = 3
-UvmCounterNameBytesXferHtD = 0
-UvmCounterNameBytesXferDtH = 1
-UvmCounterNameCpuPageFaultCount = 2
-UvmCounterNamePrefetchBytesXferHtD = 7
-UvmCounterNamePrefetchBytesXferDtH = 8
-UvmCounterNameGpuPageFaultCount = 9
-UVM_TOTAL_COUNTERS = 0xa
-UvmEventMemoryAccessTypeInvalid = 0
-UvmEventMemoryAccessTypeRead = 1
-UvmEventMemoryAccessTypeWrite = 2
-UvmEventMemoryAccessTypeAtomic = 3
-UvmEventMemoryAccessTypePrefetch = 4
-UvmEventNumMemoryAccessTypes = 5
-UvmEventTypeInvalid = 0
-UvmEventTypeMemoryViolation = 1
-UvmEventTypeCpuFault = 1
-UvmEventTypeMigration = 2
-UvmEventTypeGpuFault = 3
-UvmEventTypeGpuFaultReplay = 4
-UvmEventTypeFaultBufferOverflow = 5
-UvmEventTypeFatalFault = 6
-UvmEventTypeReadDuplicate = 7
-UvmEventTypeReadDuplicateInvalidate = 8
-UvmEventTypePageSizeChange = 9
-UvmEventTypeThrashingDetected = 0xa
-UvmEventTypeThrottlingStart = 0xb
-UvmEventTypeThrottlingEnd = 0xc
-UvmEventTypeMapRemote = 0xd
-UvmEventTypeEviction = 0xe
-UvmEventNumTypes = 0xf
-UvmEventTestTypesFirst = 0x3e
-UvmEventTypeTestHmmSplitInvalidate = 0x3e
-UvmEventTypeTestAccessCounter = 0x3f
-UvmEventTestTypesLast = 0x3f
-UvmEventNumTypesAll = 0x40
-UvmEventMigrationDirectionInvalid = 0
-UvmEventMigrationDirectionCpuToGpu = 1
-UvmEventMigrationDirectionGpuToCpu = 2
-UvmEventNumMigrationDirections = 3
-UvmFaultTypeInvalid = 0
-UvmFaultTypeInvalidPde = 1
-UvmFaultTypeInvalidPte = 2
-UvmFaultTypeWrite = 3
-UvmFaultTypeAtomic = 4
-UvmFaultTypeFatal = 5
-UvmFaultTypeInvalidPdeSize = 5
-UvmFaultTypeLimitViolation = 6
-UvmFaultTypeUnboundInstBlock = 7
-UvmFaultTypePrivViolation = 8
-UvmFaultTypePitchMaskViolation = 9
-UvmFaultTypeWorkCreation = 0xa
-UvmFaultTypeUnsupportedAperture = 0xb
-UvmFaultTypeCompressionFailure = 0xc
-UvmFaultTypeUnsupportedKind = 0xd
-UvmFaultTypeRegionViolation = 0xe
-UvmFaultTypePoison = 0xf
-UvmEventNumFaultTypes = 0x10
-UvmEventFatalReasonInvalid = 0
-UvmEventFatalReasonInvalidAddress = 1
-UvmEventFatalReasonInvalidPermissions = 2
-UvmEventFatalReasonInvalidFaultType = 3
-UvmEventFatalReasonOutOfMemory = 4
-UvmEventFatalReasonInternalError = 5
-UvmEventFatalReasonInvalidOperation = 6
-UvmEventNumFatalReasons = 7
-UvmEventMigrationCauseInvalid = 0
-UvmEventMigrationCauseUser = 1
-UvmEventMigrationCauseCoherence = 2
-UvmEventMigrationCausePrefetch = 3
-UvmEventMigrationCauseEviction = 4
-UvmEventMigrationCauseAccessCounters = 5
-UvmEventNumMigrationCauses = 6
-UvmEventFaultClientTypeInvalid = 0
-UvmEventFaultClientTypeGpc = 1
-UvmEventFaultClientTypeHub = 2
-UvmEventNumFaultClientTypes = 3
-UvmEventMapRemoteCauseInvalid = 0
-UvmEventMapRemoteCauseCoherence = 1
-UvmEventMapRemoteCauseThrashing = 2
-UvmEventMapRemoteCausePolicy = 3
-UvmEventMapRemoteCauseOutOfMemory = 4
-UvmEventMapRemoteCauseEviction = 5
-UvmEventAperturePeer0 = 1
-UvmEventAperturePeer1 = 2
-UvmEventAperturePeer2 = 3
-UvmEventAperturePeer3 = 4
-UvmEventAperturePeer4 = 5
-UvmEventAperturePeer5 = 6
-UvmEventAperturePeer6 = 7
-UvmEventAperturePeer7 = 8
-UvmEventAperturePeerMax = 8
-UvmEventApertureSys = 9
-UvmEventApertureVid = 0xa
-UvmEventTimeStampTypeInvalid = 0
-UvmEventTimeStampTypeWin32QPC = 1
-UvmEventTimeStampTypePosixClockGetTime = 2
-UvmEventTimeStampTypeAuto = 3
-UvmEventNumTimeStampTypes = 4
-UvmDebugAccessTypeRead = 0
-UvmDebugAccessTypeWrite = 1
-NV_STATUS_LEVEL_OK = 0
-NV_STATUS_LEVEL_WARN = 1
-NV_STATUS_LEVEL_ERR = 3
 NV_IOCTL_MAGIC = 0x46
 NV_IOCTL_BASE = 0xc8
 NV_ESC_CARD_INFO = 0xc8
@@ -1835,129 +698,23 @@ NV_RM_API_VERSION_CMD_RELAXED = 0x31
 NV_RM_API_VERSION_CMD_QUERY = 0x32
 NV_RM_API_VERSION_REPLY_UNRECOGNIZED = 0
 NV_RM_API_VERSION_REPLY_RECOGNIZED = 1
-NV_DMABUF_EXPORT_MAX_HANDLES = 0x80
-UVM_STREAM_INVALID = 0
-UVM_STREAM_ALL = 2
-UVM_STREAM_NONE = 3
 UVM_MAX_GPUS = 0x20
-UVM_MAX_PROCESSORS = 0x21
 UVM_INIT_FLAGS_DISABLE_HMM = 1
 UVM_INIT_FLAGS_MULTI_PROCESS_SHARING_MODE = 2
 UVM_INIT_FLAGS_MASK = 3
-UVM_RANGE_GROUP_ID_NONE = 0
-UVM_DEBUG_V1 = 1
-UVM_COUNTER_NAME_FLAG_BYTES_XFER_HTD = 1
-UVM_COUNTER_NAME_FLAG_BYTES_XFER_DTH = 2
-UVM_COUNTER_NAME_FLAG_CPU_PAGE_FAULT_COUNT = 4
-UVM_COUNTER_NAME_FLAG_WDDM_BYTES_XFER_BTH = 8
-UVM_COUNTER_NAME_FLAG_WDDM_BYTES_XFER_HTB = 0x10
-UVM_COUNTER_NAME_FLAG_BYTES_XFER_DTB = 0x20
-UVM_COUNTER_NAME_FLAG_BYTES_XFER_BTD = 0x40
-UVM_COUNTER_NAME_FLAG_PREFETCH_BYTES_XFER_HTD = 0x80
-UVM_COUNTER_NAME_FLAG_PREFETCH_BYTES_XFER_DTH = 0x100
-UVM_COUNTER_NAME_FLAG_GPU_PAGE_FAULT_COUNT = 0x200
-UVM_COUNTER_CONFIG_STATE_DISABLE_REQUESTED = 0
-UVM_COUNTER_CONFIG_STATE_ENABLE_REQUESTED = 1
-UVM_EVENT_ENABLE_MEMORY_VIOLATION = 2
-UVM_EVENT_ENABLE_CPU_FAULT = 2
-UVM_EVENT_ENABLE_MIGRATION = 4
-UVM_EVENT_ENABLE_GPU_FAULT = 8
-UVM_EVENT_ENABLE_GPU_FAULT_REPLAY = 0x10
-UVM_EVENT_ENABLE_FAULT_BUFFER_OVERFLOW = 0x20
-UVM_EVENT_ENABLE_FATAL_FAULT = 0x40
-UVM_EVENT_ENABLE_READ_DUPLICATE = 0x80
-UVM_EVENT_ENABLE_READ_DUPLICATE_INVALIDATE = 0x100
-UVM_EVENT_ENABLE_PAGE_SIZE_CHANGE = 0x200
-UVM_EVENT_ENABLE_THRASHING_DETECTED = 0x400
-UVM_EVENT_ENABLE_THROTTLING_START = 0x800
-UVM_EVENT_ENABLE_THROTTLING_END = 0x1000
-UVM_EVENT_ENABLE_MAP_REMOTE = 0x2000
-UVM_EVENT_ENABLE_EVICTION = 0x4000
-UVM_EVENT_ENABLE_TEST_ACCESS_COUNTER = 0x8000000000000000
-UVM_EVENT_ENABLE_TEST_HMM_SPLIT_INVALIDATE = 0x4000000000000000
-UVM_DEBUG_ACCESS_PAGE_SIZE = 0x1000
-UVM_RESERVE_VA = 1
-UVM_RELEASE_VA = 2
-UVM_REGION_COMMIT = 3
-UVM_REGION_DECOMMIT = 4
-UVM_REGION_SET_STREAM = 5
-UVM_SET_STREAM_RUNNING = 6
-UVM_MAX_STREAMS_PER_IOCTL_CALL = 0x20
-UVM_SET_STREAM_STOPPED = 7
-UVM_RUN_TEST = 9
-UVM_EVENTS_OFFSET_BASE = 0x8000000000000000
-UVM_COUNTERS_OFFSET_BASE = 0x4000000000000000
-UVM_ADD_SESSION = 0xa
-UVM_REMOVE_SESSION = 0xb
-UVM_MAX_COUNTERS_PER_IOCTL_CALL = 0x20
-UVM_ENABLE_COUNTERS = 0xc
-UVM_MAP_COUNTER = 0xd
-UVM_CREATE_EVENT_QUEUE = 0xe
-UVM_REMOVE_EVENT_QUEUE = 0xf
-UVM_MAP_EVENT_QUEUE = 0x10
-UVM_EVENT_CTRL = 0x11
-UVM_REGISTER_MPS_SERVER = 0x12
-UVM_REGISTER_MPS_CLIENT = 0x13
-UVM_GET_GPU_UUID_TABLE = 0x14
-UVM_CREATE_RANGE_GROUP = 0x17
-UVM_DESTROY_RANGE_GROUP = 0x18
 UVM_REGISTER_GPU_VASPACE = 0x19
 UVM_UNREGISTER_GPU_VASPACE = 0x1a
 UVM_REGISTER_CHANNEL = 0x1b
 UVM_UNREGISTER_CHANNEL = 0x1c
 UVM_ENABLE_PEER_ACCESS = 0x1d
 UVM_DISABLE_PEER_ACCESS = 0x1e
-UVM_SET_RANGE_GROUP = 0x1f
 UVM_MAP_EXTERNAL_ALLOCATION = 0x21
 UVM_FREE = 0x22
-UVM_MEM_MAP = 0x23
-UVM_DEBUG_ACCESS_MEMORY = 0x24
 UVM_REGISTER_GPU = 0x25
 UVM_UNREGISTER_GPU = 0x26
 UVM_PAGEABLE_MEM_ACCESS = 0x27
-UVM_MAX_RANGE_GROUPS_PER_IOCTL_CALL = 0x20
-UVM_PREVENT_MIGRATION_RANGE_GROUPS = 0x28
-UVM_ALLOW_MIGRATION_RANGE_GROUPS = 0x29
-UVM_SET_PREFERRED_LOCATION = 0x2a
-UVM_UNSET_PREFERRED_LOCATION = 0x2b
-UVM_ENABLE_READ_DUPLICATION = 0x2c
-UVM_DISABLE_READ_DUPLICATION = 0x2d
-UVM_SET_ACCESSED_BY = 0x2e
-UVM_UNSET_ACCESSED_BY = 0x2f
-UVM_MIGRATE_FLAG_ASYNC = 1
-UVM_MIGRATE_FLAG_SKIP_CPU_MAP = 2
-UVM_MIGRATE_FLAG_NO_GPU_VA_SPACE = 4
-UVM_MIGRATE_FLAGS_TEST_ALL = 6
-UVM_MIGRATE_FLAGS_ALL = 7
-UVM_MIGRATE = 0x33
-UVM_MIGRATE_RANGE_GROUP = 0x35
-UVM_ENABLE_SYSTEM_WIDE_ATOMICS = 0x36
-UVM_DISABLE_SYSTEM_WIDE_ATOMICS = 0x37
-UVM_TOOLS_INIT_EVENT_TRACKER = 0x38
-UVM_TOOLS_SET_NOTIFICATION_THRESHOLD = 0x39
-UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS = 0x3a
-UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS = 0x3b
-UVM_TOOLS_ENABLE_COUNTERS = 0x3c
-UVM_TOOLS_DISABLE_COUNTERS = 0x3d
-UVM_TOOLS_READ_PROCESS_MEMORY = 0x3e
-UVM_TOOLS_WRITE_PROCESS_MEMORY = 0x3f
-UVM_TOOLS_GET_PROCESSOR_UUID_TABLE = 0x40
-UVM_MAP_DYNAMIC_PARALLELISM_REGION = 0x41
-UVM_UNMAP_EXTERNAL = 0x42
-UVM_TOOLS_FLUSH_EVENTS = 0x43
-UVM_ALLOC_SEMAPHORE_POOL = 0x44
-UVM_CLEAN_UP_ZOMBIE_RESOURCES = 0x45
-UVM_PAGEABLE_MEM_ACCESS_ON_GPU = 0x46
-UVM_POPULATE_PAGEABLE = 0x47
-UVM_POPULATE_PAGEABLE_FLAG_ALLOW_MANAGED = 1
-UVM_POPULATE_PAGEABLE_FLAG_SKIP_PROT_CHECK = 2
-UVM_POPULATE_PAGEABLE_FLAGS_TEST_ALL = 3
-UVM_POPULATE_PAGEABLE_FLAGS_ALL = 3
-UVM_VALIDATE_VA_RANGE = 0x48
 UVM_CREATE_EXTERNAL_RANGE = 0x49
-UVM_MAP_EXTERNAL_SPARSE = 0x4a
 UVM_MM_INITIALIZE = 0x4b
-UVM_IS_8_SUPPORTED = 0x7ff
 UVM_INITIALIZE = 0x30000001
 UVM_DEINITIALIZE = 0x30000002
 
@@ -2102,73 +859,18 @@ NV_STATUS_NAMES = {
 
 # request -> the params struct it carries
 UVM_PARAMS = {
-    UVM_RESERVE_VA: UVM_RESERVE_VA_PARAMS,
-    UVM_RELEASE_VA: UVM_RELEASE_VA_PARAMS,
-    UVM_REGION_COMMIT: UVM_REGION_COMMIT_PARAMS,
-    UVM_REGION_DECOMMIT: UVM_REGION_DECOMMIT_PARAMS,
-    UVM_REGION_SET_STREAM: UVM_REGION_SET_STREAM_PARAMS,
-    UVM_SET_STREAM_RUNNING: UVM_SET_STREAM_RUNNING_PARAMS,
-    UVM_SET_STREAM_STOPPED: UVM_SET_STREAM_STOPPED_PARAMS,
-    UVM_RUN_TEST: UVM_RUN_TEST_PARAMS,
-    UVM_ADD_SESSION: UVM_ADD_SESSION_PARAMS,
-    UVM_REMOVE_SESSION: UVM_REMOVE_SESSION_PARAMS,
-    UVM_ENABLE_COUNTERS: UVM_ENABLE_COUNTERS_PARAMS,
-    UVM_MAP_COUNTER: UVM_MAP_COUNTER_PARAMS,
-    UVM_CREATE_EVENT_QUEUE: UVM_CREATE_EVENT_QUEUE_PARAMS,
-    UVM_REMOVE_EVENT_QUEUE: UVM_REMOVE_EVENT_QUEUE_PARAMS,
-    UVM_MAP_EVENT_QUEUE: UVM_MAP_EVENT_QUEUE_PARAMS,
-    UVM_EVENT_CTRL: UVM_EVENT_CTRL_PARAMS,
-    UVM_REGISTER_MPS_SERVER: UVM_REGISTER_MPS_SERVER_PARAMS,
-    UVM_REGISTER_MPS_CLIENT: UVM_REGISTER_MPS_CLIENT_PARAMS,
-    UVM_GET_GPU_UUID_TABLE: UVM_GET_GPU_UUID_TABLE_PARAMS,
-    UVM_CREATE_RANGE_GROUP: UVM_CREATE_RANGE_GROUP_PARAMS,
-    UVM_DESTROY_RANGE_GROUP: UVM_DESTROY_RANGE_GROUP_PARAMS,
     UVM_REGISTER_GPU_VASPACE: UVM_REGISTER_GPU_VASPACE_PARAMS,
     UVM_UNREGISTER_GPU_VASPACE: UVM_UNREGISTER_GPU_VASPACE_PARAMS,
     UVM_REGISTER_CHANNEL: UVM_REGISTER_CHANNEL_PARAMS,
     UVM_UNREGISTER_CHANNEL: UVM_UNREGISTER_CHANNEL_PARAMS,
     UVM_ENABLE_PEER_ACCESS: UVM_ENABLE_PEER_ACCESS_PARAMS,
     UVM_DISABLE_PEER_ACCESS: UVM_DISABLE_PEER_ACCESS_PARAMS,
-    UVM_SET_RANGE_GROUP: UVM_SET_RANGE_GROUP_PARAMS,
     UVM_MAP_EXTERNAL_ALLOCATION: UVM_MAP_EXTERNAL_ALLOCATION_PARAMS,
     UVM_FREE: UVM_FREE_PARAMS,
-    UVM_MEM_MAP: UVM_MEM_MAP_PARAMS,
-    UVM_DEBUG_ACCESS_MEMORY: UVM_DEBUG_ACCESS_MEMORY_PARAMS,
     UVM_REGISTER_GPU: UVM_REGISTER_GPU_PARAMS,
     UVM_UNREGISTER_GPU: UVM_UNREGISTER_GPU_PARAMS,
     UVM_PAGEABLE_MEM_ACCESS: UVM_PAGEABLE_MEM_ACCESS_PARAMS,
-    UVM_PREVENT_MIGRATION_RANGE_GROUPS: UVM_PREVENT_MIGRATION_RANGE_GROUPS_PARAMS,
-    UVM_ALLOW_MIGRATION_RANGE_GROUPS: UVM_ALLOW_MIGRATION_RANGE_GROUPS_PARAMS,
-    UVM_SET_PREFERRED_LOCATION: UVM_SET_PREFERRED_LOCATION_PARAMS,
-    UVM_UNSET_PREFERRED_LOCATION: UVM_UNSET_PREFERRED_LOCATION_PARAMS,
-    UVM_ENABLE_READ_DUPLICATION: UVM_ENABLE_READ_DUPLICATION_PARAMS,
-    UVM_DISABLE_READ_DUPLICATION: UVM_DISABLE_READ_DUPLICATION_PARAMS,
-    UVM_SET_ACCESSED_BY: UVM_SET_ACCESSED_BY_PARAMS,
-    UVM_UNSET_ACCESSED_BY: UVM_UNSET_ACCESSED_BY_PARAMS,
-    UVM_MIGRATE: UVM_MIGRATE_PARAMS,
-    UVM_MIGRATE_RANGE_GROUP: UVM_MIGRATE_RANGE_GROUP_PARAMS,
-    UVM_ENABLE_SYSTEM_WIDE_ATOMICS: UVM_ENABLE_SYSTEM_WIDE_ATOMICS_PARAMS,
-    UVM_DISABLE_SYSTEM_WIDE_ATOMICS: UVM_DISABLE_SYSTEM_WIDE_ATOMICS_PARAMS,
-    UVM_TOOLS_INIT_EVENT_TRACKER: UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS,
-    UVM_TOOLS_SET_NOTIFICATION_THRESHOLD: UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS,
-    UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS: UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS,
-    UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS: UVM_TOOLS_EVENT_QUEUE_DISABLE_EVENTS_PARAMS,
-    UVM_TOOLS_ENABLE_COUNTERS: UVM_TOOLS_ENABLE_COUNTERS_PARAMS,
-    UVM_TOOLS_DISABLE_COUNTERS: UVM_TOOLS_DISABLE_COUNTERS_PARAMS,
-    UVM_TOOLS_READ_PROCESS_MEMORY: UVM_TOOLS_READ_PROCESS_MEMORY_PARAMS,
-    UVM_TOOLS_WRITE_PROCESS_MEMORY: UVM_TOOLS_WRITE_PROCESS_MEMORY_PARAMS,
-    UVM_TOOLS_GET_PROCESSOR_UUID_TABLE: UVM_TOOLS_GET_PROCESSOR_UUID_TABLE_PARAMS,
-    UVM_MAP_DYNAMIC_PARALLELISM_REGION: UVM_MAP_DYNAMIC_PARALLELISM_REGION_PARAMS,
-    UVM_UNMAP_EXTERNAL: UVM_UNMAP_EXTERNAL_PARAMS,
-    UVM_TOOLS_FLUSH_EVENTS: UVM_TOOLS_FLUSH_EVENTS_PARAMS,
-    UVM_ALLOC_SEMAPHORE_POOL: UVM_ALLOC_SEMAPHORE_POOL_PARAMS,
-    UVM_CLEAN_UP_ZOMBIE_RESOURCES: UVM_CLEAN_UP_ZOMBIE_RESOURCES_PARAMS,
-    UVM_PAGEABLE_MEM_ACCESS_ON_GPU: UVM_PAGEABLE_MEM_ACCESS_ON_GPU_PARAMS,
-    UVM_POPULATE_PAGEABLE: UVM_POPULATE_PAGEABLE_PARAMS,
-    UVM_VALIDATE_VA_RANGE: UVM_VALIDATE_VA_RANGE_PARAMS,
     UVM_CREATE_EXTERNAL_RANGE: UVM_CREATE_EXTERNAL_RANGE_PARAMS,
-    UVM_MAP_EXTERNAL_SPARSE: UVM_MAP_EXTERNAL_SPARSE_PARAMS,
     UVM_MM_INITIALIZE: UVM_MM_INITIALIZE_PARAMS,
-    UVM_IS_8_SUPPORTED: UVM_IS_8_SUPPORTED_PARAMS,
     UVM_INITIALIZE: UVM_INITIALIZE_PARAMS,
 }

@@ -28,6 +28,7 @@ class GPU:
     model: str | None = None  # the NVIDIA driver's name of the GPU
     memory: int | None = None  # bytes of video memory (NVIDIA)
     release: str | None = None  # the NVIDIA driver's release
+    bindings: str | None = None  # the generated bindings that speak to it (and why, where not its own release's)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -77,7 +78,8 @@ def nvidia_gpus(hal: HAL) -> dict[str, dict]:
         try:
             p = nv.card.pci_info
             out[f"{p.domain:04x}:{p.bus:02x}:{p.slot:02x}.{p.function}"] = {
-                "arch": nv.arch, "model": nv.name, "memory": nv.memory_size, "release": nv.release}
+                "arch": nv.arch, "model": nv.name, "memory": nv.memory_size, "release": nv.release,
+                "bindings": nv.abi.used}
         finally:
             nv.close()
     return out
@@ -99,5 +101,5 @@ def find(hal: HAL | None = None) -> list[GPU]:
         info = nv.get(addr, {})
         gpus.append(GPU(addr, VENDORS[vendor], vendor, int(hal.read_text(f"{base}/device") or "0", 16),
                         hal.readlink_name(f"{base}/driver"), info.get("arch", arch), node, info.get("model"),
-                        info.get("memory"), info.get("release")))
+                        info.get("memory"), info.get("release"), info.get("bindings")))
     return gpus

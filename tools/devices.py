@@ -25,7 +25,8 @@ def run(args: argparse.Namespace, hal: HAL | None = None) -> int:
     if gpus:
         rows = [[g.pci, g.vendor, f"{g.vendor_id:04x}:{g.device_id:04x}", g.driver or "-", g.arch or "-",
                  "-" if g.kfd_node is None else g.kfd_node, g.model or "-",
-                 "-" if g.memory is None else f"{g.memory / 2**30:.0f} GiB", g.release or "-"] for g in gpus]
+                 "-" if g.memory is None else f"{g.memory / 2**30:.0f} GiB",
+                 f"{g.release} ({g.bindings})" if g.release else "-"] for g in gpus]
         print(tabulate(rows, headers=["pci", "vendor", "id", "kernel driver", "arch", "kfd node", "model", "memory",
                                       "driver release"]))
     else:

@@ -16,13 +16,15 @@ from usergpu.autogen.generator.toolchain import LLVM
 from usergpu.emu.amd.mock.cdna import PARTITIONS, PARTS
 from usergpu.emu.mock import MAX_MOCK_GPUS
 from usergpu.emu.mock.tinygrad.fileio import MACHINES
+from usergpu.emu.nv.mock.chips import CHIPS
 from usergpu.errors import Error
 from usergpu.tools.common import BadArgument, ranged
 
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mock_site")
-DEVICES = tuple(f"{k}+AMD" for k in MACHINES if k != "MOCK")
+DEVICES = tuple(k for k in MACHINES if k != "MOCK+AMD")
 BOARD_ARCHS = ("gfx1100", "gfx1200")  # the mock boards' GPUs (MOCKPCI, MOCKUSB)
 ARCHS = BOARD_ARCHS + tuple(PARTS)  # the mock KFD's: those and the CDNA parts
+NV_ARCHS = tuple(CHIPS)  # MOCK+NV's chips
 # the LLVM tinygrad's LLVM renderer loads (its LLVM_PATH): the project's llvm-22, which tinygrad's own search
 # (libLLVM.so[.N], then LLVM-21 down to -14) passes over for Debian's older libLLVM-15
 LIBLLVM = f"/usr/lib/llvm-{LLVM}/lib/libLLVM.so"
@@ -35,8 +37,8 @@ def _device(text: str) -> str:
 
 
 def _arch(text: str) -> str:
-    if text not in ARCHS:
-        raise BadArgument(f"{text!r}: the mock GPUs are {', '.join(ARCHS)}")
+    if text not in ARCHS + NV_ARCHS:
+        raise BadArgument(f"{text!r}: the mock GPUs are {', '.join(ARCHS + NV_ARCHS)}")
     return text
 
 
@@ -48,11 +50,14 @@ def _partition(text: str) -> str:
 
 def add_parser(sub, help_line: str) -> None:
     p = sub.add_parser("mock", help=help_line, description=__doc__.split("\n\n")[0],
-                       usage="usergpu mock [--dev DEV] [--arch ARCH] [--count N] [--partition spx|cpx] -- CMD "
-                             "[ARGS ...]")
+                       usage="usergpu mock [--dev DEV] [--arch ARCH] [--count N] [--partition spx|cpx] "
+                             "[--release R] -- CMD [ARGS ...]")
     p.add_argument("--dev", type=_device, help=f"the mock interface, one of {', '.join(DEVICES)} (default: $DEV, "
                                                  "else MOCKKFD+AMD)")
-    p.add_argument("--arch", type=_arch, help=f"the mock GPUs' arch, {' or '.join(ARCHS)} (MOCKGPU_ARCH)")
+    p.add_argument("--arch", type=_arch, help=f"the mock GPUs' arch, {' or '.join(ARCHS)} (MOCKGPU_ARCH); on "
+                   f"MOCK+NV {' or '.join(NV_ARCHS)} (MOCKGPU_NV_ARCH)")
+    p.add_argument("--release", help="MOCK+NV's driver release, any of a branch usergpu binds (MOCKGPU_NV_RELEASE; "
+                   "default the newest bound)")
     p.add_argument("--count", type=ranged(1, MAX_MOCK_GPUS, "a GPU count"), help="how many GPUs (MOCKGPU_COUNT)")
     p.add_argument("--partition", type=_partition, help="a CDNA GPU's compute partitions: spx (one node of all "
                    "its XCCs, the default) or cpx (a node per XCC) (MOCKGPU_PARTITION)")
@@ -70,10 +75,13 @@ def environment(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]
     if os.path.exists(LIBLLVM):
         env.setdefault("LLVM_PATH", LIBLLVM)
     interface = env["DEV"].split(":")[0]  # DEV may name a renderer after the interface (MOCKKFD+AMD:LLVM)
-    if interface != "MOCKKFD+AMD" and (args.arch or env.get("MOCKGPU_ARCH", "gfx1100")) not in BOARD_ARCHS:
+    nv = interface.endswith("+NV")
+    if args.arch is not None and (args.arch in NV_ARCHS) != nv or args.release and not nv:
+        raise Error(f"mock: {interface} runs {', '.join(NV_ARCHS if nv else ARCHS)}; --release is MOCK+NV's")
+    if not nv and interface != "MOCKKFD+AMD" and (args.arch or env.get("MOCKGPU_ARCH", "gfx1100")) not in BOARD_ARCHS:
         raise Error(f"mock: {interface} models {', '.join(BOARD_ARCHS)} boards; the CDNA parts run on MOCKKFD+AMD")
-    for name, value in (("MOCKGPU_ARCH", args.arch), ("MOCKGPU_COUNT", args.count),
-                        ("MOCKGPU_PARTITION", args.partition)):
+    for name, value in (("MOCKGPU_NV_ARCH" if nv else "MOCKGPU_ARCH", args.arch), ("MOCKGPU_COUNT", args.count),
+                        ("MOCKGPU_PARTITION", args.partition), ("MOCKGPU_NV_RELEASE", args.release)):
         if value is not None:
             env[name] = str(value)
     return env

@@ -109,6 +109,8 @@ class _Emitter:
         while isinstance(target, self.td.CvQualifiedType):
             target = target.typ
         if isinstance(target, (self.td.Structure, self.td.Union)):
+            if target.members is None:  # declared, never defined: an opaque handle has no layout to bind
+                return None
             ct = self.ctype(target)
             return None if ct == t.name else f"{t.name} = {ct}"
         if isinstance(target, (self.td.FundamentalType, self.td.Enumeration, self.td.Typedef)):
@@ -161,7 +163,8 @@ def sections(
 
     enums, typedefs = [], []
     for it in items:
-        if not em.ours(it) or not wanted(it.name or ""):
+        names = [it.name or "", *(v.name for v in it.values)] if isinstance(it, typedesc.Enumeration) else [it.name or ""]
+        if not em.ours(it) or not any(map(wanted, names)):  # an enum, by its name or any enumerator's
             continue
         if isinstance(it, (typedesc.Structure, typedesc.Union)) and it.members is not None:
             if it.name not in anon:

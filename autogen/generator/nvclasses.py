@@ -1,13 +1,16 @@
-"""nv_classes: the hardware classes a compute runtime drives: GPFIFO (clc56f, clc86f), copy (clc6b5, clc7b5,
-clc8b5) and compute (clc6c0, clc7c0) methods and class ids from the RM SDK of the newest nvidia-open-gpu-kernel-modules
-release bound, the Ampere QMD (version 03_00 of Mesa's clc6c0qmd.h and clc7c0qmd.h), and the hand-written facts of
-nv_facts.py (Hopper's and Blackwell's QMD, Blackwell class ids, constant bank 0 per arch).
+"""nv_classes: the hardware classes a compute runtime drives, from NVIDIA's own headers: open-gpu-doc's class headers
+(GPFIFO clc56f; copy clc6b5, clc7b5, clc8b5, clc9b5, clcab5; compute clc6c0, clc7c0, clc9c0, clcbc0, clcdc0,
+clcec0) and QMD headers (V03_00 of clc6c0qmd.h, clc7c0qmd.h and clc9c0qmd.h, Hopper's V04_00 of clcbc0qmd.h,
+Blackwell's V05_00 of clcdc0qmd.h and clcec0qmd.h); the class headers open-gpu-doc lacks (the GPFIFO classes clc86f,
+clc96f, clca6f and Blackwell's usermode clc761) and nvtypes.h from the RM SDK of the newest
+nvidia-open-gpu-kernel-modules release; constant bank 0 per arch from nv_facts.py (measured with ptxas).
 
-NVIDIA writes a bit range as `hi:lo` (a method's dword) or `MW(hi:lo)` (a multi-word structure); the C compiler
-values them as `(1 ? X)` and `(0 ? X)` (nvmisc.h's DRF_EXTENT/DRF_BASE), with MW taken as its argument. The headers
-list each method, then its fields, each followed by its named values, so a field belongs to the method it follows
-when its name extends the method's (a method has at least one field); the fields that follow no method (the GP
-entry and pushbuffer header words) are kept by name alone.
+NVIDIA writes a bit range as `hi:lo` (a method's dword) or `MW(hi:lo)` (a multi-word structure), an indexed one as a
+macro of the element (`NAME(i)`, `MW((320+(i)*16):(320+(i)*16))`); the C compiler values them as `(1 ? X)` and
+`(0 ? X)` (nvmisc.h's DRF_EXTENT/DRF_BASE), with MW taken as its argument, an indexed one at elements 0..2 (its
+stride, proven linear). The headers list each method, then its fields, each followed by its named values, so a field
+belongs to the method it follows when its name extends the method's (a method has at least one field); the fields
+that follow no method (the GP entry and pushbuffer header words) are kept by name alone.
 """
 
 from __future__ import annotations
@@ -20,17 +23,30 @@ from usergpu.autogen.generator.amdkernel import _write
 from usergpu.autogen.generator.spec import Module
 from usergpu.errors import ToolchainError
 
-ABI = max(toolchain.NV_RELEASES, key=int)  # the class headers describe hardware, not the driver: the newest release's
-CLASS_HEADERS = ("clc56f", "clc86f", "clc6b5", "clc7b5", "clc8b5", "clc6c0", "clc7c0", "clc9c0", "clcbc0")
-QMD_HEADERS = {"clc6c0qmd.h": "NVC6C0_QMDV03_00", "clc7c0qmd.h": "NVC7C0_QMDV03_00"}  # header -> the version kept
+# the class headers describe hardware, not the driver: the newest release's RM SDK gives what open-gpu-doc lacks
+RELEASE = toolchain.NV_RELEASES[-1]
+# where a class header comes from -> its file and banner
+SOURCES = {"doc": lambda name: toolchain.doc_file(f"classes/{name}.h"),
+           "rm": lambda name: toolchain.nv_file(RELEASE, f"{toolchain.NV_SDK}/class/{name}.h")}
+CLASS_HEADERS = (
+    ("doc", "host/clc56f"), ("rm", "clc86f"), ("rm", "clc96f"), ("rm", "clca6f"), ("rm", "clc761"),
+    *(("doc", f"dma-copy/{h}") for h in ("clc6b5", "clc7b5", "clc8b5", "clc9b5", "clcab5")),
+    *(("doc", f"compute/{h}") for h in ("clc6c0", "clc7c0", "clc9c0", "clcbc0", "clcdc0", "clcec0")),
+)
+QMD_HEADERS = {  # open-gpu-doc's compute/ QMD header -> the version kept
+    "clc6c0qmd": "NVC6C0_QMDV03_00", "clc7c0qmd": "NVC7C0_QMDV03_00", "clc9c0qmd": "NVC9C0_QMDV03_00",
+    "clcbc0qmd": "NVCBC0_QMDV04_00", "clcdc0qmd": "NVCDC0_QMDV05_00", "clcec0qmd": "NVCEC0_QMDV05_00",
+}
 RANGE = re.compile(r"^\d+ : \d+$")
 METHOD = re.compile(r"^NV[0-9A-F]{4}_(?!.*__)\w+$")  # a class's own name; `__` marks a header's meta value (__SIZE)
+CLASS_ID = re.compile(r"^BLACKWELL_[A-Z_]+_[A-Z]$")  # the Blackwell class ids (BLACKWELL_CLASSES)
 
-DOC = """NVIDIA hardware classes: GPFIFO (AMPERE_CHANNEL_GPFIFO_A c56f, HOPPER_CHANNEL_GPFIFO_A c86f), copy (c6b5,
-c7b5, c8b5) and compute (AMPERE_COMPUTE_A/B c6c0/c7c0) methods, their fields and named values, the USERD control
-structs (Nvc56fControl: GPGet, GPPut), the QMD layouts (Ampere 03_00 from Mesa's headers; Hopper 04_00 and
-Blackwell 05_00 from the generator's facts table, nv_facts.py, which names two agreeing sources for each), the
-Blackwell class ids and constant bank 0's layout per arch (the same facts table).
+DOC = """NVIDIA hardware classes from NVIDIA's headers (open-gpu-doc's classes/, and the RM SDK for the GPFIFO classes
+from Hopper on and Blackwell's usermode): GPFIFO (AMPERE_CHANNEL_GPFIFO_A c56f, HOPPER_CHANNEL_GPFIFO_A c86f,
+BLACKWELL_CHANNEL_GPFIFO_A/B c96f/ca6f), copy (c6b5, c7b5, c8b5, c9b5, cab5) and compute (c6c0, c7c0, c9c0, cbc0,
+cdc0, cec0) methods, their fields and named values, the USERD control structs (Nvc56fControl: GPGet, GPPut), the QMD
+layouts (V03_00 of Ampere and Ada, Hopper's V04_00, Blackwell's V05_00, each in full), the Blackwell class ids and
+constant bank 0's layout per arch (measured with ptxas: the generator's facts table, nv_facts.py).
 
 Tables: METHODS (C name -> Method: byte offset, stride of an indexed method, fields), FIELDS (bit ranges that belong
 to no method, by C name: the GP entry and pushbuffer header words), QMD (C prefix -> Layout: size and fields),
@@ -39,13 +55,14 @@ C name is its method's or QMD's, `_`, and the field's."""
 
 
 def _headers() -> list[tuple[Path, str]]:
-    sdk = [toolchain.nv_file(ABI, f"{toolchain.NV_SDK}/class/{h}.h") for h in CLASS_HEADERS]
-    return sdk + [toolchain.mesa_file(f"{toolchain.MESA_CLASSES}/{h}") for h in QMD_HEADERS]
+    """The class headers, then the QMD headers: (file, banner) each."""
+    return ([SOURCES[where](name) for where, name in CLASS_HEADERS]
+            + [toolchain.doc_file(f"classes/compute/{h}.h") for h in QMD_HEADERS])
 
 
 def include_flags() -> list[str]:
     """The RM SDK's folder, which the class headers include nvtypes.h from."""
-    return ["-I", str(toolchain.nv_file(ABI, toolchain.NV_SDK)[0])]
+    return ["-I", str(toolchain.nv_file(RELEASE, toolchain.NV_SDK)[0])]
 
 
 def translation_unit() -> Path:
@@ -139,7 +156,8 @@ def _methods(macros: list[cmacros.Macro], values: dict, consts: dict[str, int]) 
 
 
 def _qmd(macros: list[cmacros.Macro], values: dict, prefix: str) -> str:
-    """The QMD row of a Mesa header's version `prefix`: its ranges, sized by the dwords they span."""
+    """The QMD row of a header's version `prefix`: its ranges (an indexed one by element 0 and its stride), sized by
+    the dwords they span."""
     fields = {m.name.removeprefix(f"{prefix}_"): _range(values, m) for m in macros
               if _is_range(m) and m.name.startswith(f"{prefix}_")}
     if not fields:
@@ -147,9 +165,9 @@ def _qmd(macros: list[cmacros.Macro], values: dict, prefix: str) -> str:
     return _layout(prefix, 4 * ((max(hi for hi, _, _ in fields.values()) + 32) // 32), fields)
 
 
-def _layout(prefix: str, size: int, fields: dict[str, tuple[int, ...]]) -> str:
+def _layout(prefix: str, size: int, fields: dict[str, tuple[int, int, int]]) -> str:
     """A QMD row, one field a line."""
-    inner = "".join(f"        {k!r}: {_field(*(v if len(v) == 3 else (*v, 0)))},\n" for k, v in fields.items())
+    inner = "".join(f"        {k!r}: {_field(*v)},\n" for k, v in fields.items())
     return f"{prefix!r}: Layout({size}, {{\n{inner}    }})"
 
 
@@ -169,10 +187,9 @@ def render() -> str:
         orphans += loose
     qmds = [_qmd(ms, values, prefix) for ms, prefix in zip(per_file[len(CLASS_HEADERS):], QMD_HEADERS.values(),
                                                               strict=True)]
-    qmds += [_layout(prefix, size, fields) for prefix, (size, fields) in nv_facts.QMD.items()]
     out += [
-        "# Blackwell class ids (nv_facts.py; no header of the packages defines them)\n"
-        + writer.table("BLACKWELL_CLASSES", [f"{k!r}: {v:#x}" for k, v in nv_facts.CLASSES.items()]),
+        "# Blackwell class ids (the class headers')\n"
+        + writer.table("BLACKWELL_CLASSES", [f"{k!r}: {k}" for k in sorted(consts) if CLASS_ID.match(k)]),
         "# class method -> Method(byte offset, stride of NAME(i), fields)\n" + writer.table("METHODS", methods),
         "# bit ranges of no method: GP entry and pushbuffer header words\n" + writer.table("FIELDS", orphans),
         "# QMD -> Layout(bytes, fields)\n" + writer.table("QMD", qmds),
@@ -180,7 +197,7 @@ def render() -> str:
         + writer.table("CBANK0", [f"{arch!r}: {{{', '.join(f'{k!r}: {v:#x}' for k, v in offsets.items())}}}"
                                   for arch, offsets in nv_facts.CBANK0.items()]),
     ]
-    inputs = [banner for _, banner in files] + ["usergpu: autogen/generator/nv_facts.py (hand-written facts)"]
+    inputs = [banner for _, banner in files] + ["usergpu: autogen/generator/nv_facts.py (constant bank 0, measured)"]
     text = writer.module(DOC, inputs, _imports(out), out)
     cstructs.prove_layouts(text, records)
     return text
@@ -196,6 +213,6 @@ def _imports(out: list[str]) -> list[str]:
 
 
 MODULES: list[Module] = [
-    Module("nv_classes", f"{toolchain.NV_SOURCE} {toolchain.NV_RELEASES[ABI]} (source), "
-           f"{toolchain.MESA} {toolchain.MESA_VERSION} (source)", render),
+    Module("nv_classes", f"{toolchain.NV_DOC}, {toolchain.NV_SOURCE} {RELEASE} ({toolchain.nv_source(RELEASE)})",
+           render),
 ]

@@ -231,39 +231,43 @@ def compile_and_run(source: str, lang: str = "c", flags: list[str] | None = None
         return subprocess.run([str(exe)], capture_output=True, text=True)
 
 
-# NVIDIA's headers (NV.md): Debian's source packages, unpacked into the cache by `make nvidia-sources`, which keeps
-# only the folders named here (the Makefile's NV_TREE and NV_QMD; its NV_RELEASES and NV_MESA are these releases)
+# NVIDIA's headers (NV.md), one tree per driver release, unpacked into the cache by `make nvidia-sources`, which
+# keeps only the folders named here (the Makefile's NV_TREE): Debian's source package where its mirror has the
+# release, otherwise NVIDIA's release tree (the Makefile's NV_HEADERS); and open-gpu-doc's class headers (NV_DOC)
 NV_SOURCE = "nvidia-open-gpu-kernel-modules"
-NV_RELEASES = {"535": "535.261.03", "555": "555.58.02"}  # driver ABI -> upstream release of the Debian package
+NV_DEBIAN = ("535.261.03", "555.58.02")  # the Makefile's NV_DEBIAN; the other releases are its NV_UPSTREAM
+NV_RELEASES = ("535.261.03", "550.163.01", "555.58.02", "560.35.03", "565.77", "570.211.01", "575.64.05", "580.142",
+               "590.48.01", "595.45.04")
 NV_SOURCES = CACHE / "nvidia-sources"
 NV_SDK = "src/common/sdk/nvidia/inc"  # the RM SDK: nvos.h, class/, ctrl/, alloc/, nvstatuscodes.h
 NV_UNIX = "src/nvidia/arch/nvalloc/unix/include"  # nv_escape.h, nv-unix-nvos-params-wrappers.h, nv-ioctl*.h
 NV_GENERATED = "src/nvidia/generated"  # g_allclasses.h, g_gpu_class_list.c
 NV_KERNEL_INC = "kernel-open/common/inc"  # what nvidia-open-kernel-source ships: nv-ioctl*.h, nvtypes.h, nvstatus.h
 NV_UVM = "kernel-open/nvidia-uvm"  # uvm_ioctl.h, uvm_linux_ioctl.h, uvm_types.h
-MESA = "mesa"
-MESA_VERSION = "25.0.7"
-MESA_CLASSES = "src/nouveau/headers/nvidia/classes"  # NVIDIA's QMD headers as Mesa carries them
+NV_DOC = "open-gpu-doc-c8607fe"  # NVIDIA's open-gpu-doc at that commit: classes/ (host, copy, compute, QMDs)
 
 
 def _nv_missing(path: Path, what: str) -> ToolchainError:
-    return ToolchainError(f"{path} not found: the Debian source package {what} is unpacked there by "
-                          "make nvidia-sources (make test does)")
+    return ToolchainError(f"{path} not found: {what} is unpacked there by make nvidia-sources (make test does; "
+                          "NV_HEADERS names the folder of NVIDIA's release trees, ../shared/nvidia by default)")
 
 
-def nv_file(abi: str, rel: str) -> tuple[Path, str]:
-    """A file of nvidia-open-gpu-kernel-modules' release for driver ABI `abi` (relative to its tree), and how a
-    banner names it."""
-    release = NV_RELEASES[abi]
+def nv_source(release: str) -> str:
+    """Where a release's tree comes from, as a banner says it."""
+    return "Debian source" if release in NV_DEBIAN else "NVIDIA's release tree"
+
+
+def nv_file(release: str, rel: str) -> tuple[Path, str]:
+    """A file of nvidia-open-gpu-kernel-modules' release (relative to its tree), and how a banner names it."""
     path = NV_SOURCES / f"{NV_SOURCE}-{release}" / rel
     if not path.exists():
-        raise _nv_missing(path, f"{NV_SOURCE} {release} (contrib)")
-    return path, f"{NV_SOURCE} {release} (Debian source): {rel}"
+        raise _nv_missing(path, f"{NV_SOURCE} {release}")
+    return path, f"{NV_SOURCE} {release} ({nv_source(release)}): {rel}"
 
 
-def mesa_file(rel: str) -> tuple[Path, str]:
-    """A file of mesa's source tree (relative to it), and how a banner names it."""
-    path = NV_SOURCES / f"{MESA}-{MESA_VERSION}" / rel
+def doc_file(rel: str) -> tuple[Path, str]:
+    """A file of open-gpu-doc (relative to its tree), and how a banner names it."""
+    path = NV_SOURCES / NV_DOC / rel
     if not path.exists():
-        raise _nv_missing(path, f"{MESA} {MESA_VERSION} (bookworm-backports)")
-    return path, f"{MESA} {MESA_VERSION} (Debian source): {rel}"
+        raise _nv_missing(path, NV_DOC)
+    return path, f"{NV_DOC}: {rel}"

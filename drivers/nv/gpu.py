@@ -293,8 +293,9 @@ class NV:
     def free(self, mem: Memory, mapped: bool = True) -> None:
         """Unmap a memory object from the GPU and the CPU and free it."""
         try:
-            if mapped:
-                self.uvm.call(self.abi.uvm.UVM_FREE, base=mem.va, length=mem.size)
+            if mapped:  # from 590 UVM_FREE names the range by its base alone
+                sized = any(name == "length" for name, *_ in self.abi.uvm.UVM_FREE_PARAMS._fields_)
+                self.uvm.call(self.abi.uvm.UVM_FREE, base=mem.va, **({"length": mem.size} if sized else {}))
             self.client.free(mem.handle, self.device)
         finally:
             unreserve(self.hal, mem.va, mem.size)

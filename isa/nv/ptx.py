@@ -517,8 +517,23 @@ class _Body:
             if t.peek()[1] == "+" and isinstance(value, Sym):  # name+offset as a value (mov %rd, sym+8)
                 t.next()
                 return Addr(value, t.number())
+            if t.peek()[1] == "[" and isinstance(value, Sym):  # an array element's address (mov %rd, name[2])
+                return self.element(value, line)
             return value
         raise CodeObjectError(f"ptx: line {line}: unexpected {text!r} in an operand")
+
+    def element(self, array: Sym, line: int) -> Addr:
+        """name[k]: the address of element k of an array (its element size known for the function's own arrays;
+        element 0 of any)."""
+        t = self.t
+        t.expect("[")
+        index = t.number()
+        t.expect("]")
+        v = self.fn.variables.get(array.name)
+        if index and v is None:
+            raise CodeObjectError(f"ptx: line {line}: {array.name}[{index}]: only a function's own arrays are "
+                                  "indexed by element here (write the byte offset: name+offset)")
+        return Addr(array, index * (v.size // max(v.count, 1) if v else 0))
 
     def value(self, text: str):
         if text == "_":

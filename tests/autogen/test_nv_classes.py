@@ -1,6 +1,7 @@
 """nv_classes: every method offset, field and QMD range against NVIDIA's own nvmisc.h macros compiled by gcc
 (DRF_BASE/DRF_EXTENT for a dword's `hi:lo`, DRF_WORD_MW/DRF_BASE_MW/DRF_EXTENT_MW for MW(hi:lo)), the encoders
-against DRF_NUM/DRF_NUM_MW, the hand-written facts for consistency, and constant bank 0 against ptxas."""
+against DRF_NUM/DRF_NUM_MW, the QMD layouts and widened copy fields against the header text itself (read by a
+regex, not the compiler), and constant bank 0 against ptxas."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_methods_and_fields_are_nvmisc_drf():
     assert len(nv.METHODS) > 400 and nv.METHODS["NVC6C0_LAUNCH_DMA"].fields
 
 
-def test_ampere_qmd_ranges_are_nvmisc_drf_mw():
+def test_qmd_ranges_are_nvmisc_drf_mw():
     """MW(hi:lo): lo = 32 * DRF_WORD_MW + DRF_BASE_MW, hi = 32 * DRF_WORD_MW_HIGH + DRF_EXTENT_MW."""
     lines, want = [], []
     for prefix in nvclasses.QMD_HEADERS.values():
@@ -108,25 +109,77 @@ def test_qmd_encode_is_drf_num_mw():
             assert words[word] == value and sum(words) == value, n
 
 
-@pytest.mark.parametrize("prefix", nv_facts.QMD)
-def test_facts_qmd_fields_fit_and_do_not_overlap(prefix):
-    """The hand-written layouts: each field's bits within the QMD, no two fields (element 0 of an indexed one and
-    the elements before the next field) sharing a bit."""
-    size, fields = nv_facts.QMD[prefix]
+# a QMD field as open-gpu-doc writes it: `#define PREFIX_NAME MW(hi:lo)` or, indexed, `PREFIX_NAME(i)
+# MW((hi+(i)*stride):(lo+(i)*stride))`
+MW = re.compile(r"^#define (NV[0-9A-F]{4}_QMDV\d\d_\d\d)_(\w+?)(\(i\))?\s+MW\((?:(\d+):(\d+)|"
+                r"\((\d+)\+\(i\)\*(\d+)\):\((\d+)\+\(i\)\*(\d+)\))\)", re.M)
+
+
+def _header_qmd(header: str, prefix: str) -> dict[str, Field]:
+    """The fields of version `prefix` as the header's text spells them."""
+    path = toolchain.doc_file(f"classes/compute/{header}.h")[0]
+    fields = {}
+    for m in MW.finditer(path.read_text()):
+        if m.group(1) == prefix:
+            hi, lo, ihi, istride, ilo, lstride = m.group(4, 5, 6, 7, 8, 9)
+            assert istride == lstride, m.group(0)
+            fields[m.group(2)] = Field(int(hi), int(lo)) if m.group(3) is None else Field(int(ihi), int(ilo),
+                                                                                           int(istride))
+    return fields
+
+
+@pytest.mark.parametrize(("header", "prefix"), nvclasses.QMD_HEADERS.items())
+def test_qmd_layouts_are_the_header_text(header, prefix):
+    """Each QMD layout has exactly the fields its header's text defines for that version, at those bits, and is
+    sized by its last one: 256 bytes for V03_00, 384 for V04_00 and V05_00."""
+    try:
+        want = _header_qmd(header, prefix)
+    except ToolchainError as e:  # only where make nvidia-sources has not run
+        pytest.skip(str(e))
     layout = nv.QMD[prefix]
-    assert layout.size == size and {k: tuple(f)[: 2 + bool(f.stride)] for k, f in layout.fields.items()} == fields
-    owner: dict[int, str] = {}
-    for name, f in layout.fields.items():
-        assert f.hi < size * 8 and f.lo <= f.hi, name
-        for bit in range(f.lo, f.hi + 1):
-            assert bit not in owner, f"{name} and {owner.get(bit)} share bit {bit}"
-            owner[bit] = name
+    assert layout.fields == want
+    assert layout.size == (256 if prefix.endswith("V03_00") else 384)
+    assert max(f.hi for f in layout.fields.values()) == layout.size * 8 - 1
 
 
-def test_blackwell_and_cbank0_facts_are_the_tables():
-    assert nv.BLACKWELL_CLASSES == nv_facts.CLASSES
+def test_hopper_qmd_is_complete():
+    """V04_00 in full: a launch's fields where clcbc0qmd.h puts them (its text's MW(hi:lo)), the release semaphores,
+    the shared memory configuration and the cache invalidations beside them."""
+    try:
+        want = _header_qmd("clcbc0qmd", "NVCBC0_QMDV04_00")
+    except ToolchainError as e:
+        pytest.skip(str(e))
+    layout = nv.QMD["NVCBC0_QMDV04_00"]
+    assert layout.size == 384 and len(layout.fields) == len(want) > 100
+    for name in ("GRID_WIDTH", "GRID_HEIGHT", "GRID_DEPTH", "QMD_TYPE", "SASS_VERSION", "QMD_GROUP_ID",
+                 "TARGET_SM_CONFIG_SHARED_MEM_SIZE", "INVALIDATE_SHADER_CONSTANT_CACHE", "RELEASE_ENABLE",
+                 "RELEASE_SEMAPHORE2_ADDR_LOWER", "DEPENDENT_QMD0_POINTER", "CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6"):
+        assert layout.fields[name] == want[name], name
+    assert layout.fields["GRID_WIDTH"] == Field(1055, 1024) and layout.fields["RELEASE_ENABLE"] == Field(320, 320, 16)
+
+
+def test_copy_offsets_have_the_header_width():
+    """From Hopper's copy class on, OFFSET_IN/OUT_UPPER hold what the header's text says (25 bits), not Ampere's 17."""
+    for cls in ("c8b5", "c9b5", "cab5"):
+        try:
+            text = toolchain.doc_file(f"classes/dma-copy/cl{cls}.h")[0].read_text()
+        except ToolchainError as e:
+            pytest.skip(str(e))
+        for method in ("OFFSET_IN_UPPER", "OFFSET_OUT_UPPER"):
+            name = f"NV{cls.upper()}_{method}"
+            hi, lo = map(int, re.search(rf"^#define {name}_UPPER\s+(\d+):(\d+)", text, re.M).groups())
+            assert nv.METHODS[name].fields["UPPER"] == Field(hi, lo) and hi - lo + 1 == 25, name
+    assert nv.METHODS["NVC7B5_OFFSET_IN_UPPER"].fields["UPPER"].width == 17
+
+
+def test_blackwell_ids_and_cbank0():
+    """The Blackwell class ids come from their headers (the ids nouveau's nvif/class.h gives too)."""
+    assert nv.BLACKWELL_CLASSES == {
+        "BLACKWELL_CHANNEL_GPFIFO_A": 0xC96F, "BLACKWELL_CHANNEL_GPFIFO_B": 0xCA6F, "BLACKWELL_COMPUTE_A": 0xCDC0,
+        "BLACKWELL_COMPUTE_B": 0xCEC0, "BLACKWELL_DMA_COPY_A": 0xC9B5, "BLACKWELL_DMA_COPY_B": 0xCAB5,
+        "BLACKWELL_USERMODE_A": 0xC761}
     assert nv.CBANK0 == nv_facts.CBANK0
-    assert nv.AMPERE_COMPUTE_A == 0xC6C0 and nv.HOPPER_COMPUTE_A == 0xCBC0  # the SDK's, beside the facts'
+    assert nv.AMPERE_COMPUTE_A == 0xC6C0 and nv.HOPPER_COMPUTE_A == 0xCBC0
 
 
 def test_field_layout_and_method_records():

@@ -11,16 +11,19 @@ from usergpu.drivers.nv.gpu import sm_arch
 from usergpu.errors import DriverError
 
 
-@pytest.mark.parametrize(("release", "size"), [("535.261.03", 120), ("535.54.03", 120), ("555.58.02", 128)])
-def test_a_release_picks_the_bindings_of_its_abi(release, size):
+@pytest.mark.parametrize(("release", "size"), [("535.261.03", 120), ("535.54.03", 120), ("555.58.02", 128),
+                                               ("580.65.06", 128)])
+def test_a_release_picks_the_bindings_of_its_branch(release, size):
     got = abi.for_release(release)
     assert got.name == release.split(".")[0]
-    assert ctypes.sizeof(got.rm.NV_MEMORY_ALLOCATION_PARAMS) == size  # NV.md: 120 bytes in 535, 128 from 555
+    assert ctypes.sizeof(got.rm.NV_MEMORY_ALLOCATION_PARAMS) == size  # NV.md: 120 bytes in 535, 128 from 550
 
 
-def test_a_release_without_bindings_is_refused_naming_it_and_the_supported_ones():
-    with pytest.raises(DriverError, match=r"580\.65\.06.*535\.261\.03 \(ABI 535\), 555\.58\.02 \(ABI 555\)"):
-        abi.for_release("580.65.06")
+def test_a_release_of_no_bound_branch_is_refused_naming_it_and_the_bound_ones():
+    with pytest.raises(DriverError, match=r"610\.43\.02, of a branch.*535 \(535\.261\.03\), 550 \(550\.163\.01\)"):
+        abi.for_release("610.43.02")
+    with pytest.raises(DriverError, match="'580.x', which is no release number"):
+        abi.for_release("580.x")
 
 
 def test_escape_numbers_are_iowr_of_type_f_with_the_struct_size():

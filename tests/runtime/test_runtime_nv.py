@@ -13,7 +13,9 @@ import nv_corpus  # tests/kernels, on the path by tests/conftest.py
 import pytest
 
 import usergpu
+from usergpu.emu.nv.mock.machine import mock_nv_hal
 from usergpu.errors import CodeObjectError, DriverError, GPUFault, GPUHang, RMError
+from usergpu.isa.nv.releases import BRANCHES
 
 pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 
@@ -66,7 +68,7 @@ def test_the_cuda_corpus_runs_through_the_runtime_on_mock_nv(case, arch, monkeyp
 def test_the_driver_opens_the_chip_picks_its_classes_and_runs_a_kernel(arch, compute, gpfifo, nv, monkeypatch):
     monkeypatch.setenv("MOCKGPU_NV_ARCH", arch)
     dev = nv()
-    assert dev.arch == arch and dev.driver.release == "535.261.03"
+    assert dev.arch == arch and dev.driver.release == "595.45.04"
     assert (dev.driver.class_ids["compute"], dev.driver.class_ids["gpfifo"]) == (compute, gpfifo)
     assert dev.driver.memory_size > 1 << 30 and dev.driver.name.startswith("NVIDIA")
     n = 1000
@@ -76,19 +78,36 @@ def test_the_driver_opens_the_chip_picks_its_classes_and_runs_a_kernel(arch, com
     assert (c == a + b).all()  # QMD V03 (Ampere, Ada), V04 (Hopper), V05 (Blackwell)
 
 
-@pytest.mark.parametrize("release", ["535.261.03", "555.58.02"])
-def test_each_supported_release_picks_its_bindings(release, nv, monkeypatch):
+@pytest.mark.parametrize("release", [*BRANCHES.values(), "570.86.15", "580.65.06"])
+def test_each_release_drives_the_mock_in_its_own_layouts(release, nv, monkeypatch):
+    """The driver reads the release, speaks its ABI (a release of a bound branch its branch's) and runs the same
+    sequence: a kernel, the copy engine, a fault and the recovery after it."""
     monkeypatch.setenv("MOCKGPU_NV_RELEASE", release)
     dev = nv()
-    assert dev.driver.release == release and dev.driver.abi.name == release.split(".")[0]
-    buf = dev.alloc(4096)
-    buf.copyin(np.arange(1024, dtype=np.uint32))
-    assert (buf.copyout(np.uint32) == np.arange(1024)).all()
+    abi = dev.driver.abi
+    assert dev.driver.release == release and abi.bound == BRANCHES[release.split(".")[0]]
+    assert dev.driver.client.rm is abi.rm and (abi.note == "") == (release == abi.bound)
+    n = 1000
+    a, b = np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32)
+    _, _, c = usergpu.launch(cubin(dev.arch), "vadd", (4, 1, 1), (256, 1, 1), [a, b, np.zeros(n, np.float32),
+                                                                                np.uint32(n)], device=dev)
+    assert (c == a + b).all()
+    buf = dev.alloc(1 << 20)
+    data = np.random.default_rng(1).integers(0, 1 << 32, 1 << 18, dtype=np.uint32)
+    buf.copyin(data)  # through the copy engine's channel
+    assert (buf.copyout(np.uint32) == data).all()
+    prog = dev.load(cubin(dev.arch))
+    with pytest.raises(GPUFault):
+        prog.kernel("store")(0x1000, grid=(1, 1, 1), block=(1, 1, 1))
+    prog.kernel("fill")(buf, np.uint32(5), grid=(1, 1, 1), block=(32, 1, 1))
+    assert (buf.copyout(np.uint32, 32) == 5 + np.arange(32)).all()
 
 
-def test_an_unsupported_release_is_refused_naming_it_and_the_supported_ones(nv, monkeypatch):
-    monkeypatch.setenv("MOCKGPU_NV_RELEASE", "570.86.15")
-    with pytest.raises(DriverError, match=r"570\.86\.15.*535\.261\.03.*555\.58\.02"):
+def test_a_release_of_an_unbound_branch_is_refused_naming_the_bound_ones(nv, monkeypatch):
+    monkeypatch.setenv("MOCKGPU_NV_RELEASE", "595.45.04")
+    hal = mock_nv_hal()
+    monkeypatch.setattr(hal.nv, "release", "610.43.02")  # a driver newer than any bindings
+    with pytest.raises(DriverError, match=r"610\.43\.02, of a branch usergpu has no bind.*535 \(535\.261\.03\)"):
         nv()
 
 

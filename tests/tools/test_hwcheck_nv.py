@@ -68,7 +68,7 @@ def test_passes_on_a_healthy_mock_as_a_command():
     assert "Traceback" not in res.stdout + res.stderr
 
 
-@pytest.mark.parametrize("arch", ["sm_86", "sm_89", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_86", "sm_89", "sm_90", "sm_120"])
 def test_passes_in_process_with_json_for_each_shipped_arch(arch, monkeypatch, capsys):
     monkeypatch.setenv("MOCKGPU_NV_ARCH", arch)
     assert nv.main([*MOCK, "--json"]) == 0
@@ -82,6 +82,21 @@ def test_passes_in_process_with_json_for_each_shipped_arch(arch, monkeypatch, ca
     assert checks["fault"]["figures"]["kernel"] == "hwcheck_store"
     assert nv.FAULT_VA <= checks["fault"]["figures"]["address"] < nv.FAULT_VA + 4096
     assert checks["latency"]["figures"]["launches"] == 10
+
+
+@pytest.mark.parametrize(("release", "bindings"), [("535.261.03", "nv_rm_535 + nv_uvm_535"),
+                                                   ("570.211.01", "nv_rm_570 + nv_uvm_570"),
+                                                   ("580.142", "nv_rm_580 + nv_uvm_580"),
+                                                   ("595.45.04", "nv_rm_595 + nv_uvm_595")])
+def test_passes_unchanged_on_each_long_term_release(release, bindings, monkeypatch, capsys):
+    """The same script on the drivers people run: it reads the release and speaks that release's ABI."""
+    monkeypatch.setenv("MOCKGPU_NV_ARCH", "sm_90")
+    monkeypatch.setenv("MOCKGPU_NV_RELEASE", release)
+    assert nv.main([*MOCK, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    opened = next(c for c in doc["checks"] if c["name"] == "open")
+    assert doc["ok"] is True and opened["figures"]["driver_release"] == release
+    assert opened["figures"]["bindings"] == bindings and f"driver {release} (bindings {bindings})" in opened["detail"]
 
 
 def test_a_wrong_kernel_result_fails_the_check(tmp_path):

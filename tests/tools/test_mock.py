@@ -15,7 +15,8 @@ from cli_errors import Case, check
 USERGPU = Path(sys.executable).parent / "usergpu"
 PROBE = ("import json, os, test.mockgpu.mockgpu as m, test.mockgpu.usb as u; "
          "print(json.dumps({'fileio': m.MockFileIOInterface.__module__, 'usb': u.MockUSB3.__module__, "
-         "**{k: os.environ.get(k) for k in ('DEV', 'MOCKGPU_ARCH', 'MOCKGPU_COUNT', 'MOCKGPU', 'MOCKGPU_PARTITION') "
+         "**{k: os.environ.get(k) for k in ('DEV', 'MOCKGPU_ARCH', 'MOCKGPU_COUNT', 'MOCKGPU', 'MOCKGPU_PARTITION', "
+         "'MOCKGPU_NV_ARCH', 'MOCKGPU_NV_RELEASE') "
          "if k in os.environ}}))")
 
 
@@ -37,6 +38,12 @@ def test_the_seam_is_usergpus_with_the_environment_set(tmp_path):
 def test_a_cdna_gpu_and_its_partitions(tmp_path):
     got = mock("--arch", "gfx942", "--partition", "CPX", cwd=tmp_path)
     assert (got["MOCKGPU_ARCH"], got["MOCKGPU_PARTITION"], got["DEV"]) == ("gfx942", "cpx", "MOCKKFD+AMD")
+
+
+def test_the_nvidia_mock_takes_its_chip_and_release(tmp_path):
+    got = mock("--dev", "mock+nv", "--arch", "sm_89", "--release", "570.211.01", cwd=tmp_path)
+    assert (got["DEV"], got["MOCKGPU_NV_ARCH"], got["MOCKGPU_NV_RELEASE"]) == ("MOCK+NV", "sm_89", "570.211.01")
+    assert "MOCKGPU_ARCH" not in got
 
 
 def test_dev_is_kept_when_set_and_replaced_by_the_option(tmp_path):
@@ -81,12 +88,18 @@ CASES = [
     Case([*MOCK], "mock: no command given"),
     Case([*MOCK, "--"], "mock: no command given"),
     Case([*MOCK, "--", "no-such-command-anywhere"], "mock: no-such-command-anywhere: command not found"),
-    Case([*MOCK, "--arch", "gfx9", "--", "true"], "'gfx9': the mock GPUs are gfx1100, gfx1200, gfx942, gfx950", 2),
+    Case([*MOCK, "--arch", "gfx9", "--", "true"],
+         "'gfx9': the mock GPUs are gfx1100, gfx1200, gfx942, gfx950, sm_80, sm_86, sm_89, sm_90, sm_120", 2),
+    Case([*MOCK, "--dev", "MOCK+NV", "--arch", "gfx1100", "--", "true"],
+         "mock: MOCK+NV runs sm_80, sm_86, sm_89, sm_90, sm_120; --release is MOCK+NV's"),
+    Case([*MOCK, "--release", "570.211.01", "--", "true"],
+         "mock: MOCKKFD+AMD runs gfx1100, gfx1200, gfx942, gfx950; --release is MOCK+NV's"),
     Case([*MOCK, "--partition", "tpx", "--", "true"], "'tpx': a CDNA GPU partitions as spx or cpx", 2),
     Case([*MOCK, "--dev", "MOCKPCI+AMD", "--arch", "gfx950", "--", "true"],
          "mock: MOCKPCI+AMD models gfx1100, gfx1200 boards; the CDNA parts run on MOCKKFD+AMD"),
     Case([*MOCK, "--count", "0", "--", "true"], "'0': a GPU count must be 1..64", 2),
-    Case([*MOCK, "--dev", "KFD+AMD", "--", "true"], "'KFD+AMD': the mocks are MOCKKFD+AMD, MOCKPCI+AMD", 2),
+    Case([*MOCK, "--dev", "KFD+AMD", "--", "true"],
+         "'KFD+AMD': the mocks are MOCKKFD+AMD, MOCKPCI+AMD, MOCKUSB+AMD, MOCK+NV", 2),
 ]
 
 

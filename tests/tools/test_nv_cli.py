@@ -72,7 +72,8 @@ def test_devices_lists_the_mock_nvidia_gpus_with_chip_arch_memory_and_release(ca
     monkeypatch.setenv("MOCKGPU_NV_ARCH", "sm_90")
     assert cli.main(["devices", "--mock", "nv", "--json"]) == 0
     gpu = json.loads(capsys.readouterr().out)["devices"][0]
-    assert (gpu["vendor"], gpu["driver"], gpu["arch"], gpu["release"]) == ("NV", "nvidia", "sm_90", "535.261.03")
+    assert (gpu["vendor"], gpu["driver"], gpu["arch"], gpu["release"]) == ("NV", "nvidia", "sm_90", "595.45.04")
+    assert gpu["bindings"] == "bindings nv_rm_595 + nv_uvm_595"
     assert gpu["model"] == "NVIDIA H200" and gpu["memory"] > 100 << 30
     assert cli.main(["devices", "--mock", "nv"]) == 0
-    assert "NVIDIA H200" in capsys.readouterr().out
+    assert "NVIDIA H200" in (out := capsys.readouterr().out) and "595.45.04 (bindings nv_rm_595 + nv_uvm_595)" in out

@@ -1,7 +1,9 @@
 """An unmodified tinygrad (PyPI, the `tinygrad` extra) on usergpu's mock GPUs: the program suite
 (tinygrad_programs/test_programs.py, each program checked against numpy) run through `usergpu mock` for each arch,
 queue kind and renderer. tinygrad's AMD renderers: HIP (the default where ROCm's comgr >= 6 loads; Debian 12's 5.2
-does not know gfx11) and LLVM (DEV=...:LLVM); the default run takes whichever tinygrad picks."""
+does not know gfx11) and LLVM (DEV=...:LLVM); the default run takes whichever tinygrad picks. On MOCK+NV tinygrad
+loads PTX (its renderer's, for a mock interface) and speaks its 570 layouts below release 580, its 580 ones from
+580 on: Ada on 570.211.01, Blackwell on the newest release."""
 
 import os
 import subprocess
@@ -23,6 +25,8 @@ CONFIGS = {  # name -> (usergpu mock options, environment)
     "gfx1100-pm4-default-2gpus": (["--arch", "gfx1100", "--count", "2"], {"DEV": "MOCKKFD+AMD"}),
     "gfx942-aql-llvm": (["--arch", "gfx942"], {"DEV": "MOCKKFD+AMD:LLVM"}),  # MI300X: tinygrad's default is AQL
     "gfx950-pm4-llvm": (["--arch", "gfx950"], {"DEV": "MOCKKFD+AMD:LLVM", "AMD_AQL": "0"}),
+    "sm_89-570-nv": (["--dev", "MOCK+NV", "--arch", "sm_89", "--release", "570.211.01"], {}),
+    "sm_120-595-nv": (["--dev", "MOCK+NV", "--arch", "sm_120"], {}),
 }
 
 
@@ -56,12 +60,13 @@ def tinygrad_sdist(tmp_path_factory) -> Path:
     return next(where.glob("tinygrad-*/test")).parent
 
 
-def test_tinygrads_own_test_file(tinygrad_sdist):
+@pytest.mark.parametrize(("dev", "options"), [("MOCKKFD+AMD:LLVM", []), ("MOCK+NV", ["--arch", "sm_89"])])
+def test_tinygrads_own_test_file(tinygrad_sdist, dev, options):
     """tinygrad's test/test_tiny.py, run in tinygrad's source tree (its own `test` package next to it) as its CI
     runs it, on the mock (its CPU-device parts compile with clang-22)."""
-    env = {**os.environ, "DEV": "MOCKKFD+AMD:LLVM", "CC": "clang-22", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "DEV": dev, "CC": "clang-22", "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTEST_XDIST_WORKER", None)
-    run = subprocess.run([str(USERGPU), "mock", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "-p", "no:xdist", "test/test_tiny.py"], env=env, cwd=tinygrad_sdist, capture_output=True,
-                         text=True, timeout=900)
+    run = subprocess.run([str(USERGPU), "mock", *options, "--", sys.executable, "-m", "pytest", "-q", "-p",
+                          "no:cacheprovider", "-p", "no:xdist", "test/test_tiny.py"], env=env, cwd=tinygrad_sdist,
+                         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-6000:] + run.stderr[-3000:]

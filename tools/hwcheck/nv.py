@@ -25,7 +25,7 @@ from usergpu.tools.common import BadArgument, Parser, guarded, input_dir, positi
 from usergpu.tools.hwcheck import Measured, Mismatch, Report
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "nv" / "hwcheck"
-ARCHS = ("sm_86", "sm_89", "sm_90")  # the cubins shipped: Hopper, and the mocks' Ampere and Ada
+ARCHS = ("sm_86", "sm_89", "sm_90", "sm_100", "sm_120")  # the cubins shipped: Ampere, Ada, Hopper, Blackwell
 KERNELS = ("hwcheck_vadd", "hwcheck_matmul", "hwcheck_reduce", "hwcheck_empty", "hwcheck_store")
 DEVICES = ("NVK+NV", "MOCK+NV", "NV")
 BLOCK = 256  # threads of a vadd block and of a reduce block (hwcheck.cu's REDUCE_BLOCK)
@@ -83,9 +83,10 @@ class NVCheck:
         dev = usergpu.Device(self.args.dev, timeout=self.args.timeout)
         drv = dev.driver
         return Measured(f"{dev.name}:{dev.index}: {drv.name}, {dev.arch}, {drv.memory_size / 2**30:.1f} GiB, "
-                        f"driver {drv.release}",
+                        f"driver {drv.abi.describe()}",
                         {"interface": dev.name, "index": dev.index, "chip": drv.name, "arch": dev.arch,
-                         "memory_bytes": drv.memory_size, "driver_release": drv.release}, dev)
+                         "memory_bytes": drv.memory_size, "driver_release": drv.release,
+                         "bindings": drv.abi.modules}, dev)
 
     def memory(self, dev) -> Measured:
         """A buffer of each kind, written and read by the CPU through its mapping."""

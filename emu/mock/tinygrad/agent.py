@@ -24,10 +24,13 @@ FAST, SLOW = 50e-6, 2e-3  # seconds between polls: just after work, and when lon
 
 class DoorbellAgent:
     """run() steps the machine's queues (the agent holds the lock) and answers (whether they made progress,
-    whether work is left stalled)."""
+    whether work is left stalled). pending(), where given, says whether a queue has work it has not taken: an
+    NVIDIA doorbell repeats the channel's token, so a second ring leaves the page as it was and only the channel's
+    GP_PUT tells new work (an AMD doorbell holds the queue's write pointer, which moves with each ring)."""
 
-    def __init__(self, run: Callable[[], tuple[bool, bool]], lock: threading.RLock):
-        self._run, self.lock = run, lock
+    def __init__(self, run: Callable[[], tuple[bool, bool]], lock: threading.RLock,
+                 pending: Callable[[], bool] | None = None):
+        self._run, self.lock, self._pending = run, lock, pending
         self._pages: dict[int, np.ndarray] = {}  # id -> a doorbell page (uint64 words) as the mock maps it
         self._seen: dict[int, np.ndarray] = {}
         self._thread: threading.Thread | None = None
@@ -68,7 +71,7 @@ class DoorbellAgent:
         while not self._stop.wait(wait):
             progressed = False
             with self.lock:
-                if self._rung() or stalled:
+                if self._rung() or stalled or self._pending is not None and self._pending():
                     try:
                         progressed, stalled = self._run()
                     except Error as e:  # the queue stopped; amdkfd tells the process through its events

@@ -16,16 +16,19 @@ from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import os_mmap, os_munmap
 
-# tinygrad's interface names (DEV=<iface>+AMD) -> the usergpu machine behind them; MOCK is its KFD mock too
-MACHINES = {"MOCK": "MOCKKFD+AMD", "MOCKKFD": "MOCKKFD+AMD", "MOCKPCI": "MOCKPCI+AMD", "MOCKUSB": "MOCKUSB+AMD"}
+# tinygrad's mock devices (DEV=<iface>+<vendor>) -> the usergpu machine behind them; MOCK+AMD is its KFD mock too
+MACHINES = {"MOCK+AMD": "MOCKKFD+AMD", "MOCKKFD+AMD": "MOCKKFD+AMD", "MOCKPCI+AMD": "MOCKPCI+AMD",
+            "MOCKUSB+AMD": "MOCKUSB+AMD", "MOCK+NV": "MOCK+NV"}
 
 
 def interface(dev: str) -> str:
-    """The usergpu machine a tinygrad DEV string ("MOCKKFD+AMD", "MOCKKFD:0,1+AMD", "MOCKKFD+AMD:LLVM") names."""
-    iface = dev.partition("+")[0].partition(":")[0].upper() if "+" in dev else ""
-    if iface not in MACHINES:
-        raise DeviceNotFound(f"DEV {dev!r}: usergpu's mocks serve {', '.join(f'{k}+AMD' for k in MACHINES)}")
-    return MACHINES[iface]
+    """The usergpu machine a tinygrad DEV string ("MOCKKFD+AMD", "MOCKKFD:0,1+AMD", "MOCKKFD+AMD:LLVM",
+    "MOCK+NV") names."""
+    iface, _, vendor = dev.upper().partition("+")
+    key = f"{iface.partition(':')[0]}+{vendor.partition(':')[0]}"
+    if key not in MACHINES:
+        raise DeviceNotFound(f"DEV {dev!r}: usergpu's mocks serve {', '.join(MACHINES)}")
+    return MACHINES[key]
 
 
 @functools.cache
@@ -50,7 +53,7 @@ class MockFileIOInterface:
         return self.hal.ioctl(self.fd, request, arg)
 
     def mmap(self, start: int, sz: int, prot: int, flags: int, offset: int) -> int:
-        return self.hal.mmap(self.fd, sz, offset, prot, flags, start)
+        return self.hal.mmap(self.fd, sz, offset, prot, flags, start or 0)  # tinygrad passes None for "anywhere"
 
     def read(self, size: int | None = None, binary: bool = False, offset: int | None = None):
         if offset is not None:

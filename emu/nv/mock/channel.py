@@ -87,6 +87,11 @@ class Channel:
         self._at = (0, 0)  # (subchannel, method) being executed, for messages
         self._ran = False
 
+    @property
+    def progress(self) -> tuple[int, int, int]:
+        """Where the channel is (GP entry, pushbuffer position, methods done): it moved if this changed."""
+        return self.gp_get, self._pos, self._done
+
     # ---- the RM's side ----------------------------------------------------------------------------------------
     def bind(self, class_id: int) -> None:
         """An object of a compute or copy class allocated on the channel: SET_OBJECT may now bind it."""

@@ -6,16 +6,14 @@ Sources: PCI device ids and marketing names from the PCI ID repository (pci-ids.
 NVIDIA's architecture whitepapers (A100, GA102, AD102, H100, RTX Blackwell) and the CUDA programming guide's
 compute-capability table (max resident warps per SM: 64 on 8.0 and 9.0, 48 on 8.6, 8.9 and 12.0); memory sizes
 from the products' data sheets. SM versions are the NV2080_CTRL_GR_INFO_SM_VERSION_* of ctrl2080gr.h (12_00 =
-0xC00 from the 570 header; 535/555 stop at 9_00). Class lists are CHIP_CLASSES of the RM bindings
-(g_gpu_class_list.c); GB202 is in neither 535 nor 555, so its list is the GPU classes Ada and Hopper share plus
-the Blackwell classes of nv_classes.BLACKWELL_CLASSES (NV.md's table)."""
+0xC00 from the 570 header; 535/555 stop at 9_00). Class lists are CHIP_CLASSES of the release's RM bindings
+(g_gpu_class_list.c): GB202 has one from 570 on, and an older release drives no GB202."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import ModuleType
 
-from usergpu.autogen import nv_classes
 from usergpu.errors import DeviceNotFound
 
 GIB = 1 << 30
@@ -37,12 +35,14 @@ class Chip:
     warps_per_sm: int
     vram: int  # bytes
 
-    def classes(self, rm: ModuleType) -> tuple[int, ...]:
-        """The class ids the chip offers (NV0080_CTRL_CMD_GPU_GET_CLASSLIST), from the release's RM bindings."""
-        if self.chip in rm.CHIP_CLASSES:
-            return rm.CHIP_CLASSES[self.chip]
-        shared = set(rm.CHIP_CLASSES["AD102"]) & set(rm.CHIP_CLASSES["GH100"])
-        return tuple(sorted(shared | set(nv_classes.BLACKWELL_CLASSES.values())))
+    def classes(self, rm: ModuleType, release: str) -> tuple[int, ...]:
+        """The class ids the chip offers (NV0080_CTRL_CMD_GPU_GET_CLASSLIST), from the release's RM bindings; a
+        release older than the chip does not drive it (its class list names no such chip)."""
+        if self.chip not in rm.CHIP_CLASSES:
+            drive = list(rm.CHIP_CLASSES)
+            raise DeviceNotFound(f"MOCKGPU_NV_ARCH {self.arch}: driver release {release} does not drive {self.chip} "
+                                 f"({self.name}); it drives {', '.join(drive)} of the chips the mock models")
+        return rm.CHIP_CLASSES[self.chip]
 
     def gr_info(self) -> dict[str, int]:
         """NV2080_CTRL_GR_INFO_INDEX_* name -> value, for the indices the mock answers."""

@@ -1,10 +1,10 @@
 """The compute classes: a QMD launch on the PTX emulator, the inline-to-memory writes (I2M) and the QMD's releases.
 
-Classes and their QMD: AMPERE_COMPUTE_A c6c0 (NVC6C0_QMDV03_00), AMPERE_COMPUTE_B c7c0 and ADA_COMPUTE_A c9c0
-(NVC7C0_QMDV03_00), HOPPER_COMPUTE_A cbc0 (QMD V04_00: only what a launch needs is known, so no releases and no
-dependent QMD), BLACKWELL_COMPUTE_A/B cdc0/cec0 (NVCDC0_QMDV05_00). The methods of c9c0, cbc0 and the Blackwell
-classes are c7c0's here (their headers define none): the ones a launch uses (SEND_PCAS_A 0x2b4,
-SEND_SIGNALING_PCAS2_B 0x2c0, SET_SHADER_*) sit at the same offsets in NVIDIA's clcbc0.h and clcec0.h.
+Classes and their QMD (NVIDIA's open-gpu-doc layouts): AMPERE_COMPUTE_A c6c0 (NVC6C0_QMDV03_00), AMPERE_COMPUTE_B
+c7c0 (NVC7C0_QMDV03_00), ADA_COMPUTE_A c9c0 (NVC9C0_QMDV03_00), HOPPER_COMPUTE_A cbc0 (NVCBC0_QMDV04_00),
+BLACKWELL_COMPUTE_A/B cdc0/cec0 (NVCDC0_QMDV05_00, NVCEC0_QMDV05_00). Each class has its own header's methods; the
+ones a launch uses (SEND_PCAS_A 0x2b4, SEND_SIGNALING_PCAS2_B 0x2c0, SET_SHADER_*, the I2M methods) sit at c6c0's
+offsets in every one.
 
 A launch: SEND_PCAS_A latches the QMD's address (>> 8), SEND_SIGNALING_PCAS2_B with a scheduling action runs it. The
 QMD gives the program address, grid, block, shared memory size and constant bank 0; the program address lies in a
@@ -14,15 +14,17 @@ parameters read from constant bank 0 where the cubin's PARAM_CBANK attribute put
 arch without one) and as dynamic shared memory what the QMD gives beyond the kernel's static shared memory. Then the
 QMD's enabled releases are written and a dependent QMD it schedules is launched in turn.
 
-V05's structure-size, reduction and dependent-action values are taken as V03's (no header here names them).
+The release structure-size, reduction and dependent-action values are read by V03's names: V04's and V05's headers
+give them the same values (tests/emu/nv/mock/test_mock_compute.py checks).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
+from usergpu.emu.nv.mock import ptx_text
 from usergpu.emu.nv.mock.engine import Engine, MethodError, named
 from usergpu.emu.nv.mock.host import reductions, release
 from usergpu.emu.nv.mock.vaspace import VASpace
@@ -31,10 +33,10 @@ from usergpu.errors import CodeObjectError, Error, GPUFault, GPUHang
 from usergpu.isa import elf
 from usergpu.isa.nv import cubin as cubin_format
 
-_C6, _C7 = ("NVC6C0",), ("NVC7C0", "NVC6C0")
 _B = nc.BLACKWELL_CLASSES
-CHAINS = {nc.AMPERE_COMPUTE_A: _C6, nc.AMPERE_COMPUTE_B: _C7, nc.ADA_COMPUTE_A: _C7, nc.HOPPER_COMPUTE_A: _C7,
-          _B["BLACKWELL_COMPUTE_A"]: _C7, _B["BLACKWELL_COMPUTE_B"]: _C7}
+CHAINS = {nc.AMPERE_COMPUTE_A: ("NVC6C0",), nc.AMPERE_COMPUTE_B: ("NVC7C0",), nc.ADA_COMPUTE_A: ("NVC9C0",),
+          nc.HOPPER_COMPUTE_A: ("NVCBC0",), _B["BLACKWELL_COMPUTE_A"]: ("NVCDC0",),
+          _B["BLACKWELL_COMPUTE_B"]: ("NVCEC0",)}
 
 _V3 = "NVC6C0_QMDV03_00_RELEASE0_"
 SIZES = named(f"{_V3}STRUCTURE_SIZE_SEMAPHORE_", ("ONE_WORD", "TWO_WORDS", "FOUR_WORDS"))
@@ -49,15 +51,16 @@ QUIET = named(_ACTION, ("NOP", "INVALIDATE", "PREFETCH"))
 
 @dataclass(frozen=True)
 class QMDFormat:
-    """Where a QMD version keeps what a launch reads. A release's field is named with {i} for the semaphore's
-    number where each semaphore has its own, or is an indexed field."""
+    """Where a QMD version keeps what a launch reads. A release's or dependent QMD's field is named with {i} for
+    the semaphore's (QMD's) number where each has its own, or is an indexed field."""
 
     name: str  # the nv_classes.QMD key
     program: tuple[str, str, int]  # address lower and upper fields, and the shift that makes them bytes
     grid: tuple[str, str, str]
     shared: tuple[str, int]  # shared memory size field and its shift
     cbank: tuple[str, str, int]  # constant buffer address lower and upper (indexed by bank) and their shift
-    releases: dict[str, str] = field(default_factory=dict)
+    releases: dict[str, str]
+    dependent: tuple[str, str, str]  # the dependent QMD's enable, action and pointer (>> 8)
 
     @property
     def layout(self):
@@ -73,22 +76,25 @@ _RELEASES_V03 = {
     "payload_lower": "RELEASE{i}_PAYLOAD_LOWER", "payload_upper": "RELEASE{i}_PAYLOAD_UPPER",
     "size": "RELEASE{i}_STRUCTURE_SIZE", "payload64": "RELEASE{i}_PAYLOAD64B",
     "reduce": "RELEASE{i}_REDUCTION_ENABLE", "op": "RELEASE{i}_REDUCTION_OP", "format": "RELEASE{i}_REDUCTION_FORMAT"}
-_RELEASES_V05 = {
+_RELEASES_V04 = {  # V04's and V05's
     "enable": "RELEASE_ENABLE", "lower": "RELEASE_SEMAPHORE{i}_ADDR_LOWER", "upper": "RELEASE_SEMAPHORE{i}_ADDR_UPPER",
     "payload_lower": "RELEASE_SEMAPHORE{i}_PAYLOAD_LOWER", "payload_upper": "RELEASE_SEMAPHORE{i}_PAYLOAD_UPPER",
     "size": "RELEASE_STRUCTURE_SIZE", "payload64": "RELEASE_PAYLOAD64B", "reduce": "RELEASE_REDUCTION_ENABLE",
     "op": "RELEASE_REDUCTION_OP", "format": "RELEASE_REDUCTION_FORMAT"}
 _GRID = ("GRID_WIDTH", "GRID_HEIGHT", "GRID_DEPTH")
+_DEPENDENT = ("DEPENDENT_QMD0_ENABLE", "DEPENDENT_QMD0_ACTION", "DEPENDENT_QMD0_POINTER")
 V03 = QMDFormat("NVC7C0_QMDV03_00", ("PROGRAM_ADDRESS_LOWER", "PROGRAM_ADDRESS_UPPER", 0),
                 ("CTA_RASTER_WIDTH", "CTA_RASTER_HEIGHT", "CTA_RASTER_DEPTH"), ("SHARED_MEMORY_SIZE", 0),
-                ("CONSTANT_BUFFER_ADDR_LOWER", "CONSTANT_BUFFER_ADDR_UPPER", 0), _RELEASES_V03)
+                ("CONSTANT_BUFFER_ADDR_LOWER", "CONSTANT_BUFFER_ADDR_UPPER", 0), _RELEASES_V03, _DEPENDENT)
 _CBANK_SHIFTED6 = ("CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6", "CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6", 6)
 V04 = QMDFormat("NVCBC0_QMDV04_00", ("PROGRAM_ADDRESS_LOWER", "PROGRAM_ADDRESS_UPPER", 0), _GRID,
-                ("SHARED_MEMORY_SIZE", 0), _CBANK_SHIFTED6)
+                ("SHARED_MEMORY_SIZE", 0), _CBANK_SHIFTED6, _RELEASES_V04,
+                ("DEPENDENT_QMD_ENABLE", "DEPENDENT_QMD_ACTION", "DEPENDENT_QMD{i}_POINTER"))
 V05 = QMDFormat("NVCDC0_QMDV05_00", ("PROGRAM_ADDRESS_LOWER_SHIFTED4", "PROGRAM_ADDRESS_UPPER_SHIFTED4", 4), _GRID,
-                ("SHARED_MEMORY_SIZE_SHIFTED7", 7), _CBANK_SHIFTED6, _RELEASES_V05)
-QMDS = {nc.AMPERE_COMPUTE_A: replace(V03, name="NVC6C0_QMDV03_00"), nc.AMPERE_COMPUTE_B: V03, nc.ADA_COMPUTE_A: V03,
-        nc.HOPPER_COMPUTE_A: V04, _B["BLACKWELL_COMPUTE_A"]: V05, _B["BLACKWELL_COMPUTE_B"]: V05}
+                ("SHARED_MEMORY_SIZE_SHIFTED7", 7), _CBANK_SHIFTED6, _RELEASES_V04, _DEPENDENT)
+QMDS = {nc.AMPERE_COMPUTE_A: replace(V03, name="NVC6C0_QMDV03_00"), nc.AMPERE_COMPUTE_B: V03,
+        nc.ADA_COMPUTE_A: replace(V03, name="NVC9C0_QMDV03_00"), nc.HOPPER_COMPUTE_A: V04,
+        _B["BLACKWELL_COMPUTE_A"]: V05, _B["BLACKWELL_COMPUTE_B"]: replace(V05, name="NVCEC0_QMDV05_00")}
 
 
 class QMD:
@@ -192,6 +198,30 @@ class Compute(Engine):
             raise self.fail(f"the QMD at {q.va:#x} has QMD_MAJOR_VERSION {q.get('QMD_MAJOR_VERSION')}; class "
                             f"{self.class_id:#06x} runs version {fmt.major} ({fmt.name})")
         program = q.address(*fmt.program)
+        text = ptx_text.text_at(self.vas.memory, program)
+        if text is not None:  # PTX text, as tinygrad loads a program for a mock
+            base, source = text
+            found = ptx_text.image(self.vas, base, program, source)
+            c, name, globals_ = found.compiled, found.kernel, found.globals
+            params = ptx_text.params(self.vas, self._cbank0(q, name), c.prog, gpu.arch)
+            static_shared = c.prog.shared_size
+        else:
+            c, name, globals_, params, static_shared = self._cubin(q, program)
+        dynamic = max(0, (q.get(fmt.shared[0]) << fmt.shared[1]) - static_shared)
+        grid = tuple(q.get(n) for n in fmt.grid)
+        block = tuple(q.get(f"CTA_THREAD_DIMENSION{k}") for k in range(3))
+        grid, block = check_launch(c.prog, grid, block, dynamic, gpu.arch)
+        try:
+            run(c, self.vas.memory, grid, block, params, dynamic, gpu.arch, gpu.budget, globals_)
+        except GPUFault as e:
+            raise e.named(name) from None
+        except GPUHang as e:
+            raise GPUHang(e.why, name, f"the mock GPU runs {gpu.budget} instruction steps a batch of blocks at most: "
+                          "raise MOCKGPU_NV_BUDGET") from None
+
+    def _cubin(self, q: QMD, program: int) -> tuple:
+        """The compiled kernel of the cubin whose code starts at program, its name, its variables, its parameters
+        and its static shared memory."""
         base, image = image_at(self.vas, program)
         name = image.kernels.get(program - base)
         if name is None:
@@ -204,27 +234,20 @@ class Compute(Engine):
         if image.globals is None:
             image.globals = map_globals(c.prog, self.vas.memory)
         kernel = image.cubin.kernels[name]
-        params = self._params(q, kernel, c.prog.kernel.param_size)
-        dynamic = max(0, (q.get(fmt.shared[0]) << fmt.shared[1]) - kernel.shared_size)
-        grid = tuple(q.get(n) for n in fmt.grid)
-        block = tuple(q.get(f"CTA_THREAD_DIMENSION{k}") for k in range(3))
-        grid, block = check_launch(c.prog, grid, block, dynamic, gpu.arch)
-        try:
-            run(c, self.vas.memory, grid, block, params, dynamic, gpu.arch, gpu.budget, image.globals)
-        except GPUFault as e:
-            raise e.named(name) from None
-        except GPUHang as e:
-            raise GPUHang(e.why, name, f"the mock GPU runs {gpu.budget} instruction steps a batch of blocks at most: "
-                          "raise MOCKGPU_NV_BUDGET") from None
+        return c, name, image.globals, self._params(q, kernel, c.prog.kernel.param_size), kernel.shared_size
+
+    def _cbank0(self, q: QMD, kernel: str) -> int:
+        """Constant bank 0's address, which must be valid."""
+        if not q.get("CONSTANT_BUFFER_VALID", 0):
+            raise self.fail(f"the QMD at {q.va:#x} has no valid constant buffer 0, where kernel {kernel}'s "
+                            "parameters are")
+        return q.address(*q.fmt.cbank, 0)
 
     def _params(self, q: QMD, kernel, size: int) -> bytes:
         """The kernel's parameter bytes from constant bank 0."""
         if not size:
             return b""
-        if not q.get("CONSTANT_BUFFER_VALID", 0):
-            raise self.fail(f"the QMD at {q.va:#x} has no valid constant buffer 0, where kernel {kernel.name}'s "
-                            f"{size} bytes of parameters are")
-        cb0 = q.address(*q.fmt.cbank, 0)
+        cb0 = self._cbank0(q, kernel.name)
         cb0_size = q.get("CONSTANT_BUFFER_SIZE_SHIFTED4", 0) << 4
         at = kernel.param_cbank.offset if kernel.param_cbank else nc.CBANK0[self.gpu.arch]["params"]
         if at + size > cb0_size:
@@ -235,7 +258,7 @@ class Compute(Engine):
     def _releases(self, q: QMD) -> None:
         r = q.fmt.releases
         i = 0
-        while r and q.has(r["lower"], i):
+        while q.has(r["lower"], i):
             if q.get(r["enable"], i):
                 size = SIZES.get(q.get(r["size"], i))
                 if size is None:
@@ -248,13 +271,14 @@ class Compute(Engine):
             i += 1
 
     def _dependent(self, q: QMD) -> int | None:
-        """The QMD this one schedules when it completes (DEPENDENT_QMD0), if any."""
-        if not q.has("DEPENDENT_QMD0_POINTER") or not q.get("DEPENDENT_QMD0_ENABLE"):
+        """The QMD this one schedules when it completes (dependent QMD 0), if any."""
+        enable, action, pointer = q.fmt.dependent
+        if not q.get(enable, 0):
             return None
-        if q.get("DEPENDENT_QMD0_ACTION") != SCHEDULE:
-            raise self.fail(f"the QMD at {q.va:#x}: dependent QMD action {q.get('DEPENDENT_QMD0_ACTION')} is not "
-                            f"modelled by the mock GPU (QMD_SCHEDULE is {SCHEDULE})")
-        nxt = q.get("DEPENDENT_QMD0_POINTER") << 8
+        if q.get(action, 0) != SCHEDULE:
+            raise self.fail(f"the QMD at {q.va:#x}: dependent QMD action {q.get(action, 0)} is not modelled by the "
+                            f"mock GPU (QMD_SCHEDULE is {SCHEDULE})")
+        nxt = q.get(pointer, 0) << 8
         if nxt == q.va:
             raise GPUHang(f"the QMD at {q.va:#x} schedules itself when it completes")
         return nxt

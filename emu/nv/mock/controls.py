@@ -49,6 +49,7 @@ class Controls:
             rm.NVA06F_CTRL_CMD_GPFIFO_SCHEDULE: _accept,
             rm.NVA06C_CTRL_CMD_SET_TIMESLICE: _accept,
             rm.NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO: self.mmu_fault_info,
+            rm.NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES: self.sm_error_states,
         }
         # command -> the lists its params point to: (pointer field, count field, element size)
         self.embedded = {rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: ("classList", "numClasses", 4),
@@ -162,10 +163,11 @@ class Controls:
         p.length = len(data)
 
     def name_string(self, obj: Obj, p, lists) -> None:
+        """The chip's name in ASCII, or (up to 590: 595 drops the form) in UCS-2."""
         rm, name = self.m.rm, self.m.chip.name
         if p.gpuNameStringFlags == rm.NV2080_CTRL_GPU_GET_NAME_STRING_FLAGS_TYPE_ASCII:
             p.gpuNameString.ascii[:len(name) + 1] = name.encode() + b"\0"
-        elif p.gpuNameStringFlags == rm.NV2080_CTRL_GPU_GET_NAME_STRING_FLAGS_TYPE_UNICODE:
+        elif p.gpuNameStringFlags == getattr(rm, "NV2080_CTRL_GPU_GET_NAME_STRING_FLAGS_TYPE_UNICODE", None):
             p.gpuNameString.unicode[:len(name) + 1] = [ord(c) for c in name] + [0]
         else:
             raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"name string flags {p.gpuNameStringFlags:#x}")
@@ -205,6 +207,16 @@ class Controls:
         for entry, fault in zip(p.mmuFaultInfoList, faults, strict=False):
             entry.faultAddress, entry.faultType, entry.accessType = fault[0], fault[1], fault[2]
         p.count = len(faults)
+
+
+    def sm_error_states(self, obj: Obj, p, lists) -> None:
+        """The SMs' error state of the debugger's context: whether an MMU fault stopped one of its channels (then
+        READ_MMU_FAULT_INFO has it); the mock models no SM's error registers, so those read 0."""
+        if p.numSMsToRead > len(p.smErrorStateArray):
+            raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"{p.numSMsToRead} SMs to read, at most "
+                                                      f"{len(p.smErrorStateArray)}")
+        tokens = obj.state.tokens()
+        p.mmuFault.valid = any(f.channel in tokens for f in self.m.gpu(obj.state.gpu).mmu_faults)
 
 
 def _accept(obj: Obj, p, lists) -> None:

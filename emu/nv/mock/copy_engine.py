@@ -1,5 +1,6 @@
-"""The copy classes: AMPERE_DMA_COPY_A/B (c6b5, c7b5) and HOPPER_DMA_COPY_A (c8b5, whose SDK header lists only the
-methods that changed: its table is its own over c7b5's); BLACKWELL_DMA_COPY_B (cab5, no header here) uses c8b5's.
+"""The copy classes: AMPERE_DMA_COPY_A/B (c6b5, c7b5), HOPPER_DMA_COPY_A (c8b5) and BLACKWELL_DMA_COPY_A/B (c9b5,
+cab5), each with its own header's methods (open-gpu-doc's: from c8b5 on, OFFSET_IN/OUT_UPPER and SET_SEMAPHORE_A
+hold 25 address bits, not 17).
 
 LAUNCH_DMA runs what the methods before it set: a pitch-linear copy of LINE_LENGTH_IN bytes from OFFSET_IN to
 OFFSET_OUT (LINE_COUNT lines PITCH_IN / PITCH_OUT apart with MULTI_LINE_ENABLE), through the component remap when
@@ -18,9 +19,9 @@ from usergpu.autogen import nv_rm_535 as rm
 from usergpu.emu.nv.mock.engine import Engine, named
 from usergpu.emu.nv.mock.host import reductions, release
 
-_C6, _C7, _C8 = ("NVC6B5",), ("NVC7B5",), ("NVC8B5", "NVC7B5")
-CHAINS = {nc.AMPERE_DMA_COPY_A: _C6, nc.AMPERE_DMA_COPY_B: _C7, nc.HOPPER_DMA_COPY_A: _C8,
-          nc.BLACKWELL_CLASSES["BLACKWELL_DMA_COPY_B"]: _C8}
+_B = nc.BLACKWELL_CLASSES
+CHAINS = {nc.AMPERE_DMA_COPY_A: ("NVC6B5",), nc.AMPERE_DMA_COPY_B: ("NVC7B5",), nc.HOPPER_DMA_COPY_A: ("NVC8B5",),
+          _B["BLACKWELL_DMA_COPY_A"]: ("NVC9B5",), _B["BLACKWELL_DMA_COPY_B"]: ("NVCAB5",)}
 
 _D = "NVC6B5_LAUNCH_DMA_"
 SEMAPHORE = named(f"{_D}SEMAPHORE_TYPE_", ("NONE", "RELEASE_ONE_WORD_SEMAPHORE", "RELEASE_FOUR_WORD_SEMAPHORE"))

@@ -11,7 +11,8 @@ WAIT_OPEN_COMPLETE); the rest go to the RM (rm.py).
 mmap maps what the descriptor's mapping context (left by NV_ESC_RM_MAP_MEMORY) names: on /dev/nvidiactl system
 memory (ERANGE past the object), on /dev/nvidiaN video memory (the length must be the context's, else ENXIO); no
 context, or a page offset other than 0, is EINVAL (nvidia_mmap_helper). The usermode registers are mapped with
-mmio: a write of a work-submit token at NOTIFY_CHANNEL_PENDING (+0x90) rings the GPU's doorbell."""
+mmio (a write of a work-submit token at NOTIFY_CHANNEL_PENDING (+0x90) rings the GPU's doorbell at once) or with
+mmap, as a client that stores to them through memory does (tinygrad): shared memory the doorbell agent watches."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import errno
 from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user
 from usergpu.emu.nv.mock import chips
 from usergpu.emu.nv.mock.rm import MapContext
-from usergpu.hostmem import CallbackMMIO
+from usergpu.hostmem import MAP_SHARED, CallbackMMIO, os_mmap
 
 MAX_IOCTL_SIZE = 16384  # NV_ABSOLUTE_MAX_IOCTL_SIZE
 DOORBELL, TIME_0, TIME_1 = 0x90, 0x80, 0x84  # NV_USERMODE_NOTIFY_CHANNEL_PENDING, NV_USERMODE_TIME_0/1 (offsets)
@@ -156,7 +157,8 @@ class NVFile:
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
         ctx = self._context(length, offset)
         if ctx.kind == "usermode":
-            raise OSError(errno.ENXIO, "nvidia mmap: the mock's usermode registers are MMIO (map them with mmio)")
+            page = self.m.usermode_page(self.m.gpu(ctx.memory.state).index, length)
+            return os_mmap(address, length, prot, flags | MAP_SHARED, page, 0)
         if ctx.offset + length > ctx.memory.state.size:
             raise OSError(errno.ERANGE, f"nvidia mmap of {length:#x} bytes at {ctx.offset:#x}")
         return ctx.memory.state.pages.map_into(address, length, ctx.offset, prot, flags)

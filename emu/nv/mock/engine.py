@@ -1,10 +1,10 @@
 """What every engine of the mock GPU shares: a class's methods by byte offset (nv_classes.METHODS), the value last
 written to each (the engine's state, as the hardware latches it) and the methods that act when written.
 
-The RM SDK's headers of some classes are partial (clc86f.h and clc8b5.h list only the methods the RM pushes itself;
-nvidia-uvm's full copies of them keep Ampere's methods at Ampere's offsets and widen a few address fields), and the
-compute classes from Ada on have no methods here: a class's table is its own methods over those of the classes it
-extends (its chain), field by field, so a widened field of the newer class wins and the rest come from the older one.
+The GPFIFO headers from Hopper on are partial (the RM SDK's clc86f.h, clc96f.h and clca6f.h list only the methods the
+RM pushes itself; open-gpu-doc has none of them), so a class's table is its own methods over those of the classes it
+extends (its chain), field by field: a widened field of the newer class wins and the rest come from the older one.
+The copy and compute classes have full headers (open-gpu-doc's), a chain of one.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The GPFIFO class's host methods (executed by the channel itself, whatever the subchannel: every method below 0x100)
 and the semaphore operations every engine shares.
 
-Classes: AMPERE_CHANNEL_GPFIFO_A (c56f, Ampere and Ada) and HOPPER_CHANNEL_GPFIFO_A (c86f). The RM SDK's clc86f.h
-has only SEM_ADDR_LO/HI and SEM_EXECUTE; nvidia-uvm's full clc86f.h has c56f's host methods at c56f's offsets, with
-SEM_ADDR_HI widened to 25 bits, so c86f's table is its own methods over c56f's. Blackwell's BLACKWELL_CHANNEL_GPFIFO_A
-and _B (c96f, ca6f; no header of the packages here) use c86f's methods.
+Classes: AMPERE_CHANNEL_GPFIFO_A (c56f, Ampere and Ada), HOPPER_CHANNEL_GPFIFO_A (c86f) and Blackwell's
+BLACKWELL_CHANNEL_GPFIFO_A and _B (c96f, ca6f). Their RM SDK headers have only the methods the RM pushes (MEM_OP_*,
+SEM_ADDR_LO/HI, SEM_EXECUTE, WFI); nvidia-uvm's full clc86f.h has c56f's host methods at c56f's offsets, with
+SEM_ADDR_HI widened to 25 bits, so each one's table is its own methods over its predecessors', down to c56f's.
 
 Semaphores: a release writes the payload (4 or 8 bytes) and, with a timestamp, the GPU's ns clock at +8 (a 16-byte
 report); a reduction combines the payload with the value there; an acquire stalls its channel until the value at the
@@ -24,10 +24,10 @@ if TYPE_CHECKING:
     from usergpu.emu.nv.mock.vaspace import VASpace
 
 HOST_METHODS = 0x100  # methods below this offset go to the host (PBDMA), above it to the subchannel's engine
-_AMPERE, _HOPPER = ("NVC56F",), ("NVC86F", "NVC56F")
-CHAINS = {nc.AMPERE_CHANNEL_GPFIFO_A: _AMPERE, nc.HOPPER_CHANNEL_GPFIFO_A: _HOPPER,
-          nc.BLACKWELL_CLASSES["BLACKWELL_CHANNEL_GPFIFO_A"]: _HOPPER,
-          nc.BLACKWELL_CLASSES["BLACKWELL_CHANNEL_GPFIFO_B"]: _HOPPER}
+_CHAIN = ("NVCA6F", "NVC96F", "NVC86F", "NVC56F")  # newest first
+CHAINS = {nc.AMPERE_CHANNEL_GPFIFO_A: _CHAIN[3:], nc.HOPPER_CHANNEL_GPFIFO_A: _CHAIN[2:],
+          nc.BLACKWELL_CLASSES["BLACKWELL_CHANNEL_GPFIFO_A"]: _CHAIN[1:],
+          nc.BLACKWELL_CLASSES["BLACKWELL_CHANNEL_GPFIFO_B"]: _CHAIN}
 
 
 def _signed(v: int, bits: int) -> int:

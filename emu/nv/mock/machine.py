@@ -1,40 +1,37 @@
 """The mock NVIDIA machine (MOCK+NV): MOCKGPU_COUNT GPUs of one chip (MOCKGPU_NV_ARCH) under an nvidia.ko of a
 release (MOCKGPU_NV_RELEASE), behind a MockHAL: /dev/nvidiactl, /dev/nvidia<N> and /dev/nvidia-uvm, with the /proc
-and sysfs files the driver publishes. The machine advertises any release string it is given; it speaks the ABI
-of the bindings of its major version (535 or 555), and 535's for any other, except CHECK_VERSION_STR, whose struct
-every release shares (so a client of an unsupported release learns the release and stops).
+and sysfs files the driver publishes. The machine is any release of a bound branch (isa/nv/releases.py; default
+the newest bound) and speaks that branch's ABI: every escape, allocation, control and UVM ioctl is checked
+against its layouts, so a client built for another release is refused as that release's driver refuses it.
 
 The mock GPUs (gpu.py) are made when first needed (a VA space, a channel, a doorbell), so the RM's escapes and
 controls work without them."""
 
 from __future__ import annotations
 
-import importlib
 import os
+import sys
 import threading
 from collections import Counter, deque
-from types import ModuleType
+
+import numpy as np
 
 from usergpu.autogen import nv_classes
 from usergpu.emu.mock import mock_count
 from usergpu.emu.mock.hal import MockHAL
+from usergpu.emu.mock.tinygrad.agent import DoorbellAgent
 from usergpu.emu.nv.mock import chips, rm_procfs
 from usergpu.emu.nv.mock.devfiles import NVFile
 from usergpu.emu.nv.mock.rm import RM
 from usergpu.emu.nv.mock.uvm import UVMFile
 from usergpu.errors import DeviceNotFound, DriverError
+from usergpu.hostmem import shared_pages, view
+from usergpu.isa.nv.releases import BRANCHES, bindings
 
-ABIS = ("535", "555")  # the releases the generated bindings speak; any other is answered with 535's layouts
-DEFAULT_ARCH, DEFAULT_RELEASE = "sm_90", "535.261.03"
+DEFAULT_ARCH, DEFAULT_RELEASE = "sm_90", list(BRANCHES.values())[-1]
 VERSION_LENGTH = 64  # NV_RM_API_VERSION_STRING_LENGTH, with the NUL
 VA_BITS = 49  # the GPU VA width of an NV01_MEMORY_VIRTUAL without a limit (Pascal and later)
 _machines: dict[tuple, MockHAL] = {}
-
-
-def bindings(release: str) -> tuple[ModuleType, ModuleType]:
-    """The RM and UVM bindings whose layouts a release's driver uses."""
-    abi = release.split(".")[0] if release.split(".")[0] in ABIS else ABIS[0]
-    return tuple(importlib.import_module(f"usergpu.autogen.nv_{kind}_{abi}") for kind in ("rm", "uvm"))
 
 
 class NVMachine:
@@ -44,10 +41,14 @@ class NVMachine:
         if len(release.encode()) >= VERSION_LENGTH:
             raise DeviceNotFound(f"MOCKGPU_NV_RELEASE {release!r}: a release string has at most "
                                  f"{VERSION_LENGTH - 1} bytes")
+        try:
+            self.abi = bindings(release)
+        except DriverError as e:
+            raise DeviceNotFound(f"MOCKGPU_NV_RELEASE {release!r}: {e.detail}") from None
         self.hal, self.arch, self.count, self.release = hal, arch, count, release
         self.chip = chips.chip(arch)
-        self.rm, self.uvm = bindings(release)
-        self.classes = self.chip.classes(self.rm)
+        self.rm, self.uvm = self.abi.rm, self.abi.uvm
+        self.classes = self.chip.classes(self.rm, release)
         self.chip_specific = {c for ids in self.rm.CHIP_CLASSES.values() for c in ids} | set(
             nv_classes.BLACKWELL_CLASSES.values())
         self.va_bits = VA_BITS
@@ -58,6 +59,8 @@ class NVMachine:
         self.memblock_size = 0  # NV_ESC_SYS_PARAMS
         self.messages: deque[str] = deque(maxlen=256)  # why the RM refused what it refused, for a person
         self._gpus: dict[int, object] = {}
+        self.usermode_pages: dict[int, tuple[int, int]] = {}  # GPU index -> (memfd, address) of a mapped one
+        self.agent = DoorbellAgent(self.run_channels, self.lock, self.channels_pending)
         self.resman = RM(self)
         rm_procfs.publish(self)
         hal.install("/dev/nvidiactl", lambda: NVFile(self, None))
@@ -81,6 +84,34 @@ class NVMachine:
     def gpus(self) -> list:
         """The GPUs made so far, by index (one not made yet has no work)."""
         return [self._gpus[i] for i in sorted(self._gpus)]
+
+    def usermode_page(self, index: int, length: int) -> int:
+        """The memfd of GPU index's usermode registers as a client maps them with mmap and rings the doorbell with
+        a plain store (tinygrad): shared memory the doorbell agent watches, made on first use. (usergpu's driver
+        maps them with mmio, whose write at NOTIFY_CHANNEL_PENDING runs the channels at once.)"""
+        if index not in self.usermode_pages:
+            address, memfd = shared_pages(f"nvidia-usermode-{index}", length)
+            self.usermode_pages[index] = (memfd, address)
+            self.agent.watch(address, np.frombuffer(view(address, length), np.uint64))
+        return self.usermode_pages[index][0]
+
+    def run_channels(self) -> tuple[bool, bool]:
+        """The doorbell agent's step: every channel of the machine runs until none can go on; whether any moved,
+        and whether work is left stalled (a semaphore acquire a CPU store may release)."""
+        gpus = self.gpus
+        if not gpus:
+            return False, False
+        before = [c.progress for g in gpus for c in g.channels]
+        errors = [len(g.errors) for g in gpus]
+        stalled = gpus[0].scheduler.run()
+        for gpu, seen in zip(gpus, errors, strict=True):  # the client hears of it through the error notifier
+            for _, code, message in gpu.errors[seen:]:
+                print(f"usergpu mock: {message} (ROBUST_CHANNEL error {code})", file=sys.stderr)
+        return [c.progress for g in gpus for c in g.channels] != before, stalled
+
+    def channels_pending(self) -> bool:
+        """Whether a channel has GP entries it has not taken (its GP_PUT moved past its GP_GET)."""
+        return any(c.busy for g in self.gpus for c in g.channels)
 
     def card(self, index: int) -> dict[str, int]:
         """What the driver knows of a GPU's PCI function (NV_ESC_CARD_INFO): its BARs (BAR0 the 16 MiB of
@@ -117,8 +148,8 @@ class NVMachine:
 def mock_nv_hal(arch: str | None = None, count: int | None = None, release: str | None = None) -> MockHAL:
     """The HAL of this process's mock NVIDIA machine of (arch, count, release), made on first use: arch from
     MOCKGPU_NV_ARCH (sm_80, sm_86, sm_89, sm_90, sm_120; default sm_90), count from MOCKGPU_COUNT, release from
-    MOCKGPU_NV_RELEASE (default 535.261.03). Its files live in a temporary folder, removed at exit; hal.nv is the
-    machine, and hal.kernels_from_ptx says its GPUs run kernels from the PTX a cubin carries."""
+    MOCKGPU_NV_RELEASE (default the newest release bound). Its files live in a temporary folder, removed at exit;
+    hal.nv is the machine, and hal.kernels_from_ptx says its GPUs run kernels from the PTX a cubin carries."""
     arch = arch or os.environ.get("MOCKGPU_NV_ARCH", DEFAULT_ARCH)
     count = mock_count(count)
     release = release or os.environ.get("MOCKGPU_NV_RELEASE", DEFAULT_RELEASE)

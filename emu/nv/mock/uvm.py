@@ -309,10 +309,12 @@ class UVMFile:
         self.ranges.remove(r)
 
     def free(self, p) -> None:
-        """uvm_free: the exact bounds of an external range (else NV_ERR_INVALID_ADDRESS); it leaves every GPU."""
-        if range_invalid(p.base, p.length):
-            raise RMError(S.NV_ERR_INVALID_ADDRESS, f"[{p.base:#x}, +{p.length:#x}) is no 4 KiB-aligned range")
+        """uvm_free: the exact bounds of an external range (else NV_ERR_INVALID_ADDRESS); it leaves every GPU. From
+        590 UVM_FREE_PARAMS has no length: the range is the one that starts at base."""
+        length = getattr(p, "length", None)
+        if range_invalid(p.base, length if length is not None else GPU_PAGE):
+            raise RMError(S.NV_ERR_INVALID_ADDRESS, f"[{p.base:#x}, +{length or 0:#x}) is no 4 KiB-aligned range")
         r = next((r for r in self.ranges if r.base <= p.base <= r.end), None)
-        if r is None or r.kind != "external" or r.base != p.base or r.end != p.base + p.length - 1:
-            raise RMError(S.NV_ERR_INVALID_ADDRESS, f"[{p.base:#x}, +{p.length:#x}) is no external range")
+        if r is None or r.kind != "external" or r.base != p.base or length is not None and r.end != p.base + length - 1:
+            raise RMError(S.NV_ERR_INVALID_ADDRESS, f"[{p.base:#x}, +{length or 0:#x}) is no external range")
         self._drop(r)

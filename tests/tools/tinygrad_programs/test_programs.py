@@ -38,7 +38,10 @@ def supported():
 
 def test_the_device_is_the_mock():
     dev = Device[DEVICE]
-    assert DEVICE == "AMD" and dev.arch == os.environ.get("MOCKGPU_ARCH", "gfx1100")
+    if os.environ["DEV"].upper().split(":")[0].endswith("+NV"):
+        assert (DEVICE, dev.arch) == ("NV", os.environ.get("MOCKGPU_NV_ARCH", "sm_90"))
+    else:
+        assert (DEVICE, dev.arch) == ("AMD", os.environ.get("MOCKGPU_ARCH", "gfx1100"))
     assert type(dev.iface).__name__.startswith("MOCK")
 
 

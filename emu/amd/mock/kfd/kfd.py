@@ -50,14 +50,13 @@ from usergpu.emu.amd.mock.kfd.objects import (
     SIGNAL_EVENT_LIMIT,
     Event,
     Held,
-    shared_pages,
 )
 from usergpu.emu.amd.mock.kfd.render import RenderFile
 from usergpu.emu.mock.scheduler import Scheduler
 from usergpu.emu.mock.tinygrad.agent import DoorbellAgent
 from usergpu.emu.mock.uaccess import IOC_IN, IOC_OUT, fail, with_user_struct
 from usergpu.errors import DeviceNotFound
-from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap, os_munmap, view
+from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap, os_munmap, shared_pages, view
 
 # what the package's importers take from here: the device files, and constants they check the mock against
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"

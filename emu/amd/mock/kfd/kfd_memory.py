@@ -8,9 +8,9 @@ import errno
 from typing import TYPE_CHECKING
 
 from usergpu.autogen import kfd
-from usergpu.emu.amd.mock.kfd.objects import BO, DOORBELL_PAGE, KMALLOC_MAX_SIZE, shared_pages
+from usergpu.emu.amd.mock.kfd.objects import BO, DOORBELL_PAGE, KMALLOC_MAX_SIZE
 from usergpu.emu.mock.uaccess import copy_from_user, fail, pin_user_pages
-from usergpu.hostmem import PAGE, page_align
+from usergpu.hostmem import PAGE, page_align, shared_pages
 
 if TYPE_CHECKING:
     from usergpu.emu.amd.mock.kfd.kfd import MockKFD

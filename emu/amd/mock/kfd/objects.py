@@ -4,14 +4,13 @@ bounds several groups check."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from usergpu.autogen import kfd
-from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
+from usergpu.hostmem import view
 
 # mmap offset types of /dev/kfd (kfd_priv.h: KFD_MMAP_TYPE_*, KFD_MMAP_GPU_ID)
 MMAP_TYPE_SHIFT, MMAP_GPU_ID_SHIFT = 62, 46
@@ -67,15 +66,3 @@ class Held:
     queue_type: int
     percent: int  # queue_percentage's low byte: 0 makes the queue inactive (QUEUE_IS_ACTIVE)
     ctl_stack_size: int
-
-
-def shared_pages(name: str, size: int) -> tuple[int, int]:
-    """Shared memory (a memory object's, a doorbell page's): the mock's own mapping of it and its memfd; closed again
-    if either fails."""
-    memfd = os.memfd_create(name, os.MFD_CLOEXEC)
-    try:
-        os.ftruncate(memfd, size)
-        return os_mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0), memfd
-    except OSError:
-        os.close(memfd)
-        raise

@@ -27,12 +27,13 @@ def io(monkeypatch):
 
 
 @pytest.mark.parametrize(("dev", "machine"), [("MOCKKFD+AMD", "MOCKKFD+AMD"), ("MOCK+AMD", "MOCKKFD+AMD"),
-                                              ("mockkfd:0,1+AMD:LLVM", "MOCKKFD+AMD"), ("MOCKPCI+AMD", "MOCKPCI+AMD")])
+                                              ("mockkfd:0,1+AMD:LLVM", "MOCKKFD+AMD"), ("MOCKPCI+AMD", "MOCKPCI+AMD"),
+                                              ("MOCK+NV", "MOCK+NV"), ("MOCK+NV:PTX", "MOCK+NV")])
 def test_dev_names_the_machine(dev, machine):
     assert fileio.interface(dev) == machine
 
 
-@pytest.mark.parametrize("dev", ["AMD", "KFD+AMD", "MOCKNV+AMD", ""])
+@pytest.mark.parametrize("dev", ["AMD", "KFD+AMD", "MOCKNV+AMD", "MOCKKFD+NV", ""])
 def test_a_dev_that_names_no_mock_is_refused(dev):
     with pytest.raises(DeviceNotFound, match="usergpu's mocks serve"):
         fileio.interface(dev)

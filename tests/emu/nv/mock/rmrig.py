@@ -7,7 +7,7 @@ import ctypes
 
 from usergpu.emu.mock.hal import MockHAL
 from usergpu.emu.nv.mock import chips
-from usergpu.emu.nv.mock.machine import NVMachine
+from usergpu.emu.nv.mock.machine import DEFAULT_RELEASE, NVMachine
 from usergpu.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, os_mmap
 
 PAGE = 4096
@@ -33,7 +33,7 @@ def anonymous(size: int) -> int:
 class RMRig:
     """A mock machine with /dev/nvidiactl and /dev/nvidia0 open."""
 
-    def __init__(self, tmp_path, arch: str = "sm_90", count: int = 1, release: str = "535.261.03"):
+    def __init__(self, tmp_path, arch: str = "sm_90", count: int = 1, release: str = DEFAULT_RELEASE):
         self.hal = MockHAL(tmp_path)
         self.m = NVMachine(self.hal, arch, count, release)
         self.hal.nv = self.m

@@ -46,8 +46,8 @@ extern "C" __global__ void accumulate(int* out, int v) {
 """
 # arch -> (compute class, QMD) of its chip
 ARCHS = {"sm_80": (nc.AMPERE_COMPUTE_A, "NVC6C0_QMDV03_00"), "sm_86": (nc.AMPERE_COMPUTE_B, "NVC7C0_QMDV03_00"),
-         "sm_89": (nc.ADA_COMPUTE_A, "NVC7C0_QMDV03_00"), "sm_90": (nc.HOPPER_COMPUTE_A, "NVCBC0_QMDV04_00"),
-         "sm_120": (nc.BLACKWELL_CLASSES["BLACKWELL_COMPUTE_B"], "NVCDC0_QMDV05_00")}
+         "sm_89": (nc.ADA_COMPUTE_A, "NVC9C0_QMDV03_00"), "sm_90": (nc.HOPPER_COMPUTE_A, "NVCBC0_QMDV04_00"),
+         "sm_120": (nc.BLACKWELL_CLASSES["BLACKWELL_COMPUTE_B"], "NVCEC0_QMDV05_00")}
 SUB = 1
 CB0_SIZE = 0x1000
 ONE_WORD = nc.NVC6C0_QMDV03_00_RELEASE0_STRUCTURE_SIZE_SEMAPHORE_ONE_WORD
@@ -153,7 +153,7 @@ def test_vadd(launcher):
     assert np.array_equal(c, a + b) and done[0] == 1 and not launcher.ring.errors
 
 
-@pytest.mark.parametrize("arch", [a for a, (_, v) in ARCHS.items() if not v.endswith("V04_00")])  # V04: none known
+@pytest.mark.parametrize("arch", ARCHS)
 def test_qmd_release_semaphores(arch):
     launcher = Launcher(arch)
     n = 64
@@ -162,7 +162,7 @@ def test_qmd_release_semaphores(arch):
     sem_va, sem = launcher.space.alloc(64, np.uint32)
     fields = release_fields(launcher.version, 0, sem_va, 0x1234, ONE_WORD)
     fields |= release_fields(launcher.version, 1, sem_va + 16, 0x5678, FOUR_WORDS)
-    if launcher.version.endswith("V05_00"):  # the two releases share the indexed fields
+    if not launcher.version.endswith("V03_00"):  # the two releases share the indexed fields
         fields["RELEASE_ENABLE"], fields["RELEASE_STRUCTURE_SIZE"] = [1, 1], [ONE_WORD, FOUR_WORDS]
     qmd = launcher.qmd("vadd", (1,), (n,), vadd_params(a_va, a_va, c_va, n), **fields)
     launcher.ring.submit(launcher.launch_words(qmd))
@@ -196,18 +196,40 @@ def test_global_variables_live_as_long_as_the_image():
     assert out[0] == 5 and not launcher.ring.errors
 
 
-def test_dependent_qmd_runs_after_its_parent():
-    launcher = Launcher("sm_86")
+def dependent_fields(version: str, qmd_va: int) -> dict:
+    """Dependent QMD 0 scheduled, by the version's names (V04's enable and action are indexed)."""
+    if version.endswith("V04_00"):
+        return {"DEPENDENT_QMD_ENABLE": [1], "DEPENDENT_QMD0_POINTER": qmd_va >> 8,
+                "DEPENDENT_QMD_ACTION": [nc.NVCBC0_QMDV04_00_DEPENDENT_QMD_ACTION_QMD_SCHEDULE]}
+    return {"DEPENDENT_QMD0_ENABLE": 1, "DEPENDENT_QMD0_POINTER": qmd_va >> 8,
+            "DEPENDENT_QMD0_ACTION": getattr(nc, f"{version}_DEPENDENT_QMD0_ACTION_QMD_SCHEDULE")}
+
+
+@pytest.mark.parametrize("arch", ["sm_86", "sm_90", "sm_120"])
+def test_dependent_qmd_runs_after_its_parent(arch):
+    launcher = Launcher(arch)
     n = 32
     a_va, a = launcher.array(np.arange(n, dtype=np.float32))
     b_va, b = launcher.array(np.zeros(n, np.float32))
     c_va, c = launcher.array(np.zeros(n, np.float32))
     second = launcher.qmd("vadd", (1,), (n,), vadd_params(b_va, b_va, c_va, n))  # reads what the first wrote
-    first = launcher.qmd("vadd", (1,), (n,), vadd_params(a_va, a_va, b_va, n), DEPENDENT_QMD0_ENABLE=1,
-                         DEPENDENT_QMD0_ACTION=nc.NVC6C0_QMDV03_00_DEPENDENT_QMD0_ACTION_QMD_SCHEDULE,
-                         DEPENDENT_QMD0_POINTER=second >> 8)
+    first = launcher.qmd("vadd", (1,), (n,), vadd_params(a_va, a_va, b_va, n),
+                         **dependent_fields(launcher.version, second))
     launcher.ring.submit(launcher.launch_words(first))
     assert np.array_equal(c, 4 * a) and not launcher.ring.errors
+
+
+@pytest.mark.parametrize("prefix", ["NVCBC0_QMDV04_00", "NVCDC0_QMDV05_00", "NVCEC0_QMDV05_00"])
+def test_newer_qmds_name_v03s_values(prefix):
+    """The mock reads release and dependent-action values by V03's names: V04's and V05's headers agree."""
+    v3 = "NVC6C0_QMDV03_00"
+    for ours, theirs in (("RELEASE0_STRUCTURE_SIZE_SEMAPHORE_", "RELEASE_STRUCTURE_SIZE_SEMAPHORE_"),
+                         ("RELEASE0_REDUCTION_OP_RED_", "RELEASE_REDUCTION_OP_RED_"),
+                         ("DEPENDENT_QMD0_ACTION_QMD_", "DEPENDENT_QMD_ACTION_QMD_")):
+        names = {k.removeprefix(f"{v3}_{ours}") for k in dir(nc) if k.startswith(f"{v3}_{ours}")}
+        assert names and all(getattr(nc, f"{v3}_{ours}{n}") == getattr(nc, f"{prefix}_{theirs}{n}") for n in names)
+    signed = getattr(nc, f"{prefix}_RELEASE_REDUCTION_FORMAT_SIGNED")
+    assert nc.NVC6C0_QMDV03_00_RELEASE0_REDUCTION_FORMAT_SIGNED_32 == signed
 
 
 def test_launch_waits_on_an_acquire_from_another_channel():

@@ -195,3 +195,18 @@ def test_unknown_copy_method(rig):
     gpu, space, ring, cls = rig
     ring.submit(bind(cls) + pushbuf.inc(SUB, 0x3000, 1))
     assert ring.errors[0][0] == rm.ROBUST_CHANNEL_CE0_ERROR and "no method at offset 0x3000" in ring.errors[0][1]
+
+
+def test_copy_addresses_have_the_class_width(rig):
+    """OFFSET_IN/OUT_UPPER hold 17 bits on Ampere's copy classes and 25 (a 57-bit address) from Hopper's on, as each
+    class's header says: a source above the 49 bits Ampere addresses copies there, and faults at it truncated here."""
+    gpu, space, ring, cls = rig
+    width = nc.METHODS[f"NV{cls:X}_OFFSET_IN_UPPER"].fields["UPPER"].width
+    src_va, src = Space(space.vas, 1 << 52 | 0x60_0000_0000).alloc(64)  # unmapped below bit 49
+    dst_va, dst = space.alloc(64)
+    src[:] = 7
+    ring.submit(bind(cls) + copy(dst_va, src_va, 64))
+    if width == 25:
+        assert (dst == 7).all() and not ring.errors
+    else:
+        assert width == 17 and [f.address for f in gpu.mmu_faults] == [src_va & ((1 << 49) - 1)]

@@ -9,11 +9,12 @@ import re
 import pytest
 from rmrig import RMRig
 
-from usergpu.autogen import nv_rm_535, nv_rm_555, nv_uvm_535, nv_uvm_555
+from usergpu.autogen import nv_rm_535, nv_rm_570, nv_rm_595, nv_uvm_560, nv_uvm_595
 from usergpu.drivers import devices
 from usergpu.emu.nv.mock import chips
-from usergpu.emu.nv.mock.machine import bindings, mock_nv_hal
+from usergpu.emu.nv.mock.machine import DEFAULT_RELEASE, mock_nv_hal
 from usergpu.errors import DeviceNotFound
+from usergpu.isa.nv.releases import bindings
 
 
 def test_mock_nv_hal_from_the_environment(monkeypatch):
@@ -33,7 +34,7 @@ def test_defaults(monkeypatch):
     for name in ("MOCKGPU_NV_ARCH", "MOCKGPU_COUNT", "MOCKGPU_NV_RELEASE"):
         monkeypatch.delenv(name, raising=False)
     machine = mock_nv_hal().nv
-    assert (machine.arch, machine.count, machine.release) == ("sm_90", 1, "535.261.03")
+    assert (machine.arch, machine.count, machine.release) == ("sm_90", 1, "595.45.04")  # the newest bound
     assert machine.chip.name == "NVIDIA H200" and machine.chip.device_id == 0x2335
 
 
@@ -44,12 +45,22 @@ def test_refused_shapes():
         mock_nv_hal("sm_90", 0)
     with pytest.raises(DeviceNotFound, match="63 bytes"):
         mock_nv_hal("sm_90", 1, "5" * 64)
+    with pytest.raises(DeviceNotFound, match=r"MOCKGPU_NV_RELEASE '610\.1\.2'.*branch usergpu has no bindings for.*"
+                                             r"535 \(535\.261\.03\).*595 \(595\.45\.04\)"):
+        mock_nv_hal("sm_90", 1, "610.1.2")
+    with pytest.raises(DeviceNotFound, match="driver release 550.163.01 does not drive GB202"):
+        mock_nv_hal("sm_120", 1, "550.163.01")  # Blackwell's first driver is 570
 
 
 def test_bindings_per_release():
-    assert bindings("535.261.03") == (nv_rm_535, nv_uvm_535)
-    assert bindings("555.58.02") == (nv_rm_555, nv_uvm_555)
-    assert bindings("570.86.15") == (nv_rm_535, nv_uvm_535)  # no bindings of its own: 535's layouts
+    exact = bindings("595.45.04")
+    assert (exact.rm, exact.uvm, exact.bound, exact.note) == (nv_rm_595, nv_uvm_595, "595.45.04", "")
+    older = bindings("570.86.15")
+    assert (older.rm, older.bound) == (nv_rm_570, "570.211.01") and "570.86.15 is older than 570.211.01" in older.note
+    shared = bindings("565.77")
+    assert shared.uvm is nv_uvm_560 and shared.modules == "nv_rm_565 + nv_uvm_560"  # 560 and 565 agree on UVM
+    assert bindings("535.54.03").describe() == ("535.54.03 (bindings nv_rm_535 + nv_uvm_535; 535.54.03 is older than "
+                                                "535.261.03, the release bound for branch 535: it speaks its ABI)")
 
 
 def test_proc_files(tmp_path):
@@ -68,7 +79,7 @@ def test_proc_files(tmp_path):
 
 
 @pytest.mark.parametrize("arch", ["sm_86", "sm_90", "sm_120"])
-def test_sysfs_and_devices_find(tmp_path, arch):
+def test_sysfs_and_devices_find(tmp_path, arch):  # of the default release
     rig = RMRig(tmp_path, arch, count=2)
     chip = chips.chip(arch)
     base = "/sys/bus/pci/devices/0000:42:00.0"
@@ -79,7 +90,8 @@ def test_sysfs_and_devices_find(tmp_path, arch):
     found = devices.find(rig.hal)  # through the RM driver, as `usergpu devices` lists NVIDIA GPUs
     assert [(g.pci, g.vendor, g.device_id, g.driver) for g in found] == [
         (f"0000:{0x41 + i:02x}:00.0", "NV", chip.device_id, "nvidia") for i in range(2)]
-    assert {(g.arch, g.model, g.memory, g.release) for g in found} == {(arch, chip.name, chip.vram, "535.261.03")}
+    assert {(g.arch, g.model, g.memory, g.release, g.bindings) for g in found} == {
+        (arch, chip.name, chip.vram, DEFAULT_RELEASE, "bindings nv_rm_595 + nv_uvm_595")}
 
 
 def test_chip_facts():
@@ -91,8 +103,10 @@ def test_chip_facts():
     assert chips.uuid_text(0) == "GPU-" + "-".join(chips.uuid(0).hex()[a:b] for a, b in
                                                    ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
     assert chips.pci_name(5) == "0000:46:00.0" and chips.gpu_id(5) == 0x4600
-    blackwell = chips.chip("sm_120").classes(nv_rm_535)
+    blackwell = chips.chip("sm_120").classes(nv_rm_570, "570.211.01")
     assert 0xCEC0 in blackwell and 0xCAB5 in blackwell and 0xC761 in blackwell and 0xCBC0 not in blackwell
+    with pytest.raises(DeviceNotFound, match="535.261.03 does not drive GB202"):
+        chips.chip("sm_120").classes(nv_rm_535, "535.261.03")
 
 
 def test_gpus_are_made_when_needed(tmp_path):

@@ -14,6 +14,7 @@ from rmrig import PAGE, RMRig
 
 from usergpu.autogen import nv_rm_535 as S
 from usergpu.emu.memory import MemoryFault
+from usergpu.emu.nv.mock.machine import DEFAULT_RELEASE
 
 BASE = 0x7000_0000_0000 >> 4  # a 4 KiB-aligned address in the CPU's half, as a runtime's buffers are
 
@@ -21,7 +22,7 @@ BASE = 0x7000_0000_0000 >> 4  # a 4 KiB-aligned address in the CPU's half, as a 
 class UVMRig(RMRig):
     """An RMRig with a UVM descriptor initialised, a device and a FERMI_VASPACE_A per GPU."""
 
-    def __init__(self, tmp_path, arch: str = "sm_90", count: int = 1, release: str = "535.261.03"):
+    def __init__(self, tmp_path, arch: str = "sm_90", count: int = 1, release: str = DEFAULT_RELEASE):
         super().__init__(tmp_path, arch, count, release)
         self.fd = self.hal.open("/dev/nvidia-uvm")
         assert self.call(self.u.UVM_INITIALIZE, flags=0) == 0
@@ -57,9 +58,9 @@ class UVMRig(RMRig):
         return self.m.resman.server.clients[self.client].get(self.vaspaces[index]).state
 
 
-@pytest.fixture
-def uvm(tmp_path) -> UVMRig:
-    return UVMRig(tmp_path)
+@pytest.fixture(params=["535.261.03", "580.142", DEFAULT_RELEASE])  # UVM_FREE without a length from 590
+def uvm(tmp_path, request) -> UVMRig:
+    return UVMRig(tmp_path, release=request.param)
 
 
 def test_initialize(tmp_path):
@@ -146,11 +147,16 @@ def test_external_range_map_and_free(uvm):
     assert vas.read(BASE, 1)[0] == 1
     assert uvm.map_external(memory, BASE, 4 * PAGE) == 0  # a new mapping over the old one replaces it
     assert vas.read(BASE + PAGE, 1)[0] == 1
-    assert uvm.call(u.UVM_FREE, base=BASE, length=PAGE) == S.NV_ERR_INVALID_ADDRESS  # a part of the range
-    assert uvm.call(u.UVM_FREE, base=BASE, length=4 * PAGE) == 0
+    if hasattr(u.UVM_FREE_PARAMS, "length"):  # up to 580: the range's exact bounds
+        assert uvm.call(u.UVM_FREE, base=BASE, length=PAGE) == S.NV_ERR_INVALID_ADDRESS  # a part of the range
+        whole = {"length": 4 * PAGE}
+    else:  # from 590: the range that starts at base
+        assert uvm.call(u.UVM_FREE, base=BASE + PAGE) == S.NV_ERR_INVALID_ADDRESS  # inside the range
+        whole = {}
+    assert uvm.call(u.UVM_FREE, base=BASE, **whole) == 0
     with pytest.raises(MemoryFault):
         vas.read(BASE, 1)
-    assert uvm.call(u.UVM_FREE, base=BASE, length=4 * PAGE) == S.NV_ERR_INVALID_ADDRESS
+    assert uvm.call(u.UVM_FREE, base=BASE, **whole) == S.NV_ERR_INVALID_ADDRESS
 
 
 def test_map_needs_the_gpus_vaspace(tmp_path):
