@@ -68,6 +68,9 @@ NV_STAMP := $(NV_SOURCES)/.stamp-$(words $(NV_DEBIAN) $(NV_UPSTREAM))-$(NV_DOC)
 nvidia-sources: $(NV_STAMP)
 
 $(NV_STAMP):
+	@test -f $(NV_HEADERS)/$(NV_DOC)-classes.tar.xz || { echo "NV_HEADERS=$(NV_HEADERS) holds no NVIDIA release" \
+	    "trees (open-gpu-kernel-modules-<release>.tar.xz, $(NV_DOC)-classes.tar.xz; NVIDIA publishes them at" \
+	    "github.com/NVIDIA/open-gpu-kernel-modules and github.com/NVIDIA/open-gpu-doc)"; exit 1; }
 	mkdir -p $(NV_APT)/lists/partial $(NV_APT)/cache $(NV_APT)/src
 	printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: %s\nSigned-By: %s\n' \
 	    'bookworm experimental' contrib /usr/share/keyrings/debian-archive-keyring.gpg > $(NV_APT)/nvidia.sources
