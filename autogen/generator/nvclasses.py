@@ -37,6 +37,8 @@ QMD_HEADERS = {  # open-gpu-doc's compute/ QMD header -> the version kept
     "clc6c0qmd": "NVC6C0_QMDV03_00", "clc7c0qmd": "NVC7C0_QMDV03_00", "clc9c0qmd": "NVC9C0_QMDV03_00",
     "clcbc0qmd": "NVCBC0_QMDV04_00", "clcdc0qmd": "NVCDC0_QMDV05_00", "clcec0qmd": "NVCEC0_QMDV05_00",
 }
+# the names bound: all but the other QMD versions' a QMD header also describes (V02, V04_01, V05_01, ...)
+SELECT = re.compile(rf"^(?!NV[0-9A-F]{{4}}_QMDV\d\d_\d\d_)|^(?:{'|'.join(QMD_HEADERS.values())})_")
 RANGE = re.compile(r"^\d+ : \d+$")
 METHOD = re.compile(r"^NV[0-9A-F]{4}_(?!.*__)\w+$")  # a class's own name; `__` marks a header's meta value (__SIZE)
 CLASS_ID = re.compile(r"^BLACKWELL_[A-Z_]+_[A-Z]$")  # the Blackwell class ids (BLACKWELL_CLASSES)
@@ -174,7 +176,7 @@ def _layout(prefix: str, size: int, fields: dict[str, tuple[int, int, int]]) -> 
 def render() -> str:
     files = _headers()
     tu = translation_unit()
-    out, records = cstructs.sections([tu, *(p for p, _ in files)], flags=tuple(include_flags()))
+    out, records = cstructs.sections([tu, *(p for p, _ in files)], select=SELECT, flags=tuple(include_flags()))
     ns: dict = {}
     exec(compile(writer.module("", [], writer.imports("\n".join(out)), out), "<nv_classes>", "exec"), ns)
     consts = {k: v for k, v in ns.items() if isinstance(v, int) and not isinstance(v, bool)}
