@@ -1,4 +1,4 @@
-"""The `usergpu` command: usergpu [--debug] {devices,disasm,run,demo,prof,smi,mock} ...; usergpu --version.
+"""The `usergpu` command: usergpu [--debug] {devices,disasm,run,demo,prof,smi,mock,serve} ...; usergpu --version.
 
 It starts at once: only the subcommand given is defined in full, its module (which loads numpy, the runtime or
 the ISA tables) imported then; the others are listed by name and help line.
@@ -63,6 +63,12 @@ def _mock(sub) -> None:
     mock.add_parser(sub, COMMANDS["mock"][0])
 
 
+def _serve(sub) -> None:
+    from usergpu.tools import serve
+
+    serve.add_parser(sub, COMMANDS["serve"][0])
+
+
 def _smi(sub) -> None:
     from usergpu.tools import am_smi
 
@@ -80,6 +86,7 @@ COMMANDS: dict[str, tuple[str, Callable]] = {
     "prof": ("profile kernels (SQTT thread traces, PMC counters) and show captures", _prof),
     "smi": ("watch the GPUs AM drives (am_smi)", _smi),
     "mock": ("run a command (e.g. a tinygrad program) with usergpu's mock GPUs behind tinygrad's mock seam", _mock),
+    "serve": ("export AMD GPUs (or a mock machine's boards) over TCP in tinygrad's remote PCI protocol", _serve),
 }
 
 
