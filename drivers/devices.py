@@ -86,7 +86,8 @@ def nvidia_gpus(hal: HAL) -> dict[str, dict]:
 
 
 def find(hal: HAL | None = None) -> list[GPU]:
-    """Every AMD or NVIDIA GPU function on the PCI bus, in address order."""
+    """Every AMD or NVIDIA GPU function on the PCI bus, in address order, then the AMD GPUs of the remote servers
+    the HAL names (REMOTE: their address remote:HOST:PORT:N, their memory BAR0's size)."""
     hal = hal or HAL()
     kfd = kfd_nodes(hal)
     nv = nvidia_gpus(hal)
@@ -102,4 +103,11 @@ def find(hal: HAL | None = None) -> list[GPU]:
         gpus.append(GPU(addr, VENDORS[vendor], vendor, int(hal.read_text(f"{base}/device") or "0", 16),
                         hal.readlink_name(f"{base}/driver"), info.get("arch", arch), node, info.get("model"),
                         info.get("memory"), info.get("release"), info.get("bindings")))
-    return gpus
+    return gpus + remote_gpus(hal)
+
+
+def remote_gpus(hal: HAL) -> list[GPU]:
+    from usergpu.drivers.remote.client import remote_functions
+
+    return [GPU(f.name, "AMD", f.vendor_id, f.device_id, None, None, None, memory=f.bar(0).size)
+            for f in remote_functions(hal.remote_servers(), 0x1002) if f.config_read(8) >> 24 in GPU_CLASSES]

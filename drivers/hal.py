@@ -110,6 +110,11 @@ class HAL:
         """Registers or doorbells of a device file, mapped: an MMIO view."""
         return MMIO(self.mmap(fd, length, offset), length, width)
 
+    def remote_servers(self) -> list[str]:
+        """The remote PCI servers whose functions this machine's drivers see too: REMOTE=host:port[,host:port]
+        (tinygrad's variable)."""
+        return [a.strip() for a in os.environ.get("REMOTE", "").split(",") if a.strip()]
+
     def usb_backend(self):
         """The pyusb backend USB drivers enumerate and talk through: None, pyusb's own (libusb)."""
         return None

@@ -93,6 +93,25 @@ class PCIDevice:
         """(descriptor, offset) through which any part of BAR n can be mapped (mmap at offset + the part's)."""
         raise NotImplementedError
 
+    def mmio(self, n: int, width: int = 4) -> MMIO:
+        """BAR n as an MMIO view of width-byte words (doorbells: 8)."""
+        fd, offset = self.bar_file(n)
+        return self.hal.mmio(fd, self.bar(n).size, offset, width)
+
+    def share(self, n: int, offset: int, size: int) -> None:
+        """A part of memory BAR n that the CPU reaches through a mapping of bar_file(n) from now on. A local BAR
+        is the memory itself: only a function that keeps a copy of it (a remote one) needs to know."""
+
+    def unshare(self, n: int, offset: int) -> None:
+        """The part shared at offset is no longer reached through the mapping."""
+
+    def sync_for_cpu(self, n: int, offset: int | None = None, size: int | None = None) -> None:
+        """Make what the GPU wrote to the shared parts of BAR n (or offset..offset+size) visible to the CPU's
+        mapping (the DMA API's sync_for_cpu): nothing to do where the mapping is the BAR."""
+
+    def close(self) -> None:
+        """Let go of what the function object holds beyond its descriptors (a remote one's copy of VRAM)."""
+
     def dma_map(self, vaddr: int, iova: int, size: int) -> None:
         raise DriverError("DMA map", 0, f"{self.name}: no IOMMU to map system memory through (open it with VFIO)")
 

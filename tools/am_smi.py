@@ -36,6 +36,11 @@ COLUMNS = ("bus", "name", "power", "smu", "gfx %", "mem %", "clocks MHz gfx/mem/
 NEEDS = (("kill", "pids"), ("iterations", "watch"), ("watch_time", "watch"))
 
 
+def board_address(text: str) -> str:
+    """A PCI address, or a remote board's (remote:HOST:PORT:N) as usergpu devices lists it (argparse type)."""
+    return text.strip() if text.strip().startswith("remote:") else pci_address(text)
+
+
 def hals(args: argparse.Namespace) -> list[HAL]:
     """This machine, or with --mock the mock machines of MOCKPCI_DIR (there must be one)."""
     if args.mock or os.environ.get("DEV", "").upper().startswith("MOCKPCI"):
@@ -69,16 +74,34 @@ def states(args: argparse.Namespace, machines: list[HAL]) -> list[dict]:
     """The state of each board to show: the one --dev names, or those AM drives."""
     from usergpu.drivers.amd.am import smi  # its register maps take a while to load: only when a board is read
 
-    if args.dev:
+    if args.dev and args.dev.startswith("remote:"):
+        shown = [(machines[0], args.dev)]
+    elif args.dev:
         shown = [(hal, args.dev) for hal in machines if hal.exists(f"{PCI_DEVICES}/{args.dev}")][:1]
         if not shown:
             raise DeviceNotFound(f"no PCI function {args.dev} in {where(machines, PCI_DEVICES)}")
     else:
         shown = [(hal, o.bus) for hal in machines for o in lock.held(hal)]
+        shown += [(hal, bus) for hal in machines for bus in remote_boards(hal) if (hal, bus) not in shown]
         if not shown:
             raise DeviceNotFound(f"no GPU is driven by AM (no lock held in {where(machines, lock.LOCK_DIR)}); "
                                  "--dev BUS shows one anyway")
     return [smi.status(hal, bus) for hal, bus in shown]
+
+
+def remote_boards(hal: HAL) -> list[str]:
+    """The addresses of the AMD boards the remote servers of REMOTE export (each probed on a connection closed
+    at once, so that no board is kept from its driver)."""
+    from usergpu.drivers.remote.client import Link, probe
+
+    out = []
+    for address in hal.remote_servers():
+        link = Link(address)
+        try:
+            out += [f.name for f in probe(link, 0x1002)]
+        finally:
+            link.close()
+    return out
 
 
 def owners(args: argparse.Namespace, machines: list[HAL]) -> list[dict]:
@@ -143,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     ap = Parser(prog="am_smi", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dev", metavar="BUS", type=pci_address, help="only this board (PCI address, e.g. 0000:03:00.0)")
+    ap.add_argument("--dev", metavar="BUS", type=board_address, help="only this board (PCI address, e.g. "
+                    "0000:03:00.0, or a remote one's remote:HOST:PORT:N)")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the boards once (the default)")
     mode.add_argument("-w", "--watch", nargs="?", type=seconds, const=1.0, metavar="SECONDS",

@@ -3,14 +3,24 @@ tests) with usergpu's mock machines behind the seam tinygrad offers for mocks. T
 `test.mockgpu.mockgpu.MockFileIOInterface` (and `test.mockgpu.usb.MockUSB3`) as usergpu's through an import hook on
 its PYTHONPATH (tools/mock_site/sitecustomize.py); DEV is set when absent, MOCKGPU_ARCH and MOCKGPU_COUNT from the
 options (and MOCKGPU_PARTITION, a CDNA GPU's compute partitions). Nothing of the command is changed beyond that
-seam."""
+seam.
+
+MOCKPCI+AMD boards are register-level models, which a driver mapping BARs into its own memory cannot reach; so for
+them `usergpu serve` exports the mock machine on a free loopback port and the command runs with DEV=PCI+AMD and
+REMOTE pointing there: every register, VRAM and system-memory access of its driver (tinygrad's AM, usergpu's) is a
+request the mock board answers. The server stops when the command ends; its exit status is the command's."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
 
 from usergpu.autogen.generator.toolchain import LLVM
 from usergpu.emu.amd.mock.cdna import PARTITIONS, PARTS
@@ -93,6 +103,37 @@ def run(args: argparse.Namespace, hal=None) -> int:
         raise Error("mock: no command given (usergpu mock [options] -- CMD ARGS...)")
     if shutil.which(command[0]) is None:
         raise Error(f"mock: {command[0]}: command not found")
+    env = environment(args, dict(os.environ))
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execvpe(command[0], command, environment(args, dict(os.environ)))
+    if env["DEV"].split(":")[0] == "MOCKPCI+AMD":
+        return remote(command, env)
+    os.execvpe(command[0], command, env)
+
+
+def remote(command: list[str], env: dict[str, str]) -> int:
+    """Run command against `usergpu serve --dev MOCKPCI+AMD` on a free loopback port (DEV=PCI+AMD, REMOTE set); the
+    command's exit status."""
+    with tempfile.TemporaryDirectory(prefix="usergpu-mock-serve-") as boards:
+        server_env = env | {"MOCKPCI_DIR": env.get("MOCKPCI_DIR", boards)}
+        server = subprocess.Popen([sys.executable, "-m", "usergpu.tools.cli", "serve", "--dev", "MOCKPCI+AMD",
+                                   "--listen", "127.0.0.1:0", "--json"], env=server_env, stderr=subprocess.PIPE,
+                                  text=True)
+        try:
+            first = json.loads(server.stderr.readline() or "{}")
+            if first.get("event") != "listening":
+                raise Error(f"mock: usergpu serve did not start ({first.get('error') or server.wait()})")
+            threading.Thread(target=_forward_errors, args=(server.stderr,), daemon=True).start()
+            dev = "PCI+AMD" + env["DEV"][len("MOCKPCI+AMD"):]
+            child = subprocess.run(command, env=env | {"DEV": dev, "REMOTE": first["address"]})
+            return child.returncode
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait()
+
+
+def _forward_errors(stream) -> None:
+    """The server's lines after the first that are not its JSON status lines (an error) go to stderr."""
+    for line in stream:
+        if not line.startswith("{"):
+            sys.stderr.write(line)

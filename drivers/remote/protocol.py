@@ -98,3 +98,10 @@ def ok(first: int = 0, second: int = 0, data: bytes = b"") -> bytes:
 def error(message: str) -> bytes:
     text = message.encode()
     return REPLY.pack(1, len(text), 0) + text
+
+
+def reply_bytes(cmd: int, args: tuple[int, int, int], status: int, first: int) -> int:
+    """How many bytes follow a reply: an error's message, PROBE's list, MAP_SYSMEM's pages, what a read asked."""
+    if status or cmd in (Cmd.PROBE, Cmd.MAP_SYSMEM):
+        return first
+    return args[1] if cmd in (Cmd.MMIO_READ, Cmd.SYSMEM_READ) else 0

@@ -149,6 +149,10 @@ class MockHAL(HAL):
         self._open: dict[int, Device] = {}
         self._next_fd = self.FIRST_FD
 
+    def remote_servers(self) -> list[str]:
+        """A mock machine reaches no other machine."""
+        return []
+
     @classmethod
     def temporary(cls, prefix: str) -> MockHAL:
         """A MockHAL whose root is a new temporary folder (a mock machine's sysfs and procfs), removed at exit."""

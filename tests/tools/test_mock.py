@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ USERGPU = Path(sys.executable).parent / "usergpu"
 PROBE = ("import json, os, test.mockgpu.mockgpu as m, test.mockgpu.usb as u; "
          "print(json.dumps({'fileio': m.MockFileIOInterface.__module__, 'usb': u.MockUSB3.__module__, "
          "**{k: os.environ.get(k) for k in ('DEV', 'MOCKGPU_ARCH', 'MOCKGPU_COUNT', 'MOCKGPU', 'MOCKGPU_PARTITION', "
-         "'MOCKGPU_NV_ARCH', 'MOCKGPU_NV_RELEASE') "
+         "'MOCKGPU_NV_ARCH', 'MOCKGPU_NV_RELEASE', 'REMOTE') "
          "if k in os.environ}}))")
 
 
@@ -49,7 +50,24 @@ def test_the_nvidia_mock_takes_its_chip_and_release(tmp_path):
 def test_dev_is_kept_when_set_and_replaced_by_the_option(tmp_path):
     env = {"DEV": "MOCKKFD+AMD:LLVM"}
     assert mock(cwd=tmp_path, env=env)["DEV"] == "MOCKKFD+AMD:LLVM"
-    assert mock("--dev", "mockpci+amd", cwd=tmp_path, env=env)["DEV"] == "MOCKPCI+AMD"
+    assert mock("--dev", "mock+nv", cwd=tmp_path, env=env)["DEV"] == "MOCK+NV"
+
+
+def test_mock_boards_are_served_over_remote_for_the_command(tmp_path):
+    """MOCKPCI+AMD: the command gets DEV=PCI+AMD (a renderer after it kept) and REMOTE naming a loopback server
+    that exports the board; its exit status is the command's, and the server is gone after it."""
+    got = mock("--arch", "gfx1200", cwd=tmp_path, env={"DEV": "MOCKPCI+AMD:LLVM"})
+    assert got["DEV"] == "PCI+AMD:LLVM" and got["REMOTE"].startswith("127.0.0.1:")
+    script = ("import os, socket, struct; s = socket.create_connection(('127.0.0.1', int(os.environ['REMOTE']"
+              ".split(':')[1]))); s.sendall(struct.pack('<BIIQQQ', 3, 0, 0, 2, 2, 0)); "
+              "r = s.recv(17); print(os.environ['REMOTE'], hex(struct.unpack('<BQQ', r)[1])); raise SystemExit(3)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEV", "MOCKGPU"))}
+    out = subprocess.run([str(USERGPU), "mock", "--dev", "MOCKPCI+AMD", "--arch", "gfx1200", "--", sys.executable,
+                          "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    address, device = out.stdout.split()
+    assert out.returncode == 3 and device == "0x7590"  # the gfx1200 board's device id, from its config space
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", int(address.split(":")[1])), timeout=5)
 
 
 def test_a_repository_test_package_does_not_win(tmp_path):

@@ -1,9 +1,12 @@
-"""AM's VRAM allocator: first fit over a free list kept sorted by address, neighbours merged on free."""
+"""AM's VRAM allocator: first fit over a free list kept sorted by address, neighbours merged on free. Each range it
+hands out is one the CPU reaches through BAR0, so the PCI function hears of it (share/unshare: a remote one keeps
+a copy of exactly those ranges)."""
 
 from __future__ import annotations
 
 import bisect
 
+from usergpu.drivers.pci import PCIDevice
 from usergpu.errors import Error
 
 
@@ -12,8 +15,8 @@ class OutOfMemory(Error):
 
 
 class Allocator:
-    def __init__(self, base: int, size: int, align: int = 4096):
-        self.base, self.size, self.align = base, size, align
+    def __init__(self, base: int, size: int, align: int = 4096, pci: PCIDevice | None = None):
+        self.base, self.size, self.align, self.pci = base, size, align, pci
         self.free_ranges: list[tuple[int, int]] = [(base, size)]  # (start, size), sorted, never adjacent
         self.used: dict[int, int] = {}  # start -> size
 
@@ -28,12 +31,16 @@ class Allocator:
                 for piece in reversed([r for r in rest if r[1]]):
                     self.free_ranges.insert(i, piece)
                 self.used[at] = size
+                if self.pci is not None:
+                    self.pci.share(0, at, size)
                 return at
         raise OutOfMemory(f"VRAM: no free {size:#x} bytes ({align:#x}-aligned) in [{self.base:#x}, "
                           f"{self.base + self.size:#x}): {self.used_bytes:#x} of {self.size:#x} bytes in use")
 
     def free(self, start: int) -> None:
         size = self.used.pop(start)
+        if self.pci is not None:
+            self.pci.unshare(0, start)
         i = bisect.bisect(self.free_ranges, (start, size))
         self.free_ranges.insert(i, (start, size))
         for j in (i, i - 1):  # merge with the next range, then the previous one

@@ -95,11 +95,12 @@ class AMDevice:
         block's init in amdgpu's order; the PSP's firmware loads between IH and GFX, unless a partial boot keeps
         them."""
         memory = np.frombuffer(self.vram.memory, np.uint8)
-        self.allocator = Allocator(0, self.vram_size - RESERVED)
+        self.allocator = Allocator(0, self.vram_size - RESERVED, pci=self.pci)
         ring = self.allocator.alloc(ih.RING_BYTES)
         self.nbio = NBIO(self.reg)
         self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
-        self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring)
+        self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring,
+                        lambda: self.pci.sync_for_cpu(0, ring, ih.RING_BYTES))
         self.gfx, self.sdma = GFX(self.reg), SDMA(self.reg, self.family)
         self.blocks_up: list[ip.BlockDriver] = []
         self._init("NBIO", "HDP flush remap", self.nbio)
@@ -178,6 +179,7 @@ class AMDevice:
             if hasattr(self, "allocator"):
                 self.reg.write("GC", VRAM_USED, 0)  # no process owns VRAM once the driver lets the GPU go
         finally:
+            self.pci.close()
             self.hal.close(self.lock)
 
 

@@ -27,7 +27,8 @@ from usergpu.drivers.hal import (
     PROT_WRITE,
 )
 from usergpu.drivers.memobj import Memory
-from usergpu.drivers.pci import SysfsPCIDevice, pci_devices
+from usergpu.drivers.pci import PCIDevice, SysfsPCIDevice, pci_devices
+from usergpu.drivers.remote.client import remote_functions
 from usergpu.drivers.vfio import VFIOPCIDevice, bound_to_vfio
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import page_align
@@ -46,9 +47,11 @@ def node_properties(gc_version: tuple[int, int, int], gc: dict[str, int]) -> dic
             "lds_size_in_kb": gc["lds_size"], "max_slots_scratch_cu": gc["max_scratch_slots_per_cu"]}
 
 
-def amd_gpus(hal: HAL) -> list[SysfsPCIDevice]:
-    """The AMD GPU functions of the machine (display or processing-accelerator class), in address order."""
-    return [d for d in pci_devices(hal, 0x1002) if d.config_read(8) >> 24 in GPU_CLASSES]
+def amd_gpus(hal: HAL) -> list[PCIDevice]:
+    """The AMD GPU functions of the machine (display or processing-accelerator class), in address order, then
+    those of the remote servers the HAL names (REMOTE)."""
+    found = pci_devices(hal, 0x1002) + remote_functions(hal.remote_servers(), 0x1002)
+    return [d for d in found if d.config_read(8) >> 24 in GPU_CLASSES]
 
 
 class AM:
@@ -71,7 +74,7 @@ class AM:
         if index >= len(gpus):
             raise DeviceNotFound(f"PCI+AMD GPU {index}: the machine has {len(gpus)} AMD GPU functions")
         self.hal, self.pci = hal, gpus[index]
-        if bound_to_vfio(hal, self.pci.name):  # VFIO: the IOMMU maps system memory too
+        if isinstance(self.pci, SysfsPCIDevice) and bound_to_vfio(hal, self.pci.name):  # the IOMMU maps system memory
             self.pci = VFIOPCIDevice(hal, self.pci.name)
         self.dev = AMDevice(self.pci, hal)
         try:
@@ -80,9 +83,7 @@ class AM:
             self.arch = f"gfx{major}{minor:x}{rev:x}"
             self.properties = node_properties(self.dev.gc_version, self.dev.gc_info)
             self._vram = self.pci.bar_file(0)
-            fd, offset = self.pci.bar_file(2)
-            doorbells = hal.mmio(fd, self.pci.bar(2).size, offset, width=8)
-            self._doorbells = FlushedDoorbells(doorbells, self.dev.nbio)
+            self._doorbells = FlushedDoorbells(self.pci.mmio(2, width=8), self.dev.nbio)
         except BaseException:
             self.dev.close()
             raise
@@ -171,8 +172,10 @@ class AM:
             if len(done) == len(event_ids) if wait_for_all else done:
                 for e in done:
                     self.events[e] = False
+                self.pci.sync_for_cpu(0)
                 return done
             if time.monotonic() >= deadline:
+                self.pci.sync_for_cpu(0)
                 return None
             time.sleep(0.0005)
 

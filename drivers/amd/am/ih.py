@@ -4,6 +4,8 @@ IH_RB_RPTR after them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from usergpu.drivers.amd.am.ip import Registers
@@ -13,10 +15,11 @@ RING_BYTES = 256 << 10
 
 
 class IH:
-    def __init__(self, regs: Registers, vram: np.ndarray, address: int, mc: int):
-        """address: the ring's VRAM offset; mc: its MC address (what the IH is given)."""
+    def __init__(self, regs: Registers, vram: np.ndarray, address: int, mc: int, sync: Callable[[], None]):
+        """address: the ring's VRAM offset; mc: its MC address (what the IH is given); sync: makes what the IH
+        wrote to the ring visible to the CPU (PCIDevice.sync_for_cpu of it)."""
         self.regs, self.ring = regs, vram[address : address + RING_BYTES].view(np.uint32)
-        self.mc, self.rptr = mc, 0
+        self.mc, self.rptr, self.sync = mc, 0, sync
 
     def init(self) -> None:
         self.regs.write("OSSSYS", "IH_RB_CNTL", 0)
@@ -39,6 +42,8 @@ class IH:
                 WPTR_OVERFLOW_CLEAR=1))
             self.regs.write("OSSSYS", "IH_RB_CNTL", cntl)
         wptr &= RING_BYTES - 4
+        if self.rptr != wptr:
+            self.sync()
         out = []
         while self.rptr != wptr:
             at = self.rptr // 4

@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 import socket
 import struct
-import threading
 import time
 
 import pytest
@@ -21,29 +20,6 @@ from usergpu.tools.serve import boards
 NAVI31 = 0x744C
 
 
-@pytest.fixture
-def served(monkeypatch, tmp_path):
-    """A server of one mock gfx1100 board (bound to vfio-pci) on a free loopback port: its (host, port)."""
-    monkeypatch.setenv("MOCKPCI_DIR", str(tmp_path))
-    monkeypatch.setenv("MOCKGPU_ARCH", "gfx1100")
-    monkeypatch.setenv("MOCKPCI_VFIO", "1")
-    hal, found = boards("MOCKPCI+AMD")
-    yield from _serving(Server(hal, found, ["127.0.0.0/8"]))
-
-
-def _serving(server: Server):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    stop = threading.Event()
-    thread = threading.Thread(target=server.serve, args=(listener, stop), daemon=True)
-    thread.start()
-    yield listener.getsockname()
-    stop.set()
-    thread.join()
-    listener.close()
-
-
 def connect(address) -> socket.socket:
     sock = socket.create_connection(address, timeout=10)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -54,8 +30,7 @@ def call(sock: socket.socket, cmd: int, *args: int, bar: int = 0, device: int = 
     """A request and its reply: (status, first, second, the bytes after it)."""
     sock.sendall(Request(cmd, device, bar, (*args, 0, 0, 0)[:3], payload).encode())
     status, first, second = REPLY.unpack(protocol.receive(sock, REPLY.size))
-    extra = first if status or cmd in (Cmd.PROBE, Cmd.MAP_SYSMEM) else args[1] if cmd in (
-        Cmd.MMIO_READ, Cmd.SYSMEM_READ) else 0
+    extra = protocol.reply_bytes(cmd, (*args, 0, 0, 0)[:3], status, first)
     return status, first, second, protocol.receive(sock, extra)
 
 
@@ -129,12 +104,12 @@ def test_a_bad_posted_write_closes_its_connection_only(served):
     assert call(good, Cmd.CFG_READ, 0, 2)[1] == 0x1002
 
 
-def test_a_peer_outside_the_allowed_networks_is_closed_before_any_request(monkeypatch, tmp_path):
+def test_a_peer_outside_the_allowed_networks_is_closed_before_any_request(monkeypatch, tmp_path, serve_boards):
     monkeypatch.setenv("MOCKPCI_DIR", str(tmp_path))
     monkeypatch.setenv("MOCKPCI_VFIO", "1")
     hal, found = boards("MOCKPCI+AMD")
     events = []
-    for address in _serving(Server(hal, found, ["10.0.0.0/8"], events.append)):
+    for address in serve_boards(Server(hal, found, ["10.0.0.0/8"], events.append)):
         sock = connect(address)
         assert sock.recv(1) == b""
     assert events and events[0]["event"] == "refused" and events[0]["why"] == "outside --allow"
