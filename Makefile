@@ -26,19 +26,23 @@ test: setup
 
 setup: apt venv firmware nvidia-sources
 
-# Navi31 firmware for the AM driver: Debian's firmware-amd-graphics (component non-free-firmware), fetched with a
-# private apt list of that component and unpacked into the cache with dpkg -x, never installed system-wide.
+# GPU firmware for the AM driver (and, seeded into its cache, tinygrad's): Debian's firmware-amd-graphics (component
+# non-free-firmware) from the newest suite that carries it (sid and trixie-backports listed: apt takes the highest
+# version; bookworm's has no gfx12 firmware), fetched with a private apt list of that component and unpacked into the
+# cache with dpkg -x, never installed system-wide. The stamp names the suites, so a cache of an older list is redone.
 CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/usergpu
 FIRMWARE := $(CACHE)/firmware
 FW_APT := $(CACHE)/apt-non-free-firmware
 FW_OPTS := -o Dir::Etc::sourcelist=$(FW_APT)/non-free-firmware.sources -o Dir::Etc::sourceparts=- \
            -o Dir::State::Lists=$(FW_APT)/lists -o Dir::Cache=$(FW_APT)/cache -o Dir::Cache::Archives=$(FW_APT)/archives
-firmware: $(FIRMWARE)/.stamp
+FW_SUITES := sid trixie-backports
+FW_STAMP := $(FIRMWARE)/.stamp-$(subst $(eval) ,-,$(FW_SUITES))
+firmware: $(FW_STAMP)
 
-$(FIRMWARE)/.stamp:
+$(FW_STAMP):
 	mkdir -p $(FW_APT)/lists/partial $(FW_APT)/archives/partial $(FW_APT)/cache
 	printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: non-free-firmware\nSigned-By: %s\n' \
-	    "$$(. /etc/os-release; echo $$VERSION_CODENAME)" /usr/share/keyrings/debian-archive-keyring.gpg > $(FW_APT)/non-free-firmware.sources
+	    "$(FW_SUITES)" /usr/share/keyrings/debian-archive-keyring.gpg > $(FW_APT)/non-free-firmware.sources
 	apt-get -qq $(FW_OPTS) update
 	cd $(FW_APT) && rm -f firmware-amd-graphics_*.deb && apt-get -qq $(FW_OPTS) download firmware-amd-graphics
 	rm -rf $(FIRMWARE) && dpkg -x $(FW_APT)/firmware-amd-graphics_*.deb $(FIRMWARE)

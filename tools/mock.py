@@ -8,7 +8,9 @@ seam.
 MOCKPCI+AMD boards are register-level models, which a driver mapping BARs into its own memory cannot reach; so for
 them `usergpu serve` exports the mock machine on a free loopback port and the command runs with DEV=PCI+AMD and
 REMOTE pointing there: every register, VRAM and system-memory access of its driver (tinygrad's AM, usergpu's) is a
-request the mock board answers. The server stops when the command ends; its exit status is the command's."""
+request the mock board answers. The server stops when the command ends; its exit status is the command's. First
+tinygrad's download cache gets the Debian firmware blobs identical to those tinygrad pins (tools/tinygrad_cache.py).
+"""
 
 from __future__ import annotations
 
@@ -114,6 +116,13 @@ def run(args: argparse.Namespace, hal=None) -> int:
 def remote(command: list[str], env: dict[str, str]) -> int:
     """Run command against `usergpu serve --dev MOCKPCI+AMD` on a free loopback port (DEV=PCI+AMD, REMOTE set); the
     command's exit status."""
+    from usergpu.tools import tinygrad_cache
+
+    seeded = tinygrad_cache.seed()  # tinygrad's AM fetches firmware: Debian's identical blobs are in its cache
+    if seeded.placed or seeded.differ or seeded.missing:
+        print(f"usergpu mock: {len(seeded.placed)} of tinygrad's pinned firmware blobs in its cache from Debian's "
+              f"firmware-amd-graphics; {len(seeded.differ)} differ from the pins, {len(seeded.missing)} are not there",
+              file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="usergpu-mock-serve-") as boards:
         server_env = env | {"MOCKPCI_DIR": env.get("MOCKPCI_DIR", boards)}
         server = subprocess.Popen([sys.executable, "-m", "usergpu.tools.cli", "serve", "--dev", "MOCKPCI+AMD",

@@ -1,5 +1,6 @@
 """The firmware AM loads, as amdgpu finds it: amdgpu/<ip>_<version>_<part>.bin from `make setup`'s copy of Debian's
-firmware-amd-graphics (the cache), else /lib/firmware. Each file is checked against its header before use: the
+firmware-amd-graphics (the cache: usr/lib/firmware in the packages since trixie, lib/firmware before), else
+/lib/firmware. Each file is checked against its header before use: the
 common header (sizes, the ucode array inside the file, the IP version the name promises) and, for the PSP's SOS,
 the v2 table of the binaries it bundles — a file that fails says which field, expected against found. `cut` gives
 the part of a file amdgpu hands the PSP as one ucode (amdgpu_ucode_init_single_fw with PSP loading), `ucodes` a
@@ -25,7 +26,8 @@ class FirmwareError(Error):
 
 def search_path() -> list[Path]:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "usergpu"
-    return [cache / "firmware/lib/firmware/amdgpu", Path("/lib/firmware/amdgpu")]
+    return [cache / "firmware/usr/lib/firmware/amdgpu", cache / "firmware/lib/firmware/amdgpu",
+            Path("/lib/firmware/amdgpu")]
 
 
 @dataclass(frozen=True)

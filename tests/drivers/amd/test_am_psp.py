@@ -45,7 +45,8 @@ def expected() -> list[tuple[int, int]]:
         return header.from_buffer_copy(load(name).data)
     sdma = head("sdma_6_0_0", uc.struct_sdma_firmware_header_v2_0)
     pfp, me, mec = (head(f"gc_11_0_0_{n}", uc.struct_gfx_firmware_header_v2_0) for n in ("pfp", "me", "mec"))
-    mes, kiq = (head(f"gc_11_0_0_{n}", uc.struct_mes_firmware_header_v1_0) for n in ("mes", "mes1"))
+    mes_file = "mes_2" if firmware.find("gc_11_0_0_mes_2") else "mes"  # amdgpu takes the v2 MES where it is
+    mes, kiq = (head(f"gc_11_0_0_{n}", uc.struct_mes_firmware_header_v1_0) for n in (mes_file, "mes1"))
     imu = head("gc_11_0_0_imu", uc.struct_imu_firmware_header_v1_0)
     rlc = head("gc_11_0_0_rlc", uc.struct_rlc_firmware_header_v2_3)
     assert rlc.v2_2.v2_1.save_restore_list_cntl_size_bytes == 0  # empty in Debian's file: amdgpu skips it
@@ -103,8 +104,8 @@ def test_what_the_sos_refuses_names_the_command_and_status(tmp_path):
     mock, dev, psp, mem, tmr = board(tmp_path)
     psp.create_ring(mem)
     payload = next(u.payload for u in ucodes(*NAVI31) if u.name == "CP_RS64_MEC")
-    with pytest.raises(PSPError, match=r"LOAD_IP_FW \(RS64_MEC, 267552 bytes at MC 0x[0-9a-f]+\) failed: .*status "
-                                       r"0xffff0007"):
+    with pytest.raises(PSPError, match=rf"LOAD_IP_FW \(RS64_MEC, {len(payload)} bytes at MC 0x[0-9a-f]+\) failed: "
+                                       r".*status 0xffff0007"):
         psp.load_ip_fw(gfx.GFX_FW_TYPE_RS64_MEC, payload)  # no TOC, no TMR yet
     psp.tmr_size(load("psp_13_0_0_sos"))
     with pytest.raises(PSPError, match="SETUP_TMR .* failed: .*status 0xffff0006"):
@@ -147,7 +148,7 @@ def test_a_ring_that_never_answers_times_out(tmp_path, monkeypatch):
 def _damaged(tmp_path, monkeypatch, name: str, at: int, value: int) -> None:
     """The firmware folder with one file's 32-bit field at `at` overwritten."""
     folder = tmp_path / "usergpu/firmware/lib/firmware/amdgpu"
-    shutil.copytree(firmware.search_path()[0], folder)
+    shutil.copytree(firmware.find(name).parent, folder)
     data = bytearray((folder / f"{name}.bin").read_bytes())
     data[at : at + 4] = struct.pack("<I", value)
     (folder / f"{name}.bin").write_bytes(bytes(data))
@@ -157,7 +158,7 @@ def _damaged(tmp_path, monkeypatch, name: str, at: int, value: int) -> None:
 @pytest.mark.parametrize(("name", "field", "value", "message"), [
     ("gc_11_0_0_mec", uc.struct_gfx_firmware_header_v2_0.data_size_bytes, 1 << 30,
      r"gc_11_0_0_mec.bin: CP_RS64_MEC_P0_STACK: data_size_bytes at data_offset_bytes: expected a non-empty part "
-     r"inside 60..407072, found 267808..1074009632"),
+     r"inside 60\.\.\d+, found \d+\.\.\d+"),
     ("sdma_6_0_0", uc.struct_sdma_firmware_header_v2_0.ctl_ucode_size_bytes, 0,
      "sdma_6_0_0.bin: SDMA_UCODE_TH1: ctl_ucode_size_bytes at ctl_ucode_offset: expected a non-empty part"),
     ("gc_11_0_0_imu", uc.struct_common_firmware_header.header_version_major, 2,
