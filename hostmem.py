@@ -16,6 +16,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
 MAP_FAILED = ctypes.c_void_p(-1).value
 
 
@@ -40,6 +41,11 @@ def os_munmap(address: int, length: int) -> None:
     if _libc.munmap(address, length) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"munmap of {length:#x} bytes at {address:#x}: {os.strerror(err)}")
+
+
+def same(a: int, b: int, length: int) -> bool:
+    """Whether length bytes at two CPU addresses are equal (memcmp: no copy, no temporary array)."""
+    return _libc.memcmp(a, b, length) == 0
 
 
 def view(address: int, length: int) -> memoryview:
