@@ -6,7 +6,9 @@ Config space and registers are requests (register and doorbell writes posted, as
 ways: block reads and writes of BAR0 are requests, and the parts a driver shares (what its allocator hands out,
 which it writes through CPU pointers) live in a local mirror (mirror.py) that a memfd maps where a local BAR0's
 resource file would; it is pushed before every register write and pulled where the driver syncs for the CPU.
-System memory (MAP_SYSMEM) is not used: a remote function's "gtt" memory is VRAM, as without VFIO."""
+System memory (MAP_SYSMEM) is not used: the protocol has no command that frees it (a client's goes when it
+disconnects), and the runtime allocates and frees "gtt" memory all along, so a remote function's "gtt" memory is
+VRAM, as without VFIO."""
 
 from __future__ import annotations
 
