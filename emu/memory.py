@@ -147,6 +147,11 @@ class Memory:
         buf[address - base : address - base + len(data)] = np.frombuffer(data, np.uint8)
 
     def _span(self, address: int, n: int, access: str) -> tuple[int, np.ndarray]:
-        """The base and bytes of the mapping that holds [address, address + n)."""
-        i = int(self._locate(np.asarray([address], np.uint64), n, access)[0])
+        """The base and bytes of the mapping that holds [address, address + n): one address, so a bisect of the
+        bases (the packet processors' reads and writes go here, a few at a time) rather than _locate's arrays."""
+        i = bisect.bisect_right(self._bases, address) - 1
+        if i < 0 or address >= self._bases[i] + len(self._bufs[i]):
+            raise MemoryFault(address, access, "not mapped")
+        if address + n > self._bases[i] + len(self._bufs[i]):
+            raise MemoryFault(address, access, f"{n}-byte access runs past the end of its buffer")
         return self._bases[i], self._bufs[i]

@@ -6,6 +6,7 @@ fields are the generated `usergpu.autogen.amdhsa` ones.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from usergpu.autogen.amdhsa import BITFIELDS, kernel_descriptor_t
@@ -81,15 +82,21 @@ def decode_fields(kd: kernel_descriptor_t, arch: str) -> dict[str, int]:
         "RESERVED1": int.from_bytes(bytes(kd.reserved1), "little"),
         "RESERVED3": int.from_bytes(bytes(kd.reserved3), "little"),
     }
-    ver = version(arch)
     regs = _registers(kd, arch)
     if "COMPUTE_PGM_RSRC3" not in regs and "COMPUTE_PGM_RSRC3_GFX90A" not in regs:
         out["COMPUTE_PGM_RSRC3"] = kd.compute_pgm_rsrc3
-    for reg, value in regs.items():
-        for field, (shift, width) in BITFIELDS[reg].items():
-            if _applies(field, ver):
-                out[f"{reg}_{field}"] = (value >> shift) & ((1 << width) - 1)
+    for name, reg, shift, mask in _layout(arch, tuple(regs)):
+        out[name] = (regs[reg] >> shift) & mask
     return out
+
+
+@functools.cache
+def _layout(arch: str, regs: tuple[str, ...]) -> tuple[tuple[str, str, int, int], ...]:
+    """(field name, register, shift, mask) of every bit field of regs that applies to the arch: worked out once
+    per arch, as a launch decodes a descriptor each time."""
+    ver = version(arch)
+    return tuple((f"{reg}_{field}", reg, shift, (1 << width) - 1) for reg in regs
+                 for field, (shift, width) in BITFIELDS[reg].items() if _applies(field, ver))
 
 
 def descriptor(data: bytes, arch: str) -> tuple[kernel_descriptor_t, dict[str, int]]:
