@@ -95,6 +95,7 @@ class Memory:
         self._reindex()
 
     def _reindex(self) -> None:
+        self.derived: dict = {}  # what users work out from the mapping list (the native executor's range table)
         self._base_arr = np.asarray(self._bases, np.uint64)
         self._end_arr = np.asarray([b + len(buf) for b, buf in zip(self._bases, self._bufs, strict=True)], np.uint64)
 

@@ -138,16 +138,25 @@ def _setup(w: Waves, gids: np.ndarray, index: np.ndarray, block: tuple, arch: st
         w.s[len(user) + i] = values[name]
     if version(arch)[0] == 12:
         w.s[TTMP + 9], w.s[TTMP + 7] = gids[:, 0], gids[:, 1] | gids[:, 2] << 16
-    # v0 and EXEC depend on the wave's number within its workgroup only: worked out once per number
+    v0, exec_lo, exec_hi = _wave_start(tuple(block), w.lanes, waves_per_group, dims)
+    w.v[0], w.s[EXEC], w.s[EXEC + 1] = v0[index], exec_lo[index], exec_hi[index]
+
+
+@functools.lru_cache(maxsize=256)
+def _wave_start(block: tuple, lanes: int, waves_per_group: int, dims: int) -> tuple[np.ndarray, ...]:
+    """v0 (the packed work-item IDs) and EXEC's halves of each wave number within a workgroup: they depend on the
+    block's shape only, so a suite's many launches of one shape work them out once (read-only arrays)."""
     first = np.arange(waves_per_group)
-    flat = first[:, None] * w.lanes + np.arange(w.lanes)
+    flat = first[:, None] * lanes + np.arange(lanes)
     ids = (flat % block[0], flat // block[0] % block[1], flat // (block[0] * block[1]))
-    w.v[0] = sum(ids[i] << WORKITEM_ID_BITS * i for i in range(dims)).astype(np.uint32)[index]
+    v0 = sum(ids[i] << WORKITEM_ID_BITS * i for i in range(dims)).astype(np.uint32)
     threads = block[0] * block[1] * block[2]
-    active = np.clip(threads - first * w.lanes, 0, w.lanes).astype(np.uint64)  # EXEC: the wave's real lanes
+    active = np.clip(threads - first * lanes, 0, lanes).astype(np.uint64)  # EXEC: the wave's real lanes
     bits = np.where(active >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << np.minimum(active, 63)) - 1)
-    w.s[EXEC], w.s[EXEC + 1] = ((bits & np.uint64(0xFFFFFFFF)).astype(np.uint32)[index],
-                                (bits >> np.uint64(32)).astype(np.uint32)[index])
+    out = (v0, (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32), (bits >> np.uint64(32)).astype(np.uint32))
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 @functools.lru_cache(maxsize=64)

@@ -103,13 +103,17 @@ class NativeExecutor(Executor):
             st.n, st.vgprs, st.budget, st.entry = w.n, w.v.shape[0], self.budget, self._entry
             st.ngroups, st.gi, st.lds_size, st.scratch_size = len(starts), 0, self.lds.shape[1], self.scratch.shape[2]
             self._st = st
-        bufs = self.mem._bufs
-        base = np.asarray(self.mem._bases, np.uint64)
-        end = base + np.asarray([len(b) for b in bufs], np.uint64)
-        writable = np.asarray([b.flags.writeable for b in bufs], np.uint8)
-        host = ffi.new("uint8_t *[]", [ffi.cast("uint8_t *", b.ctypes.data) for b in bufs] or [ffi.NULL])
-        self._ranges = (base, end, writable, host)
+        ranges = self.mem.derived.get("native")
+        if ranges is None:  # the mappings' table, made once until the mappings change (not once per dispatch)
+            bufs = self.mem._bufs
+            base = np.asarray(self.mem._bases, np.uint64)
+            end = base + np.asarray([len(b) for b in bufs], np.uint64)
+            writable = np.asarray([b.flags.writeable for b in bufs], np.uint8)
+            host = ffi.new("uint8_t *[]", [ffi.cast("uint8_t *", b.ctypes.data) for b in bufs] or [ffi.NULL])
+            ranges = self.mem.derived["native"] = (base, end, writable, host, len(bufs))
+        self._ranges = ranges
+        base, end, writable, host, count = ranges
         st.base, st.end = ffi.cast("uint64_t *", base.ctypes.data), ffi.cast("uint64_t *", end.ctypes.data)
-        st.writable, st.host, st.nranges, st.last = ffi.cast("uint8_t *", writable.ctypes.data), host, len(bufs), -1
+        st.writable, st.host, st.nranges, st.last = ffi.cast("uint8_t *", writable.ctypes.data), host, count, -1
         self._ranges_of = self.mem._base_arr
         return st
