@@ -133,6 +133,20 @@ def read_sections(data: bytes, hdr: Header) -> list[Section]:
     return [replace(s, name=string_at(names, off)) for s, off in zip(raw, name_offsets, strict=True)]
 
 
+def sections_end(data: bytes, hdr: Header) -> int:
+    """Where the last section's data ends (SHT_NOBITS ones hold none): read_sections' bounds check without
+    building the sections, for a loader that only needs an image's extent."""
+    end = 0
+    table = memoryview(data)[hdr.shoff : hdr.shoff + hdr.shnum * _SHDR.size]
+    for i, (_, typ, _, _, off, size, *_) in enumerate(_SHDR.iter_unpack(table)):
+        if typ != SHT_NOBITS:
+            if off + size > len(data):
+                raise CodeObjectError(f"section [{i}] data at offset {off:#x} ({size:#x} bytes) runs past the end "
+                                      f"of the file ({len(data)} bytes)")
+            end = max(end, off + size)
+    return end
+
+
 def read_segments(data: bytes, hdr: Header) -> list[Segment]:
     segs = []
     for i in range(hdr.phnum):

@@ -134,9 +134,7 @@ class Image:
 def image_size(data: memoryview) -> int:
     """The bytes an ELF image spans from its start: its headers' tables and its sections' data."""
     hdr = cubin_format.read_header(data)
-    ends = [hdr.shoff + 64 * hdr.shnum, hdr.phoff + 56 * hdr.phnum]
-    ends += [s.offset + s.size for s in elf.read_sections(data, hdr) if s.type != elf.SHT_NOBITS]
-    return max(ends)
+    return max(hdr.shoff + 64 * hdr.shnum, hdr.phoff + 56 * hdr.phnum, elf.sections_end(data, hdr))
 
 
 def image_at(vas: VASpace, va: int) -> tuple[int, Image]:

@@ -27,13 +27,19 @@ BATCH_LANES = 16384  # threads run together (whole blocks; at least one block)
 def module_of(code: bytes | str) -> ptx.Module:
     """The PTX module of PTX text or of a cubin made by assemble_ptx."""
     if isinstance(code, bytes | bytearray) and bytes(code[:4]) == b"\x7fELF":
-        from usergpu.isa.nv import cubin
-
-        text = cubin.parse(bytes(code)).ptx
-        if text is None:
-            raise cubin.no_ptx("the PTX emulator")
-        code = text
+        code = _cubin_ptx(bytes(code))
     return _parse(bytes(code) if isinstance(code, bytearray) else code)
+
+
+@lru_cache(maxsize=64)
+def _cubin_ptx(data: bytes) -> str:
+    """The PTX a cubin carries, read once per cubin's bytes (a suite launches the same cubin many times)."""
+    from usergpu.isa.nv import cubin
+
+    text = cubin.parse(data).ptx
+    if text is None:
+        raise cubin.no_ptx("the PTX emulator")
+    return text
 
 
 @lru_cache(maxsize=64)

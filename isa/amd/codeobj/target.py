@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from usergpu.errors import CodeObjectError
@@ -53,6 +54,7 @@ def target_id(arch: str, xnack: str, sramecc: str) -> str:
     return f"amdgcn-amd-amdhsa--{arch}{feats}"
 
 
+@functools.cache
 def version(arch: str) -> tuple[int, int]:
     """(major, minor) of the GFX IP: gfx1100 -> (11, 0), gfx942 -> (9, 4), gfx1250 -> (12, 5), gfx11-generic -> 11.0."""
     m = re.fullmatch(r"gfx(\d+)-(?:(\d+)-)?generic", arch)

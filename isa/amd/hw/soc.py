@@ -10,6 +10,8 @@ GC 9.4.3's (gfx_v9_4_3.c drives both)."""
 
 from __future__ import annotations
 
+import functools
+
 from usergpu.autogen import pm4_nv, pm4_soc15, regs_gc_9_4_3, regs_gc_11_0_0, regs_gc_12_0_0, sdma_v4, sdma_v6
 
 TIMESTAMP_HZ = 100_000_000  # the GPU timestamp counter (RELEASE_MEM, SDMA TIMESTAMP): the 100 MHz reference clock
@@ -31,6 +33,7 @@ def family(arch: str) -> str:
     return arch[:5]
 
 
+@functools.lru_cache(maxsize=4096)
 def register_address(arch: str, name: str) -> int:
     """A GC register's dword address on the arch (the MMIO byte address is 4x)."""
     return GC_REGS[family(arch)][name].address(GC_BASES[family(arch)])
