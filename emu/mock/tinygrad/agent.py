@@ -20,6 +20,7 @@ import numpy as np
 from usergpu.errors import Error
 
 FAST, SLOW = 50e-6, 2e-3  # seconds between polls: just after work, and when long idle
+SWITCH_INTERVAL = 100e-6  # seconds a thread holds the GIL before Python offers it to another (sys.setswitchinterval)
 
 
 class DoorbellAgent:
@@ -42,6 +43,10 @@ class DoorbellAgent:
         with self.lock:
             self._pages[key], self._seen[key] = words, words.copy()
         if self._thread is None:
+            # the client spins on its signals holding the GIL, which Python hands over every switch interval (5 ms
+            # by default): the GPU, a thread here, would wait that long for each completion a real one reports at
+            # once. A short interval lets it run as soon as its doorbell or its poll comes due.
+            sys.setswitchinterval(SWITCH_INTERVAL)
             self._thread = threading.Thread(target=self._loop, name="usergpu-doorbells", daemon=True)
             self._thread.start()
             atexit.register(self.stop)
