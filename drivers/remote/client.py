@@ -92,9 +92,11 @@ def link(address: str) -> Link:
 class RemoteRegisters(Registers):
     """A remote BAR: reads are requests; writes are posted, after the mirror's push on a register BAR."""
 
-    def __init__(self, dev: RemotePCIDevice, n: int):
+    def __init__(self, dev: RemotePCIDevice, n: int, registers: bool | None = None):
+        """registers: whether writes go to registers or doorbells (the mirror is pushed first); by default, whether
+        the BAR is not prefetchable memory."""
         self.dev, self.n = dev, n
-        self.registers = not dev.bar(n).prefetchable
+        self.registers = not dev.bar(n).prefetchable if registers is None else registers
 
     @property
     def memory(self):
@@ -146,7 +148,8 @@ class RemotePCIDevice(PCIDevice):
         return RemoteRegisters(self, n)
 
     def mmio(self, n: int, width: int = 4) -> MMIO:
-        regs = RemoteRegisters(self, n)
+        # an MMIO view is registers or doorbells (AMD's doorbell BAR is prefetchable): the mirror goes first
+        regs = RemoteRegisters(self, n, registers=True)
         return CallbackMMIO(lambda i: int.from_bytes(regs.read(width * i, width), "little"),
                             lambda i, v: regs.write(width * i, v.to_bytes(width, "little")))
 

@@ -38,5 +38,5 @@ def serving(server: Server):
 
 @pytest.fixture
 def serve_boards():
-    """Serve a server's boards on a free loopback port while a with-block runs (its (host, port))."""
+    """serving, for a test that makes its own Server: iterate it to serve while the loop body runs."""
     return serving
