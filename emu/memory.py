@@ -95,16 +95,24 @@ class Memory:
         self._reindex()
 
     def _reindex(self) -> None:
-        self.derived: dict = {}  # what users work out from the mapping list (the native executor's range table)
-        self._base_arr = np.asarray(self._bases, np.uint64)
-        self._end_arr = np.asarray([b + len(buf) for b, buf in zip(self._bases, self._bufs, strict=True)], np.uint64)
+        # what users work out from the mapping list (the native executor's range table, _locate's arrays), made
+        # when first asked for: a launch maps several buffers before anything reads them
+        self.derived: dict = {}
+
+    def _ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """The mappings' bases and ends as arrays."""
+        got = self.derived.get("ends")
+        if got is None:
+            got = self.derived["ends"] = (np.asarray(self._bases, np.uint64), np.asarray(
+                [b + len(buf) for b, buf in zip(self._bases, self._bufs, strict=True)], np.uint64))
+        return got
 
     # ---- access --------------------------------------------------------------------------------------------
     def _locate(self, addr: np.ndarray, nbytes: int, access: str) -> np.ndarray:
         """The mapping index of each address, checking the whole access lies inside it."""
-        idx = np.searchsorted(self._base_arr, addr, side="right").astype(np.int64) - 1
+        bases, ends = self._ends()
+        idx = np.searchsorted(bases, addr, side="right").astype(np.int64) - 1
         ok = idx >= 0
-        ends = self._end_arr
         ok[ok] &= addr[ok] + np.uint64(nbytes) <= ends[idx[ok]]
         if not ok.all():
             bad = int(addr[~ok][0])

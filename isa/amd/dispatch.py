@@ -5,11 +5,12 @@ them out from a kernel descriptor; image lays a code object's loadable segments 
 
 from __future__ import annotations
 
+import functools
 import struct
 
 from usergpu.autogen import regs_gc_9_4_3, regs_gc_11_0_0, regs_gc_12_0_0
 from usergpu.autogen._regs import Reg
-from usergpu.errors import LaunchError
+from usergpu.errors import FieldError, LaunchError
 from usergpu.isa.amd.codeobj import CodeObject
 from usergpu.isa.amd.codeobj import kd as kdesc
 from usergpu.isa.amd.codeobj.target import version
@@ -60,6 +61,20 @@ def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, in
     lds_bytes (default: the descriptor's group segment size), scratch per lane scratch_per_lane (default: its private
     segment size). COMPUTE_TMPRING_SIZE.WAVES (how many waves the queue's scratch holds) and the scratch base are the
     queue's to add."""
+    out = dict(_kernel_registers(bytes(kd), kd_address, arch, tuple(block), len(user_data), lds_bytes,
+                                 scratch_per_lane))
+    for i, value in enumerate(user_data):
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise FieldError(f"user SGPR {i}: {value:#x} is not a dword")
+        out[f"COMPUTE_USER_DATA_{i}"] = value
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, int, int], user_sgprs: int,
+                      lds_bytes: int | None, scratch_per_lane: int | None) -> dict[str, int]:
+    """kernel_registers but the user data: a kernel launched again (a suite's many launches) reuses them. Read
+    only."""
     regs = regs_of(arch)
     desc, fields = kdesc.descriptor(kd, arch)
     code = kd_address + desc.kernel_code_entry_byte_offset
@@ -68,13 +83,16 @@ def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, in
     wave32 = fields["KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32"]
     if wave32 and "CS_W32_EN" not in regs["COMPUTE_DISPATCH_INITIATOR"].fields:
         raise LaunchError(f"a wave32 kernel: {arch} runs wave64 kernels only (compile it for {arch})")
+    if user_sgprs and f"COMPUTE_USER_DATA_{user_sgprs - 1}" not in regs:
+        last = max(i for i in range(user_sgprs) if f"COMPUTE_USER_DATA_{i}" in regs)
+        raise LaunchError(f"{user_sgprs} user SGPRs: {arch} has COMPUTE_USER_DATA_0..{last} only")
     lds = desc.group_segment_fixed_size if lds_bytes is None else lds_bytes
     scratch = desc.private_segment_fixed_size if scratch_per_lane is None else scratch_per_lane
     out = {
         "COMPUTE_PGM_LO": regs["COMPUTE_PGM_LO"].encode(DATA=code >> 8 & 0xFFFFFFFF),
         "COMPUTE_PGM_HI": regs["COMPUTE_PGM_HI"].encode(DATA=code >> 40),
         "COMPUTE_PGM_RSRC1": desc.compute_pgm_rsrc1,
-        "COMPUTE_PGM_RSRC2": _replace(regs["COMPUTE_PGM_RSRC2"], desc.compute_pgm_rsrc2, USER_SGPR=len(user_data),
+        "COMPUTE_PGM_RSRC2": _replace(regs["COMPUTE_PGM_RSRC2"], desc.compute_pgm_rsrc2, USER_SGPR=user_sgprs,
                                       LDS_SIZE=-(-lds // LDS_GRANULE)),
         "COMPUTE_PGM_RSRC3": desc.compute_pgm_rsrc3,
         "COMPUTE_DISPATCH_INITIATOR": regs["COMPUTE_DISPATCH_INITIATOR"].encode(
@@ -84,11 +102,6 @@ def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, in
     }
     for axis, n in zip("XYZ", block, strict=True):
         out[f"COMPUTE_NUM_THREAD_{axis}"] = regs[f"COMPUTE_NUM_THREAD_{axis}"].encode(NUM_THREAD_FULL=n)
-    for i, value in enumerate(user_data):
-        name = f"COMPUTE_USER_DATA_{i}"
-        if name not in regs:
-            raise LaunchError(f"{len(user_data)} user SGPRs: {arch} has COMPUTE_USER_DATA_0..{i - 1} only")
-        out[name] = regs[name].encode(DATA=value)
     return out
 
 

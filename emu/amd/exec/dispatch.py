@@ -10,6 +10,7 @@ import functools
 import os
 import time
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +40,10 @@ DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
 SYSTEM_SGPRS = ("TGID_X_EN", "TGID_Y_EN", "TGID_Z_EN", "TG_SIZE_EN")
 TTMP = 108  # gfx12 architects the workgroup IDs: TTMP9 = x, TTMP7 = y | z << 16
 WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx90a+, gfx11+)
+# the registers that say how a dispatch's waves start, but for the user SGPRs' values
+PLAN_REGS = ("COMPUTE_PGM_LO", "COMPUTE_PGM_HI", "COMPUTE_PGM_RSRC1", "COMPUTE_PGM_RSRC2", "COMPUTE_PGM_RSRC3",
+             "COMPUTE_NUM_THREAD_X", "COMPUTE_NUM_THREAD_Y", "COMPUTE_NUM_THREAD_Z", "COMPUTE_DISPATCH_INITIATOR",
+             "COMPUTE_TMPRING_SIZE")
 
 
 class _Code:
@@ -73,45 +78,30 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     """dispatch, a time slice at a time: with slice_s, yields each time the waves have run that many seconds (the
     next step goes on from there), as a GPU runs on while its host does other things; ends when the grid has.
     workgroups: the dispatch-order numbers of the grid's workgroups to run (an XCC's share), None for all."""
-    table = regs_of(arch)
-
-    def field(name: str) -> dict[str, int]:
-        return table[name].decode(regs.get(name, 0))
-
-    rsrc1, rsrc2 = field("COMPUTE_PGM_RSRC1"), field("COMPUTE_PGM_RSRC2")
-    block = tuple(field(f"COMPUTE_NUM_THREAD_{axis}")["NUM_THREAD_FULL"] for axis in "XYZ")
+    plan = _plan(arch, *(regs.get(name, 0) for name in PLAN_REGS))
+    entry, block, lanes, n_user, system, lds, scratch, vgprs, arch_vgprs, denorm, waves_per_group, dims = plan
     grid = tuple(grid)
     if min(grid) < 1 or min(block) < 1:
         raise LaunchError(f"grid {grid} and block {block} must have at least one workgroup and work-item in each "
                           "dimension")
-    lanes = 32 if field("COMPUTE_DISPATCH_INITIATOR").get("CS_W32_EN") else 64  # gfx9: wave64 only
-    entry = (field("COMPUTE_PGM_HI")["DATA"] << 32 | field("COMPUTE_PGM_LO")["DATA"]) << 8
     try:
         base, code = mem.mapping(entry, "execute")
     except MemoryFault as f:
         raise GPUFault(f.address, f.access, kernel, 0, entry, f.why) from None
-    user = [regs.get(f"COMPUTE_USER_DATA_{i}", 0) for i in range(rsrc2["USER_SGPR"])]
-    system = [name for name in SYSTEM_SGPRS if rsrc2[name]]
-    lds = rsrc2["LDS_SIZE"] * LDS_GRANULE
-    scratch = field("COMPUTE_TMPRING_SIZE")["WAVESIZE"] * SCRATCH_GRANULE[version(arch)[0]] // lanes
-    vgprs = (rsrc1["VGPRS"] + 1) * kdesc.vgpr_granule(arch, lanes == 32)  # gfx90a+: ArchVGPRs and AccVGPRs
-    rsrc3 = field("COMPUTE_PGM_RSRC3")
-    arch_vgprs = min((rsrc3["ACCUM_OFFSET"] + 1) * 4, vgprs) if "ACCUM_OFFSET" in rsrc3 else vgprs
-    denorm = {bits: rsrc1["FLOAT_MODE"] >> shift & 3 for bits, shift in DENORM_SHIFT.items()}
-    waves_per_group = -(-block[0] * block[1] * block[2] // lanes)
-    groups = np.indices(grid[::-1]).reshape(3, -1).T[:, ::-1]  # (x, y, z), x fastest
-    groups = groups if workgroups is None else groups[workgroups]
+    user = [regs.get(f"COMPUTE_USER_DATA_{i}", 0) for i in range(n_user)]
+    total = grid[0] * grid[1] * grid[2] if workgroups is None else len(workgroups)
     backend = executor_class()
     batch_waves = min(backend.BATCH_WAVES, BATCH_VGPR_BYTES // (vgprs * lanes * 4))
     per_batch = max(1, batch_waves // waves_per_group)
     trace = tracer() if os.environ.get("USERGPU_TRACE") else None
     fetch, program = _Code(code), {}  # instructions decoded and compiled once for all batches
-    for start in range(0, len(groups), per_batch):
-        batch = groups[start : start + per_batch]
+    for start in range(0, total, per_batch):
+        batch = _workgroups(grid, np.arange(start, min(start + per_batch, total)) if workgroups is None
+                            else workgroups[start : start + per_batch])
         w = Waves(len(batch) * waves_per_group, lanes, arch_vgprs, vgprs - arch_vgprs)
         owner = np.repeat(np.arange(len(batch)), waves_per_group)
         _setup(w, batch[owner], np.tile(np.arange(waves_per_group), len(batch)), block, arch, user, system,
-               waves_per_group, min(rsrc2["TIDIG_COMP_CNT"], 2) + 1)
+               waves_per_group, dims)
         w.pc[:] = entry
         ex = backend(arch, fetch, base, mem, w, owner, lds, scratch, kernel, budget, program)
         ex.denorm = dict(denorm)  # s_denorm_mode changes it
@@ -124,6 +114,48 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
         if stats is not None:
             stats["instructions"] = stats.get("instructions", 0) + int(w.steps.sum())
             stats["lane_instructions"] = stats.get("lane_instructions", 0) + int(w.steps.sum()) * lanes
+
+
+class _Plan(NamedTuple):
+    """What the PLAN_REGS values say about a dispatch's waves."""
+
+    entry: int  # the code's GPU address
+    block: tuple[int, int, int]
+    lanes: int
+    user_sgprs: int
+    system: tuple[str, ...]  # the system SGPRs' enables, in order
+    lds: int  # bytes per workgroup
+    scratch: int  # bytes per lane
+    vgprs: int  # ArchVGPRs and AccVGPRs
+    arch_vgprs: int
+    denorm: dict[int, int]  # FLOAT_MODE's denorm bits by type size
+    waves_per_group: int
+    dims: int  # work-item ID dimensions packed in v0
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(arch: str, *values: int) -> _Plan:
+    """The PLAN_REGS values decoded: a kernel launched again decodes none of them."""
+    table = regs_of(arch)
+    lo, hi, rsrc1, rsrc2, rsrc3, *threads, initiator, tmpring = (table[name].decode(v) for name, v in
+                                                                 zip(PLAN_REGS, values, strict=True))
+    block = tuple(t["NUM_THREAD_FULL"] for t in threads)
+    lanes = 32 if initiator.get("CS_W32_EN") else 64  # gfx9: wave64 only
+    vgprs = (rsrc1["VGPRS"] + 1) * kdesc.vgpr_granule(arch, lanes == 32)
+    return _Plan(
+        entry=(hi["DATA"] << 32 | lo["DATA"]) << 8, block=block, lanes=lanes, user_sgprs=rsrc2["USER_SGPR"],
+        system=tuple(name for name in SYSTEM_SGPRS if rsrc2[name]), lds=rsrc2["LDS_SIZE"] * LDS_GRANULE,
+        scratch=tmpring["WAVESIZE"] * SCRATCH_GRANULE[version(arch)[0]] // lanes, vgprs=vgprs,
+        arch_vgprs=min((rsrc3["ACCUM_OFFSET"] + 1) * 4, vgprs) if "ACCUM_OFFSET" in rsrc3 else vgprs,
+        denorm={bits: rsrc1["FLOAT_MODE"] >> shift & 3 for bits, shift in DENORM_SHIFT.items()},
+        waves_per_group=-(-block[0] * block[1] * block[2] // lanes), dims=min(rsrc2["TIDIG_COMP_CNT"], 2) + 1)
+
+
+def _workgroups(grid: tuple[int, int, int], numbers: np.ndarray) -> np.ndarray:
+    """The (x, y, z) IDs of workgroups by their dispatch-order numbers (x fastest)."""
+    out = np.empty((len(numbers), 3), np.int64)
+    out[:, 0], out[:, 1], out[:, 2] = numbers % grid[0], numbers // grid[0] % grid[1], numbers // (grid[0] * grid[1])
+    return out
 
 
 def _setup(w: Waves, gids: np.ndarray, index: np.ndarray, block: tuple, arch: str, user: list[int],
@@ -160,10 +192,11 @@ def _wave_start(block: tuple, lanes: int, waves_per_group: int, dims: int) -> tu
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed(data: bytes) -> CodeObject:
-    """A code object's parse, kept by its bytes: launching the same bytes again (a test suite's kernels) parses
-    once. Only this module reads it, and only reads."""
-    return parse(data)
+def _parsed(data: bytes) -> tuple[CodeObject, bytes]:
+    """A code object's parse and loaded image, kept by its bytes: launching the same bytes again (a test suite's
+    kernels) parses once. Only this module reads them, and only reads."""
+    co = parse(data)
+    return co, image(co)
 
 
 def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], args: list,
@@ -175,7 +208,7 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     an observer sees every step (see dispatch)."""
     if not isinstance(co, CodeObject | bytes | bytearray):
         raise LaunchError(f"a code object is bytes (an ELF file's contents), not {type(co).__name__}")
-    co = _parsed(bytes(co)) if isinstance(co, bytes | bytearray) else co
+    co, loaded = _parsed(bytes(co)) if isinstance(co, bytes | bytearray) else (co, image(co))
     if kernel not in co.kernels:
         raise LaunchError(f"no kernel {kernel!r} in the code object (kernels: {', '.join(co.kernels)})")
     k = co.kernels[kernel]
@@ -185,7 +218,7 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
     arch = arch or co.arch
     grid, block = check_launch(k, grid, block)
     mem = Memory()
-    base = mem.map(np.frombuffer(image(co), np.uint8).copy(), align=1 << 16)
+    base = mem.map(np.frombuffer(loaded, np.uint8).copy(), align=1 << 16)
     arrays: list[np.ndarray] = []
 
     def address_of(v) -> int | None:  # a pointer argument: a copy of the array, mapped

@@ -6,6 +6,8 @@ slice when it is all of them), so a VGPR read is one numpy array of shape (waves
 
 from __future__ import annotations
 
+import functools
+import math
 import sys
 import threading
 
@@ -21,7 +23,7 @@ _spare = threading.local()        # memset), at most SPARES shapes per thread
 
 def _zeroed(shape: tuple[int, int, int]) -> np.ndarray:
     """A zeroed uint32 array: a big one reuses the thread's spare of that shape once nothing else refers to it."""
-    if np.prod(shape) * 4 < SPARE_BYTES:
+    if math.prod(shape) * 4 < SPARE_BYTES:
         return np.zeros(shape, np.uint32)
     spares = _spare.__dict__.setdefault("arrays", {})
     base = spares.pop(shape, None)
@@ -34,6 +36,14 @@ def _zeroed(shape: tuple[int, int, int]) -> np.ndarray:
         spares.pop(next(iter(spares)))
     return base
 NULL, VCC, EXEC = 124, 106, 126
+
+
+@functools.cache
+def _lane_bits(lanes: int) -> np.ndarray:
+    """Each lane's bit in a lane mask (read-only)."""
+    bits = np.uint64(1) << np.arange(lanes, dtype=np.uint64)
+    bits.flags.writeable = False
+    return bits
 
 
 def width(typ: str) -> int:
@@ -55,7 +65,7 @@ class Waves:
         self.waiting = np.zeros(n, bool)  # at a barrier
         self.gpr_idx = np.zeros(n, bool)  # gfx9's VGPR indexing mode on (gpr_index.py)
         self.steps = np.zeros(n, np.int64)
-        self._lane_bits = (np.uint64(1) << np.arange(lanes, dtype=np.uint64))
+        self._lane_bits = _lane_bits(lanes)
 
     # ---- EXEC and lane masks -------------------------------------------------------------------------------
     def exec_bits(self, g) -> np.ndarray:

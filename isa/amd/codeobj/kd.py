@@ -100,9 +100,15 @@ def _layout(arch: str, regs: tuple[str, ...]) -> tuple[tuple[str, str, int, int]
 
 
 def descriptor(data: bytes, arch: str) -> tuple[kernel_descriptor_t, dict[str, int]]:
-    """A descriptor's 64 bytes as the struct and its fields (decode_fields)."""
+    """A descriptor's 64 bytes as the struct and its fields (decode_fields), both to be read only: a launch decodes
+    its kernel's descriptor, so the decoding is kept by the bytes."""
     if len(data) != KD_SIZE:
         raise CodeObjectError(f"a kernel descriptor is {KD_SIZE} bytes, not {len(data)}")
+    return _descriptor(bytes(data), arch)
+
+
+@functools.lru_cache(maxsize=1024)
+def _descriptor(data: bytes, arch: str) -> tuple[kernel_descriptor_t, dict[str, int]]:
     kd = kernel_descriptor_t.from_buffer_copy(data)
     return kd, decode_fields(kd, arch)
 

@@ -86,6 +86,7 @@ def cache_dir() -> Path:
 PREFIX = 64  # bytes at the entry that name a kernel's spans in the index
 _LOADED: dict[str, object] = {}  # digest -> library, for the process
 _SPANS: dict[str, list[tuple[int, int]]] = {}  # entry key -> the spans its kernels were compiled from
+_FOUND: dict[tuple, list] = {}  # (arch, lanes, the entry's first bytes) -> (span, its bytes, library) found before
 
 
 def _digest(*parts: bytes) -> str:
@@ -102,8 +103,22 @@ def _span_key(code, entry: int, arch: str, lanes: int, span: tuple[int, int]) ->
 
 
 def find(code, entry: int, arch: str, lanes: int) -> object | None:
-    """A kernel compiled before (in this process or any, by the bytes of its code): each span the index lists for
-    its entry's first bytes, hashed and looked up; None if none matches."""
+    """A kernel compiled before (in this process or any, by the bytes of its code): found in this process by
+    comparing bytes (a suite launches its kernels again and again), else each span the index lists for its entry's
+    first bytes, hashed and looked up; None if none matches."""
+    key = (arch, lanes, code[entry : entry + PREFIX])
+    for (lo, hi), data, lib in _FOUND.get(key, ()):
+        if code[entry + lo : entry + hi] == data:
+            return lib
+    got = _find(code, entry, arch, lanes)
+    if got is None:
+        return None
+    (lo, hi), lib = got
+    _FOUND.setdefault(key, []).append(((lo, hi), code[entry + lo : entry + hi], lib))
+    return lib
+
+
+def _find(code, entry: int, arch: str, lanes: int) -> tuple[tuple[int, int], object] | None:
     ekey = _entry_key(code, entry, arch, lanes)
     spans = _SPANS.get(ekey)
     if spans is None:
@@ -114,7 +129,7 @@ def find(code, entry: int, arch: str, lanes: int) -> object | None:
     for span in spans:
         digest = _span_key(code, entry, arch, lanes, span)
         if digest in _LOADED or (cache_dir() / f"{digest}.so").exists():
-            return load(digest, None)
+            return span, load(digest, None)
     return None
 
 

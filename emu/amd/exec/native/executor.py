@@ -34,10 +34,10 @@ class NativeExecutor(Executor):
         if self.trace or self.observe:  # per-instruction hooks: the reference runs the dispatch, and says so
             say_once("a traced or profiled dispatch runs on the numpy reference backend (slower than native)")
             return super().run(until)
-        if (np.diff(self.group) < 0).any():  # the C's scheduler takes a workgroup's waves as one run of numbers
+        st = self._state()
+        if st is None:  # the C's scheduler takes a workgroup's waves as one run of numbers
             return super().run(until)
         lib = self._program()
-        st = self._state()
         w = self.w
         while True:
             st.quota = QUOTA if until is not None else 1 << 62
@@ -63,10 +63,9 @@ class NativeExecutor(Executor):
 
     # ---- the compiled kernel -------------------------------------------------------------------------------
     def _program(self) -> object:
-        """The kernel's library: shared by a dispatch's batches (the reference's instruction cache), else found by
-        its code's bytes (build.find: no decoding), else decoded, translated and compiled now."""
-        if not hasattr(self, "_entry"):
-            self._entry = int(self.w.pc[0])  # every wave starts at the kernel's entry
+        """(After _state.) The kernel's library: shared by a dispatch's batches (the reference's instruction
+        cache), else found by its code's bytes (build.find: no decoding), else decoded, translated and compiled
+        now."""
         got = self._cache.get("native")
         entry = self._entry - self.code_base
         if got is None or got[0] != entry:
@@ -80,28 +79,33 @@ class NativeExecutor(Executor):
             got = self._cache["native"] = (entry, lib)
         return got[1]
 
-    def _state(self) -> object:
-        """The C's view of this executor's arrays (kept alive with it)."""
+    def _state(self) -> object | None:
+        """The C's view of this executor's arrays (kept alive with it); None if a workgroup's waves are not one run
+        of wave numbers."""
         st = getattr(self, "_st", None)
-        if st is not None and self._ranges_of is self.mem._base_arr:
+        if st is not None and self._ranges_of is self.mem.derived:
             return st
         ffi = build.ffi()
         w = self.w
         if st is None:
-            st = ffi.new("State *")
             group = np.ascontiguousarray(self.group, np.int64)
-            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-            self._keep = [group, np.append(starts, len(group)).astype(np.int64)]
-            for name, arr, ctype in (("v", w.v.transpose(1, 0, 2), "uint32_t *"), ("s", w.s.T, "uint32_t *"),
-                                     ("scc", w.scc, "uint32_t *"),
-                                     ("pc", w.pc, "int64_t *"), ("done", w.done, "uint8_t *"),
-                                     ("waiting", w.waiting, "uint8_t *"), ("steps", w.steps, "int64_t *"),
-                                     ("gstart", self._keep[1], "int64_t *"), ("group", group, "int64_t *"),
-                                     ("lds", self.lds, "uint8_t *"), ("scratch", self.scratch, "uint8_t *")):
-                assert arr.flags.c_contiguous
-                setattr(st, name, ffi.cast(ctype, arr.ctypes.data))
+            step = group[1:] - group[:-1]
+            if (step < 0).any():
+                return None
+            st = ffi.new("State *")
+            self._entry = int(w.pc[0])  # every wave starts at the kernel's entry
+            starts = np.flatnonzero(step) + 1
+            self._keep = [group, np.concatenate(([0], starts, [len(group)])).astype(np.int64)]
+            for name, arr, ctype in (("v", w.v.transpose(1, 0, 2), "uint32_t[]"), ("s", w.s.T, "uint32_t[]"),
+                                     ("scc", w.scc, "uint32_t[]"),
+                                     ("pc", w.pc, "int64_t[]"), ("done", w.done, "uint8_t[]"),
+                                     ("waiting", w.waiting, "uint8_t[]"), ("steps", w.steps, "int64_t[]"),
+                                     ("gstart", self._keep[1], "int64_t[]"), ("group", group, "int64_t[]"),
+                                     ("lds", self.lds, "uint8_t[]"), ("scratch", self.scratch, "uint8_t[]")):
+                setattr(st, name, ffi.from_buffer(ctype, arr))  # the array's own bytes: it must be C-contiguous
             st.n, st.vgprs, st.budget, st.entry = w.n, w.v.shape[0], self.budget, self._entry
-            st.ngroups, st.gi, st.lds_size, st.scratch_size = len(starts), 0, self.lds.shape[1], self.scratch.shape[2]
+            st.ngroups, st.gi = len(starts) + 1, 0
+            st.lds_size, st.scratch_size = self.lds.shape[1], self.scratch.shape[2]
             self._st = st
         ranges = self.mem.derived.get("native")
         if ranges is None:  # the mappings' table, made once until the mappings change (not once per dispatch)
@@ -109,11 +113,11 @@ class NativeExecutor(Executor):
             base = np.asarray(self.mem._bases, np.uint64)
             end = base + np.asarray([len(b) for b in bufs], np.uint64)
             writable = np.asarray([b.flags.writeable for b in bufs], np.uint8)
-            host = ffi.new("uint8_t *[]", [ffi.cast("uint8_t *", b.ctypes.data) for b in bufs] or [ffi.NULL])
+            host = ffi.new("uint8_t *[]", [ffi.from_buffer("uint8_t[]", b) for b in bufs] or [ffi.NULL])
             ranges = self.mem.derived["native"] = (base, end, writable, host, len(bufs))
         self._ranges = ranges
         base, end, writable, host, count = ranges
-        st.base, st.end = ffi.cast("uint64_t *", base.ctypes.data), ffi.cast("uint64_t *", end.ctypes.data)
-        st.writable, st.host, st.nranges, st.last = ffi.cast("uint8_t *", writable.ctypes.data), host, count, -1
-        self._ranges_of = self.mem._base_arr
+        st.base, st.end = ffi.from_buffer("uint64_t[]", base), ffi.from_buffer("uint64_t[]", end)
+        st.writable, st.host, st.nranges, st.last = ffi.from_buffer("uint8_t[]", writable), host, count, -1
+        self._ranges_of = self.mem.derived
         return st
