@@ -42,16 +42,24 @@ def user_sgpr_values(kd: bytes, arch: str, values: dict[str, int | bytes]) -> li
     flat_scratch_init, private_segment_size; missing ones 0); then the kernarg dwords it preloads (KERNARG_PRELOAD_SPEC
     LENGTH dwords from dword OFFSET of values["kernarg_preload"], the kernarg segment's bytes); then zeros up to the
     descriptor's USER_SGPR_COUNT, which LLVM pads on gfx11 so the system SGPRs start at s16 minus their number."""
-    _, fields = kdesc.descriptor(kd, arch)
+    layout, preload_at, total = _user_layout(bytes(kd), arch)
     out: list[int] = []
-    for name, _, count in kdesc.user_sgprs(fields):
+    for name, count in layout:
         if name == "kernarg_preload":
-            at = 4 * fields["KERNARG_PRELOAD_SPEC_OFFSET"]
-            raw = bytes(values.get(name, b""))[at : at + 4 * count].ljust(4 * count, b"\0")
+            raw = bytes(values.get(name, b""))[preload_at : preload_at + 4 * count].ljust(4 * count, b"\0")
             out += struct.unpack(f"<{count}I", raw)
         else:
-            out += [(int(values.get(name, 0)) >> 32 * i) & 0xFFFFFFFF for i in range(count)]
-    return out + [0] * (kdesc.user_sgpr_count(fields) - len(out))
+            value = int(values.get(name, 0))
+            out += [(value >> 32 * i) & 0xFFFFFFFF for i in range(count)]
+    return out + [0] * (total - len(out))
+
+
+@functools.lru_cache(maxsize=1024)
+def _user_layout(kd: bytes, arch: str) -> tuple[tuple[tuple[str, int], ...], int, int]:
+    """The descriptor's user SGPRs: (name, count) in order, the preloaded kernargs' byte offset, USER_SGPR_COUNT."""
+    _, fields = kdesc.descriptor(kd, arch)
+    layout = tuple((name, count) for name, _, count in kdesc.user_sgprs(fields))
+    return layout, 4 * fields["KERNARG_PRELOAD_SPEC_OFFSET"], kdesc.user_sgpr_count(fields)
 
 
 def kernel_registers(kd: bytes, kd_address: int, arch: str, block: tuple[int, int, int], user_data: list[int],

@@ -9,6 +9,7 @@ submits to its first XCC: an indirect buffer of PRED_EXEC and the packets (the M
 
 from __future__ import annotations
 
+import functools
 from array import array
 
 from usergpu.isa.amd.hw.soc import PM4, family
@@ -60,6 +61,18 @@ RELEASE = {"gfx94": ("EVENT_TYPE", "EVENT_INDEX", "DATA_SEL", "INT_SEL"),
                                                "PACKET3_RELEASE_MEM_DATA_SEL", "PACKET3_RELEASE_MEM_INT_SEL"))}
 
 
+@functools.cache
+def _encoded(family: str, macro: str, args: tuple[int, ...]) -> int:
+    """A field macro of the family's PM4 header applied to args: a runtime builds the same few dwords launch after
+    launch, so each is worked out once."""
+    return getattr(PM4[family], macro)(*args)
+
+
+@functools.cache
+def _acquire(family: str) -> tuple[int, ...]:
+    return ACQUIRE[family](PM4[family])
+
+
 class ComputeQueue(RingQueue):
     """A user-mode PM4 queue of a device (a KFD compute queue); its pointers count dwords."""
 
@@ -83,8 +96,12 @@ class Packets(list):
         self.family = family(arch)
         self.pm4 = PM4[self.family]
 
+    def encode(self, macro: str, *args: int) -> int:
+        """A field macro of the arch's PM4 header (PACKET3, EVENT_TYPE, ...) applied to args."""
+        return _encoded(self.family, macro, args)
+
     def pkt3(self, op: int, *body: int) -> Packets:
-        self += [self.pm4.PACKET3(op, len(body) - 1), *body]
+        self += [_encoded(self.family, "PACKET3", (op, len(body) - 1)), *body]
         return self
 
     def pred_exec(self, xccs: int, packets: list[int]) -> Packets:
@@ -116,7 +133,8 @@ class Packets(list):
 
     def event(self, event_type: int, index: int = 0) -> Packets:
         """EVENT_WRITE of a VGT event (soc.vgt_event names them)."""
-        return self.pkt3(self.pm4.PACKET3_EVENT_WRITE, self.pm4.EVENT_TYPE(event_type) | self.pm4.EVENT_INDEX(index))
+        return self.pkt3(self.pm4.PACKET3_EVENT_WRITE, self.encode("EVENT_TYPE", event_type)
+                         | self.encode("EVENT_INDEX", index))
 
     def copy_register(self, address: int, dst: int, qword: bool = False) -> Packets:
         """COPY_DATA of a register (dword address; with qword, it and the next) to memory at dst."""
@@ -126,19 +144,19 @@ class Packets(list):
     def wait_register(self, address: int, mask: int, reference: int) -> Packets:
         """Stall until (register & mask) == reference."""
         return self.pkt3(self.pm4.PACKET3_WAIT_REG_MEM,
-                         self.pm4.WAIT_REG_MEM_FUNCTION(WAIT_EQ) | self.pm4.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_REGISTER),
+                         self.encode("WAIT_REG_MEM_FUNCTION", WAIT_EQ)
+                         | self.encode("WAIT_REG_MEM_MEM_SPACE", MEM_SPACE_REGISTER),
                          address, 0, reference, mask, WAIT_POLL_INTERVAL)
 
     def memory_barrier(self) -> Packets:
         """ACQUIRE_MEM: invalidate the caches before what follows (the family's body, ACQUIRE)."""
-        return self.pkt3(self.pm4.PACKET3_ACQUIRE_MEM, *ACQUIRE[self.family](self.pm4))
+        return self.pkt3(self.pm4.PACKET3_ACQUIRE_MEM, *_acquire(self.family))
 
     def exec(self, regs: dict[int, int], grid: tuple[int, int, int], initiator: int) -> Packets:
         """A dispatch: the COMPUTE_* registers (by SH offset), DISPATCH_DIRECT over grid workgroups, and a partial
         flush so what follows sees its writes."""
-        self.set_sh_regs(regs).pkt3(self.pm4.PACKET3_DISPATCH_DIRECT, *grid, initiator)
-        return self.pkt3(self.pm4.PACKET3_EVENT_WRITE,
-                         self.pm4.EVENT_TYPE(CS_PARTIAL_FLUSH) | self.pm4.EVENT_INDEX(EVENT_INDEX_PARTIAL_FLUSH))
+        return self.set_sh_regs(regs).pkt3(self.pm4.PACKET3_DISPATCH_DIRECT, *grid, initiator).event(
+            CS_PARTIAL_FLUSH, EVENT_INDEX_PARTIAL_FLUSH)
 
     def timestamp(self, address: int) -> Packets:
         """The GPU clock, written to address when the work before has finished."""
@@ -147,9 +165,10 @@ class Packets(list):
     def release_mem(self, address: int, value: int, data_sel: int, interrupt_ctx: int | None = None) -> Packets:
         """At the end of the preceding work: write value (or the GPU clock) to address; interrupt if asked."""
         int_sel = INT_SEL_NONE if interrupt_ctx is None else INT_SEL_AFTER_WRITE
-        event, index, data, interrupt = (getattr(self.pm4, name) for name in RELEASE[self.family])
-        return self.pkt3(self.pm4.PACKET3_RELEASE_MEM, event(CACHE_FLUSH_AND_INV_TS_EVENT) | index(EVENT_INDEX_EOP),
-                         data(data_sel) | interrupt(int_sel),
+        event, index, data, interrupt = RELEASE[self.family]
+        return self.pkt3(self.pm4.PACKET3_RELEASE_MEM,
+                         self.encode(event, CACHE_FLUSH_AND_INV_TS_EVENT) | self.encode(index, EVENT_INDEX_EOP),
+                         self.encode(data, data_sel) | self.encode(interrupt, int_sel),
                          address & 0xFFFFFFFF, address >> 32, value & 0xFFFFFFFF, value >> 32, interrupt_ctx or 0)
 
     def wait(self, sig, value: int) -> Packets:
@@ -159,7 +178,8 @@ class Packets(list):
     def wait_geq(self, address: int, value: int) -> Packets:
         """Stall until the dword at address is >= value."""
         return self.pkt3(self.pm4.PACKET3_WAIT_REG_MEM,
-                         self.pm4.WAIT_REG_MEM_FUNCTION(WAIT_GEQ) | self.pm4.WAIT_REG_MEM_MEM_SPACE(MEM_SPACE_MEMORY),
+                         self.encode("WAIT_REG_MEM_FUNCTION", WAIT_GEQ)
+                         | self.encode("WAIT_REG_MEM_MEM_SPACE", MEM_SPACE_MEMORY),
                          address & 0xFFFFFFFF, address >> 32, value & 0xFFFFFFFF, 0xFFFFFFFF, WAIT_POLL_INTERVAL)
 
     def signal(self, sig, value: int, interrupt_ctx: int | None) -> Packets:

@@ -5,6 +5,7 @@ ends it."""
 
 from __future__ import annotations
 
+import functools
 import struct
 from array import array
 
@@ -13,6 +14,7 @@ from usergpu.errors import CodeObjectError, LaunchError
 from usergpu.isa.amd.codeobj import parse
 from usergpu.isa.amd.codeobj.kernargs import check_args, check_launch, dispatch_packet, pack_kernargs
 from usergpu.isa.amd.dispatch import image, kernel_registers, user_sgpr_values
+from usergpu.isa.amd.hw.soc import PM4, family, register_address
 from usergpu.runtime import program
 from usergpu.runtime.amd.aql import kernel_dispatch, pm4_ib
 from usergpu.runtime.amd.pm4 import Packets
@@ -20,6 +22,15 @@ from usergpu.runtime.amd.signal import AMD_SIGNAL_KIND_USER
 from usergpu.runtime.buffer import Buffer
 
 START_TS = hsa.amd_signal_t.start_ts.offset  # end_ts follows it
+
+
+@functools.lru_cache(maxsize=256)
+def _sh_offsets(arch: str, names: tuple[str, ...]) -> tuple[int | None, ...]:
+    """SET_SH_REG's offset of each COMPUTE_* register; None for COMPUTE_DISPATCH_INITIATOR, which DISPATCH_DIRECT
+    writes. Worked out once for a kernel's registers, which are the same names launch after launch."""
+    start = PM4[family(arch)].PACKET3_SET_SH_REG_START
+    return tuple(None if name == "COMPUTE_DISPATCH_INITIATOR" else register_address(arch, name) - start
+                 for name in names)
 
 
 class Program(program.Program):
@@ -75,8 +86,8 @@ class Kernel(program.Kernel):
         user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
         regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
         p = dev.packets().memory_barrier()
-        sh = {dev.register_address(name) - p.pm4.PACKET3_SET_SH_REG_START: value for name, value in regs.items()
-              if name != "COMPUTE_DISPATCH_INITIATOR"}
+        sh = {offset: value for offset, value in zip(_sh_offsets(dev.arch, tuple(regs)), regs.values(), strict=True)
+              if offset is not None}
         slot = dev.profiler.begin(p) if dev.profiler else None
         p.timestamp(start).exec(sh, grid, regs["COMPUTE_DISPATCH_INITIATOR"]).timestamp(end)
         if dev.profiler:

@@ -57,6 +57,21 @@ class Executor:
         # each of those waves goes next
         self.observe: Callable[[Executor, np.ndarray, int, Compiled], None] | None = None
 
+    def park(self) -> None:
+        """Done with its batch, kept for another of the same shape: let go of the dispatch's code and memory."""
+        self.code = self.mem = self._cache = None
+
+    def reuse(self, code: bytes, code_base: int, memory: Memory, kernel: str, budget: int, cache: dict) -> None:
+        """A parked executor made ready for a batch of another dispatch (same arch and shape): waves, LDS and
+        scratch zeroed as a new one's are."""
+        self.code, self.code_base, self.mem, self.kernel, self.budget, self._cache = (code, code_base, memory, kernel,
+                                                                                      budget, cache)
+        self.w.reset()
+        self.lds.fill(0)
+        self.scratch.fill(0)
+        self.mode = 0
+        self.trace = self.observe = None
+
     # ---- the program ---------------------------------------------------------------------------------------
     def at(self, pc: int) -> Compiled:
         got = self._cache.get(pc)

@@ -67,6 +67,11 @@ class Waves:
         self.steps = np.zeros(n, np.int64)
         self._lane_bits = _lane_bits(lanes)
 
+    def reset(self) -> None:
+        """Every register and flag zeroed, as a new batch's."""
+        for a in (self.v, self.s, self.scc, self.pc, self.done, self.waiting, self.gpr_idx, self.steps):
+            a.fill(0)
+
     # ---- EXEC and lane masks -------------------------------------------------------------------------------
     def exec_bits(self, g) -> np.ndarray:
         lo = self.s[EXEC, g].astype(np.uint64)

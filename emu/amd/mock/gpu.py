@@ -4,7 +4,7 @@ pair: hdp.py), a clock, interrupts, and the ring-queue loop every engine (PM4, S
 XCCs: a CDNA GPU (or compute partition) has several, each a GC with its own command processor and registers. A
 compute queue is mapped on every XCC (amdkfd's init_mqd_v9_4_3 writes one MQD per XCC), so each XCC's CP runs it
 with a context of its own (XCCContext: where it is in the queue, the dispatch it runs, what an IB stall left); the
-registers a packet writes are the executing XCC's (GPU.on_xcc), the blocks outside GC (attach) are shared. A
+registers a packet writes are the executing XCC's (GPU.xcc, GPU.on_xcc), the blocks outside GC (attach) are shared. A
 dispatch's workgroups go to the XCCs as the MQD's compute_current_logic_xcc_id and compute_tg_chunk_size say: chunks
 of tg_chunk_size workgroups (in dispatch order, x fastest) round-robin over the XCCs by logical id; a chunk size of 0
 (what amdkfd sets for a PM4 queue, whose XCCs all have logical id 0) splits nothing, and every XCC dispatches the
@@ -75,9 +75,10 @@ class GPU:
         for name, reg in self.table.items():
             if reg.base_idx is not None:
                 self._names.setdefault(reg.address(self.bases), name)
+        self._instanced_names = {name for name in self._names.values() if name.startswith(INSTANCED)}
         self._attached: dict[str, int] = {}  # registers of other blocks (see attach)
         self.on_write: dict[str, Callable[[int], None]] = {}  # register name -> the model a write to it runs
-        self.xcc = 0  # the XCC whose registers the engines reach now (on_xcc)
+        self.xcc = 0  # the XCC whose registers the engines reach now (the one whose CP runs a queue's step)
         self._regs: list[dict[str, int]] = [{} for _ in range(xccs)]
         # per (SE, SA, WGP) copies of each XCC's instanced registers; see read_reg
         self._instanced: list[dict[str, dict[tuple[int, int, int], int]]] = [{} for _ in range(xccs)]
@@ -105,7 +106,7 @@ class GPU:
 
     @contextlib.contextmanager
     def on_xcc(self, xcc: int) -> Iterator[None]:
-        """Register accesses reach that XCC's GC (a packet its command processor executes)."""
+        """Register accesses reach that XCC's GC (what a queue's step does for each XCC's command processor)."""
         before, self.xcc = self.xcc, xcc
         try:
             yield
@@ -114,7 +115,8 @@ class GPU:
 
     def reg_name(self, address: int) -> str:
         """The register at a dword address; a hex string for an address no register of the arch has."""
-        return self._names.get(address, f"{address:#x}")
+        name = self._names.get(address)
+        return f"{address:#x}" if name is None else name
 
     def reg_address(self, name: str) -> int:
         """A register's dword address (the MMIO byte address is 4x)."""
@@ -135,22 +137,21 @@ class GPU:
     def read_reg(self, address: int) -> int:
         """A register; one that each SE (SA, WGP) has its own copy of reads the copy GRBM_GFX_INDEX selects."""
         name = self.reg_name(address)
-        if name.startswith(INSTANCED):
+        if name in self._instanced_names:
             return self.instanced.get(name, {}).get(self.selected()[0], 0)
         return (self.shared if name in self._attached else self.regs).get(name, 0)
 
     def write_reg(self, address: int, value: int) -> None:
         name, value = self.reg_name(address), value & 0xFFFFFFFF
-        if name.startswith(INSTANCED):
+        if name in self._instanced_names:
             copies = self.instanced.setdefault(name, {})
             for where in self.selected():
                 copies[where] = value
         else:
-            (self.shared if name in self._attached else self.regs)[name] = value
-        if name in self.on_write:
-            self.on_write[name](value)
-        self.perfmon.written(name, value)
-        self.thread_trace.written(name, value)
+            (self.shared if name in self._attached else self._regs[self.xcc])[name] = value
+        hook = self.on_write.get(name)
+        if hook is not None:
+            hook(value)
 
     def canonical(self, name: str) -> str:
         """The name the GPU files a register under (headers give some addresses several names)."""
@@ -342,26 +343,34 @@ class RingQueue:
         writing the read pointer back as they are taken; whether anything was executed."""
         if self.error is not None:
             return False
-        ticks = self.gpu.ticks
-        if self.contexts[0].pos is None:
-            for ctx in self.contexts:
+        gpu, contexts = self.gpu, self.contexts
+        ticks = gpu.ticks
+        if contexts[0].pos is None:
+            for ctx in contexts:
                 ctx.pos = self.rptr
         wptr = self.wptr
+        taken = self.taken
+        if taken >= wptr:  # idle: every XCC is at the write pointer (a stalled packet holds its XCC short of it)
+            return False
+        before = gpu.xcc
         try:
-            for ctx in self.contexts:
-                self.ctx = ctx
-                with self.gpu.on_xcc(ctx.xcc):
+            try:
+                for ctx in contexts:
+                    self.ctx, gpu.xcc = ctx, ctx.xcc
                     while ctx.pos < wptr and (nxt := self._packet(ctx.pos, wptr)) is not None:
                         ctx.pos = nxt
-                        self.gpu.store(self.rptr_address, 8, self.taken)
+            finally:
+                gpu.xcc = before
+                if self.taken != taken:
+                    gpu.store(self.rptr_address, 8, self.taken)
         except MemoryFault as e:
-            self.gpu.fault(e.address, e.access)
+            gpu.fault(e.address, e.access)
             self.error = self.fail(f"GPU memory fault: {e}")
         except Error as e:
             self.error = e
         if self.error is not None:
             raise self.error
-        return self.gpu.ticks != ticks
+        return gpu.ticks != ticks
 
     def at(self, packet: str, where: str, offset: int) -> None:
         """Name the packet being executed, for errors."""

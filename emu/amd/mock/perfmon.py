@@ -20,15 +20,15 @@ class Perfmon:
         self.events = {block: {sel: name for name, (b, sel) in EVENTS[family].items() if b == block}
                        for block in self.blocks}
         self.state: dict[int, int] = {}  # XCC -> its PERFMON_STATE (each XCC's CP writes its own)
+        gpu.on_write[self.control] = self.written
 
     @property
     def running(self) -> bool:
         """Whether the counters of the XCC the engines reach now run."""
         return self.state.get(self.gpu.xcc) == PERFMON_START
 
-    def written(self, name: str, value: int) -> None:
-        if name != self.control:
-            return
+    def written(self, value: int) -> None:
+        """CP_PERFMON_CNTL written: PERFMON_STATE starts, stops or resets the counters."""
         self.state[self.gpu.xcc] = value & 0xF
         if value & 0xF == PERFMON_DISABLE_AND_RESET:
             for n, prefix, wide, _ in self.blocks.values():

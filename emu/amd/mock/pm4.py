@@ -42,7 +42,25 @@ for _name, _value in [*vars(nv).items(), *vars(soc15).items()]:
     if _name.startswith("PACKET3_") and isinstance(_value, int) and 0x10 <= _value <= 0xFF:
         NAMES.setdefault(_value, _name.removeprefix("PACKET3_"))
 
-Reader = Callable[[int, int], np.ndarray]  # (dword position, count) -> the dwords
+LABELS = {op: f"{NAMES.get(op, 'unknown')} ({op:#x})" for op in range(256)}  # how errors name a packet
+
+Reader = Callable[[int, int], list[int]]  # (dword position, count) -> the dwords
+
+
+class Prefetch:
+    """A stream's dwords read ahead to its end in one access, as the CP's fetcher does, and handed out as Python
+    ints: a packet costs no memory access of its own. load(position, count) reads count dwords from a position."""
+
+    def __init__(self, load: Callable[[int, int], bytes], end: int, most: int):
+        self.load, self.end, self.most = load, end, most  # most: dwords one read may take (a ring's size)
+        self.start, self.words = 0, []
+
+    def __call__(self, pos: int, n: int) -> list[int]:
+        i = pos - self.start
+        if i < 0 or i + n > len(self.words):
+            self.start, i = pos, 0
+            self.words = np.frombuffer(self.load(pos, max(n, min(self.end - pos, self.most))), "<u4").tolist()
+        return self.words[i : i + n]
 
 
 def _qword(lo: int, hi: int) -> int:
@@ -61,7 +79,7 @@ class CommandProcessor:
     def packet(self, read: Reader, pos: int, end: int, where: str, offset: int, depth: int) -> int | None:
         """Execute the packet at dword pos of a stream (ring or IB) ending at dword end; the position after it,
         or None when it stalls. offset is its byte offset in that stream, for errors."""
-        header = int(read(pos, 1)[0])
+        header = read(pos, 1)[0]
         kind = header >> 30
         if kind == nv.PACKET_TYPE2:
             self.queue.at("type-2", where, offset)
@@ -71,7 +89,7 @@ class CommandProcessor:
             self.queue.at(f"type-{kind} ({header:#010x})", where, offset)
             raise self.queue.fail(f"type-{kind} packets are not supported on a compute queue")
         op, count = (header >> 8) & 0xFF, (header >> 16) & 0x3FFF
-        self.queue.at(f"{NAMES.get(op, 'unknown')} ({op:#x})", where, offset)
+        self.queue.at(LABELS[op], where, offset)
         if op == nv.PACKET3_NOP and count == NOP_ONE_DWORD:
             self.gpu.packet_done()
             return pos + 1
@@ -100,21 +118,21 @@ class CommandProcessor:
             self.gpu.write_reg(address + i, value >> 32 * i)
 
     # ---- handlers: (self, body dwords, IB depth) -> done (False: stall) --------------------------------
-    def _nop(self, body: np.ndarray, depth: int) -> bool:
+    def _nop(self, body: list[int], depth: int) -> bool:
         return True
 
-    def _event_write(self, body: np.ndarray, depth: int) -> bool:
+    def _event_write(self, body: list[int], depth: int) -> bool:
         self.gpu.event(int(body[0]) & 0x3F)  # EVENT_TYPE: the thread-trace events matter here, cache ones do not
         return True
 
-    def _pred_exec(self, body: np.ndarray, depth: int) -> bool:
+    def _pred_exec(self, body: list[int], depth: int) -> bool:
         if not depth:
             raise self.queue.fail("PRED_EXEC in the ring: the MEC executes it inside an indirect buffer only")
         if not int(body[0]) >> XCC_SELECT_SHIFT >> self.queue.ctx.xcc & 1:
             self.skip = int(body[0]) & EXEC_COUNT
         return True
 
-    def _dispatch_direct(self, body: np.ndarray, depth: int) -> bool:
+    def _dispatch_direct(self, body: list[int], depth: int) -> bool:
         if self.queue.ctx.running is None:
             self.gpu.regs["COMPUTE_DISPATCH_INITIATOR"] = int(body[3])
             start = [self.gpu.regs.get(f"COMPUTE_START_{axis}", 0) for axis in "XYZ"]
@@ -123,7 +141,7 @@ class CommandProcessor:
                                       "clear) is not supported: the mock's dispatches start at workgroup (0, 0, 0)")
         return self.queue.run_dispatch(self.gpu.regs, (int(body[0]), int(body[1]), int(body[2])))
 
-    def _release_mem(self, body: np.ndarray, depth: int) -> bool:
+    def _release_mem(self, body: list[int], depth: int) -> bool:
         data_sel, int_sel = int(body[1]) >> 29 & 7, int(body[1]) >> 24 & 7
         if data_sel not in RELEASE_DATA or int_sel > 2:
             raise self.queue.fail(f"DATA_SEL {data_sel} / INT_SEL {int_sel} is not supported")
@@ -153,26 +171,23 @@ class CommandProcessor:
         return self.queue.write_then_wait(write, reference, lambda: COMPARE[function](
             self.gpu.read_reg(poll) & mask, reference & mask))
 
-    def _wait_reg_mem(self, body: np.ndarray, depth: int) -> bool:
+    def _wait_reg_mem(self, body: list[int], depth: int) -> bool:
         control = int(body[0])
         if control >> 6 & 3 == WR_WAIT_WR_REG:
             return self._write_wait(control, int(body[1]) & REG_ADDRESS, int(body[2]) & REG_ADDRESS, int(body[3]),
                                     int(body[4]))
         return self._wait(control, _qword(body[1], body[2]), 4, int(body[3]), int(body[4]))
 
-    def _wait_reg_mem64(self, body: np.ndarray, depth: int) -> bool:
+    def _wait_reg_mem64(self, body: list[int], depth: int) -> bool:
         return self._wait(int(body[0]), _qword(body[1], body[2]), 8, _qword(body[3], body[4]),
                           _qword(body[5], body[6]))
 
-    def _indirect_buffer(self, body: np.ndarray, depth: int) -> bool:
+    def _indirect_buffer(self, body: list[int], depth: int) -> bool:
         if depth >= MAX_IB_DEPTH:
             raise self.queue.fail(f"IBs nested deeper than {MAX_IB_DEPTH}")
         address, size = _qword(int(body[0]) & ~3, int(body[1]) & 0xFFFF), int(body[2]) & 0xFFFFF
         mem = self.gpu.mem
-
-        def read(pos: int, n: int) -> np.ndarray:
-            return np.frombuffer(mem.read_bytes(address + 4 * pos, 4 * n), "<u4")
-
+        read = Prefetch(lambda pos, n: mem.read_bytes(address + 4 * pos, 4 * n), size, size)
         resume = self.queue.ctx.resume
         pos = resume.pop(depth, 0)
         while pos < size:
@@ -183,7 +198,7 @@ class CommandProcessor:
             pos = nxt
         return True
 
-    def _copy_data(self, body: np.ndarray, depth: int) -> bool:
+    def _copy_data(self, body: list[int], depth: int) -> bool:
         control = int(body[0])
         src_sel, dst_sel, size = control & 0xF, control >> 8 & 0xF, 8 if control & COUNT_SEL else 4
         if src_sel not in COPY_SRC or dst_sel not in WRITE_DST:
@@ -192,7 +207,7 @@ class CommandProcessor:
         WRITE_DST[dst_sel](self, _qword(body[3], body[4]), size, value)
         return True
 
-    def _write_data(self, body: np.ndarray, depth: int) -> bool:
+    def _write_data(self, body: list[int], depth: int) -> bool:
         control = int(body[0])
         dst_sel, address = control >> 8 & 0xF, _qword(body[1], body[2])
         if dst_sel not in WRITE_DST:
@@ -204,10 +219,10 @@ class CommandProcessor:
         return True
 
 
-def _set_regs(start: int) -> Callable[[CommandProcessor, np.ndarray, int], bool]:
+def _set_regs(start: int) -> Callable[[CommandProcessor, list[int], int], bool]:
     """SET_SH_REG / SET_UCONFIG_REG: body[0] is the first register's offset from the range's start."""
 
-    def handler(cp: CommandProcessor, body: np.ndarray, depth: int) -> bool:
+    def handler(cp: CommandProcessor, body: list[int], depth: int) -> bool:
         first = start + (int(body[0]) & 0xFFFF)
         for i, value in enumerate(body[1:]):
             cp.gpu.write_reg(first + i, int(value))
@@ -228,7 +243,7 @@ WRITE_DST: dict[int, Callable[[CommandProcessor, int, int, int], None]] = {
     **dict.fromkeys((1, 2, 5), lambda cp, address, size, value: cp.gpu.store(address, size, value))}
 
 # family -> opcode -> (body dwords it needs at least, handler); the opcodes are the same numbers in nvd.h and soc15d.h
-COMMON: dict[int, tuple[int, Callable[[CommandProcessor, np.ndarray, int], bool]]] = {
+COMMON: dict[int, tuple[int, Callable[[CommandProcessor, list[int], int], bool]]] = {
     nv.PACKET3_NOP: (0, CommandProcessor._nop),
     nv.PACKET3_SET_SH_REG: (1, _set_regs(nv.PACKET3_SET_SH_REG_START)),
     nv.PACKET3_SET_UCONFIG_REG: (1, _set_regs(nv.PACKET3_SET_UCONFIG_REG_START)),
@@ -256,9 +271,12 @@ class PM4Queue(RingQueue):
         super().__init__(gpu, ring, size, rptr_address, wptr_address, name,
                          [XCCContext(xcc, gpu.xccs) for xcc in range(gpu.xccs)])
         self.cp = CommandProcessor(self)
+        self._fetched = Prefetch(self._load, 0, 0)
 
-    def _read(self, pos: int, n: int) -> np.ndarray:
-        return np.frombuffer(self.read_ring(pos, 4 * n), "<u4")
+    def _load(self, pos: int, n: int) -> bytes:
+        return self.read_ring(pos, 4 * n)
 
     def _packet(self, rptr: int, wptr: int) -> int | None:
-        return self.cp.packet(self._read, rptr, wptr, "ring", rptr * 4 % self.size, 0)
+        if self._fetched.end != wptr:  # packets written since the last fetch (the write pointer only grows)
+            self._fetched = Prefetch(self._load, wptr, self.size // 4)
+        return self.cp.packet(self._fetched, rptr, wptr, "ring", rptr * 4 % self.size, 0)

@@ -45,14 +45,14 @@ class ThreadTrace:
         self.engine = (_Gfx9 if layout_of(gpu.arch) is GFX9 else _Rdna)(gpu)
         self.events: dict[tuple[int, int], list[tuple[str, dict, int]]] = {}  # (XCC, SE) -> (kind, fields, time)
         self.clock: dict[int, int] = {}  # XCC -> shader cycles since its trace started, across dispatches
+        gpu.on_write[gpu.canonical(self.engine.switch)] = self.written
 
     @property
     def on(self) -> bool:
         return bool(self.events)
 
-    def written(self, name: str, value: int) -> None:
-        if name != self.gpu.canonical(self.engine.switch):
-            return
+    def written(self, value: int) -> None:
+        """The engine's switch register written: each selected SE's trace starts or stops."""
         xcc = self.gpu.xcc
         for se, _, _ in self.gpu.selected():
             tracing = self.engine.mode(se)

@@ -61,6 +61,14 @@ class NativeExecutor(Executor):
             elif rc == RC_QUOTA and time.monotonic() > until:
                 return False
 
+    def park(self) -> None:
+        super().park()
+        self._ranges = self._ranges_of = None
+
+    def reuse(self, *args) -> None:
+        super().reuse(*args)
+        self._fresh = True
+
     # ---- the compiled kernel -------------------------------------------------------------------------------
     def _program(self) -> object:
         """(After _state.) The kernel's library: shared by a dispatch's batches (the reference's instruction
@@ -83,7 +91,7 @@ class NativeExecutor(Executor):
         """The C's view of this executor's arrays (kept alive with it); None if a workgroup's waves are not one run
         of wave numbers."""
         st = getattr(self, "_st", None)
-        if st is not None and self._ranges_of is self.mem.derived:
+        if st is not None and self._ranges_of is self.mem.derived and not self._fresh:
             return st
         ffi = build.ffi()
         w = self.w
@@ -93,7 +101,6 @@ class NativeExecutor(Executor):
             if (step < 0).any():
                 return None
             st = ffi.new("State *")
-            self._entry = int(w.pc[0])  # every wave starts at the kernel's entry
             starts = np.flatnonzero(step) + 1
             self._keep = [group, np.concatenate(([0], starts, [len(group)])).astype(np.int64)]
             for name, arr, ctype in (("v", w.v.transpose(1, 0, 2), "uint32_t[]"), ("s", w.s.T, "uint32_t[]"),
@@ -103,10 +110,13 @@ class NativeExecutor(Executor):
                                      ("gstart", self._keep[1], "int64_t[]"), ("group", group, "int64_t[]"),
                                      ("lds", self.lds, "uint8_t[]"), ("scratch", self.scratch, "uint8_t[]")):
                 setattr(st, name, ffi.from_buffer(ctype, arr))  # the array's own bytes: it must be C-contiguous
-            st.n, st.vgprs, st.budget, st.entry = w.n, w.v.shape[0], self.budget, self._entry
-            st.ngroups, st.gi = len(starts) + 1, 0
+            st.n, st.vgprs, st.ngroups = w.n, w.v.shape[0], len(starts) + 1
             st.lds_size, st.scratch_size = self.lds.shape[1], self.scratch.shape[2]
-            self._st = st
+            self._st, self._fresh = st, True
+        if self._fresh:  # a batch's first run: where its waves start, its budget, its scheduler at the start
+            self._entry = int(w.pc[0])  # every wave starts at the kernel's entry
+            st.budget, st.entry, st.gi = self.budget, self._entry, 0
+            self._fresh = False
         ranges = self.mem.derived.get("native")
         if ranges is None:  # the mappings' table, made once until the mappings change (not once per dispatch)
             bufs = self.mem._bufs
