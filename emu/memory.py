@@ -155,6 +155,12 @@ class Memory:
         base, buf = self._span(address, len(data), "write")
         buf[address - base : address - base + len(data)] = np.frombuffer(data, np.uint8)
 
+    def word(self, address: int, size: int) -> np.ndarray:
+        """The size-byte (4 or 8) little-endian word at address as a one-element array on the mapping's bytes (reads
+        and writes through it are the memory's); good while `derived` is the same dict (no mapping changed)."""
+        base, buf = self._span(address, size, "read")
+        return buf[address - base : address - base + size].view(f"<u{size}")
+
     def _span(self, address: int, n: int, access: str) -> tuple[int, np.ndarray]:
         """The base and bytes of the mapping that holds [address, address + n): one address, so a bisect of the
         bases (the packet processors' reads and writes go here, a few at a time) rather than _locate's arrays."""

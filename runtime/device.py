@@ -78,6 +78,7 @@ class Device(abc.ABC):
         # and the timeline value they end at
         self._spans: deque[Span] = deque(maxlen=SPANS)
         self._arena = self.memory(ARENA, "gtt")
+        self._arena_bytes = self._arena.view()  # made once: a launch takes several views of it
         self._arena_next = 0
         self._staging = None
         self.profiler = None
@@ -129,7 +130,7 @@ class Device(abc.ABC):
 
     def arena_view(self, va: int, size: int) -> memoryview:
         off = va - self._arena.va
-        return self._arena.view()[off : off + size]
+        return self._arena_bytes[off : off + size]
 
     @contextlib.contextmanager
     def work(self, value: int):

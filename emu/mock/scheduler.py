@@ -40,17 +40,20 @@ class Scheduler:
         """Step the queues until none makes progress; whether work remains stalled (or hung)."""
         with self.lock:
             errors: list[Error] = []
-            progress = True
-            while progress:
+            busy = True
+            while busy:
                 progress = False
                 for queue in list(self.queues):
                     try:
                         progress |= queue.step()
                     except Error as e:
                         errors.append(e)
+                busy = any(queue.busy for queue in self.queues)
+                if not progress:  # no queue moved: none will on another pass (an idle one stays idle)
+                    break
             if errors:
                 raise errors[0]
-            return any(queue.busy for queue in self.queues)
+            return busy
 
 
 # id of a machine -> its scheduler, while one of its GPUs holds it (a GPU holds its machine, so the id is not reused

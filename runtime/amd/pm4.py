@@ -68,6 +68,18 @@ def _encoded(family: str, macro: str, args: tuple[int, ...]) -> int:
     return getattr(PM4[family], macro)(*args)
 
 
+@functools.lru_cache(maxsize=256)
+def _runs(offsets: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The offsets sorted and cut into runs of consecutive ones (a launch sets the same registers as the last)."""
+    ordered, runs = sorted(offsets), []
+    for offset in ordered:
+        if runs and offset == runs[-1][-1] + 1:
+            runs[-1].append(offset)
+        else:
+            runs.append([offset])
+    return tuple(tuple(run) for run in runs)
+
+
 @functools.cache
 def _acquire(family: str) -> tuple[int, ...]:
     return ACQUIRE[family](PM4[family])
@@ -116,13 +128,8 @@ class Packets(list):
 
     def set_sh_regs(self, regs: dict[int, int]) -> Packets:
         """SET_SH_REG for each run of consecutive register offsets (dword offsets from the SH base)."""
-        offsets = sorted(regs)
-        start = 0
-        for i in range(1, len(offsets) + 1):
-            if i == len(offsets) or offsets[i] != offsets[i - 1] + 1:
-                run = offsets[start:i]
-                self.pkt3(self.pm4.PACKET3_SET_SH_REG, run[0], *(regs[o] for o in run))
-                start = i
+        for run in _runs(tuple(regs)):
+            self.pkt3(self.pm4.PACKET3_SET_SH_REG, run[0], *(regs[o] for o in run))
         return self
 
     def set_uconfig_regs(self, regs: dict[int, int]) -> Packets:

@@ -5,6 +5,7 @@ doorbell. A queue the GPU stopped (a fault, a hang) is made anew before the erro
 from __future__ import annotations
 
 import time
+from array import array
 
 from usergpu.errors import Error
 
@@ -29,9 +30,11 @@ class RingQueue:
 
     def submit(self, packets: list[int]) -> None:
         self._wait_for_room(4 * len(packets))
-        n, first = len(self.ring_words), self.wptr * self.unit // 4
-        for i, dword in enumerate(packets):
-            self.ring_words[(first + i) % n] = dword
+        words, n = array("I", packets), len(self.ring_words)
+        first = self.wptr * self.unit // 4 % n
+        head = min(len(words), n - first)  # what fits before the ring's end; the rest wraps to its start
+        self.ring_words[first : first + head] = words[:head]
+        self.ring_words[: len(words) - head] = words[head:]
         self.wptr += 4 * len(packets) // self.unit
         self.pointer_words[1] = self.wptr
         try:

@@ -38,6 +38,7 @@ BATCH_VGPR_BYTES = 8 << 20  # most VGPR bytes a batch holds (the allocator reuse
 # a small batch's executor is kept for the next batch of its shape (a suite launches the same small grids again and
 # again): its set-up, the native backend's included, is done once; at most this many, this big, per thread
 SPARE_EXECUTORS, SPARE_EXECUTOR_BYTES = 8, 1 << 20
+SMALL_BATCH = 64  # workgroups: the IDs of a batch this small are kept for the next dispatch of its grid
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
 # The system SGPRs SPI writes after the user SGPRs, in order, as COMPUTE_PGM_RSRC2 enables them (no scratch wave
 # offset: gfx940+ and gfx11+ architect flat scratch).
@@ -104,18 +105,19 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     fetch, program = _Code(code), {}  # instructions decoded and compiled once for all batches
     spares = None if observer or trace else _spares.__dict__.setdefault("executors", {})
     for start in range(0, total, per_batch):
-        batch = _workgroups(grid, np.arange(start, min(start + per_batch, total)) if workgroups is None
-                            else workgroups[start : start + per_batch])
-        shape = (backend, arch, lanes, arch_vgprs, vgprs, len(batch), waves_per_group, lds, scratch)
+        stop = min(start + per_batch, total)
+        ids = (_wave_groups(grid, start, stop, waves_per_group) if workgroups is None
+               else _workgroups(grid, workgroups[start:stop], waves_per_group))
+        shape = (backend, arch, lanes, arch_vgprs, vgprs, stop - start, waves_per_group, lds, scratch)
         ex = spares.pop(shape, None) if spares is not None else None
         if ex is None:
-            w = Waves(len(batch) * waves_per_group, lanes, arch_vgprs, vgprs - arch_vgprs)
-            ex = backend(arch, fetch, base, mem, w, _waves_of(len(batch), waves_per_group)[0], lds, scratch, kernel,
+            w = Waves((stop - start) * waves_per_group, lanes, arch_vgprs, vgprs - arch_vgprs)
+            ex = backend(arch, fetch, base, mem, w, _waves_of(stop - start, waves_per_group)[0], lds, scratch, kernel,
                          budget, program)
         else:
             ex.reuse(fetch, base, mem, kernel, budget, program)
         w = ex.w
-        _setup(w, batch, block, arch, user, system, waves_per_group, dims)
+        _setup(w, ids, block, arch, user, system, waves_per_group, dims)
         w.pc[:] = entry
         ex.denorm = dict(denorm)  # s_denorm_mode changes it
         ex.trace = trace
@@ -125,8 +127,9 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
         while not ex.run(None if slice_s is None else time.monotonic() + slice_s):
             yield
         if stats is not None:
-            stats["instructions"] = stats.get("instructions", 0) + int(w.steps.sum())
-            stats["lane_instructions"] = stats.get("lane_instructions", 0) + int(w.steps.sum()) * lanes
+            steps = int(w.steps.sum())
+            stats["instructions"] = stats.get("instructions", 0) + steps
+            stats["lane_instructions"] = stats.get("lane_instructions", 0) + steps * lanes
         if spares is not None and w.v.nbytes + ex.lds.nbytes + ex.scratch.nbytes <= SPARE_EXECUTOR_BYTES:
             ex.park()
             spares[shape] = ex
@@ -169,11 +172,25 @@ def _plan(arch: str, *values: int) -> _Plan:
         waves_per_group=-(-block[0] * block[1] * block[2] // lanes), dims=min(rsrc2["TIDIG_COMP_CNT"], 2) + 1)
 
 
-def _workgroups(grid: tuple[int, int, int], numbers: np.ndarray) -> np.ndarray:
-    """The (x, y, z) IDs of workgroups by their dispatch-order numbers (x fastest)."""
-    out = np.empty((len(numbers), 3), np.int64)
-    out[:, 0], out[:, 1], out[:, 2] = numbers % grid[0], numbers // grid[0] % grid[1], numbers // (grid[0] * grid[1])
+def _workgroups(grid: tuple[int, int, int], numbers: np.ndarray, waves_per_group: int) -> np.ndarray:
+    """The workgroup IDs (x, y, z rows) of each wave of the workgroups with these dispatch-order numbers (x
+    fastest)."""
+    numbers = np.repeat(numbers, waves_per_group)
+    return np.stack((numbers % grid[0], numbers // grid[0] % grid[1], numbers // (grid[0] * grid[1])))
+
+
+@functools.lru_cache(maxsize=256)
+def _small_batch(grid: tuple[int, int, int], start: int, stop: int, waves_per_group: int) -> np.ndarray:
+    out = _workgroups(grid, np.arange(start, stop), waves_per_group)
+    out.flags.writeable = False
     return out
+
+
+def _wave_groups(grid: tuple[int, int, int], start: int, stop: int, waves_per_group: int) -> np.ndarray:
+    """_workgroups of the workgroups numbered start to stop: kept for small batches (a suite's many small grids)."""
+    if stop - start <= SMALL_BATCH:
+        return _small_batch(grid, start, stop, waves_per_group)
+    return _workgroups(grid, np.arange(start, stop), waves_per_group)
 
 
 @functools.lru_cache(maxsize=256)
@@ -185,20 +202,18 @@ def _waves_of(groups: int, waves_per_group: int) -> tuple[np.ndarray, np.ndarray
     return out
 
 
-def _setup(w: Waves, batch: np.ndarray, block: tuple, arch: str, user: list[int], system: tuple[str, ...],
+def _setup(w: Waves, ids: np.ndarray, block: tuple, arch: str, user: list[int], system: tuple[str, ...],
            waves_per_group: int, dims: int) -> None:
-    """Every wave's initial state: the workgroup IDs of batch (groups, 3) to its waves; user SGPRs, then the
-    system SGPRs named by their COMPUTE_PGM_RSRC2 enables; dims work-item IDs packed in v0; EXEC."""
-    owner, index = _waves_of(len(batch), waves_per_group)
-    gids = batch[owner]
+    """Every wave's initial state: ids its workgroup's (x, y, z rows); user SGPRs, then the system SGPRs named by
+    their COMPUTE_PGM_RSRC2 enables (the workgroup info, TG_SIZE_EN's, is threadgroup_size_in_waves in bits 5:0);
+    dims work-item IDs packed in v0; EXEC."""
     for i, value in enumerate(user):
         w.s[i] = value
-    values = {"TGID_X_EN": gids[:, 0], "TGID_Y_EN": gids[:, 1], "TGID_Z_EN": gids[:, 2],
-              "TG_SIZE_EN": waves_per_group}  # workgroup info: threadgroup_size_in_waves in bits 5:0
-    for i, name in enumerate(system):
-        w.s[len(user) + i] = values[name]
+    for i, name in enumerate(system, len(user)):
+        w.s[i] = waves_per_group if name == "TG_SIZE_EN" else ids[SYSTEM_SGPRS.index(name)]
     if version(arch)[0] == 12:
-        w.s[TTMP + 9], w.s[TTMP + 7] = gids[:, 0], gids[:, 1] | gids[:, 2] << 16
+        w.s[TTMP + 9], w.s[TTMP + 7] = ids[0], ids[1] | ids[2] << 16
+    index = _waves_of(w.n // waves_per_group, waves_per_group)[1]
     v0, exec_lo, exec_hi = _wave_start(tuple(block), w.lanes, waves_per_group, dims)
     w.v[0], w.s[EXEC], w.s[EXEC + 1] = v0[index], exec_lo[index], exec_hi[index]
 

@@ -39,6 +39,7 @@ from usergpu.isa.amd.hw.soc import GC_BASES, GC_REGS
 
 PACKET_TICKS = 1  # clock ticks per executed packet
 DISPATCH_SLICE = 0.5  # seconds a dispatch runs per step of its queue before the caller gets control back
+NOT_WATCHED = contextlib.nullcontext()  # the engines' busy time when no board's SMU watches it
 INSTANCED = ("SQ_PERFCOUNTER", "SQG_PERFCOUNTER", "SQ_THREAD_TRACE_")  # each SE (SA, WGP) has its own copy
 
 # interrupt sources, as the IH source ids are named (irqsrcs_gfx_11_0_0.h, irqsrcs_sdma0_5_0.h)
@@ -142,16 +143,23 @@ class GPU:
         return (self.shared if name in self._attached else self.regs).get(name, 0)
 
     def write_reg(self, address: int, value: int) -> None:
-        name, value = self.reg_name(address), value & 0xFFFFFFFF
-        if name in self._instanced_names:
-            copies = self.instanced.setdefault(name, {})
-            for where in self.selected():
-                copies[where] = value
-        else:
-            (self.shared if name in self._attached else self._regs[self.xcc])[name] = value
-        hook = self.on_write.get(name)
-        if hook is not None:
-            hook(value)
+        self.write_regs(address, (value,))
+
+    def write_regs(self, address: int, values) -> None:
+        """Registers at consecutive dword addresses from address written in order (SET_SH_REG's), each reaching
+        the model a write to it runs (on_write)."""
+        names, regs, hooks = self._names, self._regs[self.xcc], self.on_write
+        for i, value in enumerate(values):
+            name, value = names.get(address + i) or f"{address + i:#x}", value & 0xFFFFFFFF
+            if name in self._instanced_names:
+                copies = self.instanced.setdefault(name, {})
+                for where in self.selected():
+                    copies[where] = value
+            else:
+                (self.shared if name in self._attached else regs)[name] = value
+            hook = hooks.get(name)
+            if hook is not None:
+                hook(value)
 
     def canonical(self, name: str) -> str:
         """The name the GPU files a register under (headers give some addresses several names)."""
@@ -229,12 +237,12 @@ class GPU:
             self.perfmon.count(profile)
             self.thread_trace.record(profile, pgm)
 
+    def busy(self, engine: str) -> contextlib.AbstractContextManager:
+        """Work on an engine (gfx, memory): its time counts as the engine's activity (a board's SMU reads it)."""
+        return NOT_WATCHED if self.activity is None else self._busy(engine)
+
     @contextlib.contextmanager
-    def busy(self, engine: str):
-        """Work on an engine (gfx, memory): its time counts as the engine's activity."""
-        if self.activity is None:
-            yield
-            return
+    def _busy(self, engine: str) -> Iterator[None]:
         self.activity.begin(engine)
         try:
             yield
@@ -290,6 +298,7 @@ class RingQueue:
         self._packet_name, self._where, self._offset = "?", "ring", 0
         self.contexts = contexts or [XCCContext()]
         self.ctx = self.contexts[0]
+        self._cells: tuple | None = None  # see _pointers
 
     def run_dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> bool:
         """Start the executing XCC's share of a dispatch (or go on with it) for a time slice; whether it has
@@ -319,13 +328,21 @@ class RingQueue:
         ctx.wrote = not done()
         return not ctx.wrote
 
+    def _pointers(self) -> tuple[np.ndarray, np.ndarray]:
+        """The read and write pointers' words in GPU memory, found again only when the mappings change (an idle
+        queue's step is a look at its write pointer)."""
+        mem = self.gpu.mem
+        if self._cells is None or self._cells[0] is not mem.derived:
+            self._cells = (mem.derived, mem.word(self.rptr_address, 8), mem.word(self.wptr_address, 8))
+        return self._cells[1], self._cells[2]
+
     @property
     def rptr(self) -> int:
-        return self.gpu.load(self.rptr_address, 8)
+        return int(self._pointers()[0][0])
 
     @property
     def wptr(self) -> int:
-        return self.gpu.load(self.wptr_address, 8)
+        return int(self._pointers()[1][0])
 
     @property
     def taken(self) -> int:
@@ -362,7 +379,7 @@ class RingQueue:
             finally:
                 gpu.xcc = before
                 if self.taken != taken:
-                    gpu.store(self.rptr_address, 8, self.taken)
+                    self._pointers()[0][0] = self.taken
         except MemoryFault as e:
             gpu.fault(e.address, e.access)
             self.error = self.fail(f"GPU memory fault: {e}")

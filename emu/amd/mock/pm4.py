@@ -81,33 +81,33 @@ class CommandProcessor:
         or None when it stalls. offset is its byte offset in that stream, for errors."""
         header = read(pos, 1)[0]
         kind = header >> 30
-        if kind == nv.PACKET_TYPE2:
-            self.queue.at("type-2", where, offset)
+        if kind != nv.PACKET_TYPE3:
+            self.queue.at(f"type-{kind}" + (f" ({header:#010x})" if kind != nv.PACKET_TYPE2 else ""), where, offset)
+            if kind != nv.PACKET_TYPE2:
+                raise self.queue.fail(f"type-{kind} packets are not supported on a compute queue")
             self.gpu.packet_done()
             return pos + 1
-        if kind != nv.PACKET_TYPE3:
-            self.queue.at(f"type-{kind} ({header:#010x})", where, offset)
-            raise self.queue.fail(f"type-{kind} packets are not supported on a compute queue")
         op, count = (header >> 8) & 0xFF, (header >> 16) & 0x3FFF
         self.queue.at(LABELS[op], where, offset)
         if op == nv.PACKET3_NOP and count == NOP_ONE_DWORD:
             self.gpu.packet_done()
             return pos + 1
-        if pos + count + 2 > end:
+        nxt = pos + count + 2
+        if nxt > end:
             raise self.queue.fail(f"truncated: its header says {count + 2} dwords, only {end - pos} are there")
-        if op not in self.handlers:
+        got = self.handlers.get(op)
+        if got is None:
             raise self.queue.fail("unknown or unsupported opcode")
-        need, handler = self.handlers[op]
-        if count + 1 < need:
-            raise self.queue.fail(f"malformed: {count + 1} body dwords, it needs {need}")
-        done = handler(self, read(pos + 1, count + 1), depth)
+        if count + 1 < got[0]:
+            raise self.queue.fail(f"malformed: {count + 1} body dwords, it needs {got[0]}")
+        done = got[1](self, read(pos + 1, count + 1), depth)
         skip, self.skip = self.skip, 0  # a PRED_EXEC's (the packets of an IB it called have taken theirs)
         if not done:
             return None
         self.gpu.packet_done()
-        if pos + count + 2 + skip > end:
+        if nxt + skip > end:
             raise self.queue.fail(f"PRED_EXEC's EXEC_COUNT {skip} runs past the end of the {where}")
-        return pos + count + 2 + skip
+        return nxt + skip
 
     # ---- values in registers and memory --------------------------------------------------------------
     def _read_reg(self, address: int, size: int) -> int:
@@ -223,9 +223,7 @@ def _set_regs(start: int) -> Callable[[CommandProcessor, list[int], int], bool]:
     """SET_SH_REG / SET_UCONFIG_REG: body[0] is the first register's offset from the range's start."""
 
     def handler(cp: CommandProcessor, body: list[int], depth: int) -> bool:
-        first = start + (int(body[0]) & 0xFFFF)
-        for i, value in enumerate(body[1:]):
-            cp.gpu.write_reg(first + i, int(value))
+        cp.gpu.write_regs(start + (body[0] & 0xFFFF), body[1:])
         return True
 
     return handler

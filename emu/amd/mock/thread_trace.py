@@ -85,7 +85,8 @@ class ThreadTrace:
         self.clock[xcc] = int(ends.max(initial=start))
 
     def event(self, event_type: int) -> None:
-        if self.engine.stops_on_mode or event_type != vgt_event(self.gpu.arch, "THREAD_TRACE_FINISH"):
+        if not self.events or self.engine.stops_on_mode or event_type != vgt_event(self.gpu.arch,
+                                                                                   "THREAD_TRACE_FINISH"):
             return
         xcc = self.gpu.xcc
         for x, se in [k for k in self.events if k[0] == xcc]:
