@@ -32,14 +32,14 @@ class Field(NamedTuple):
 
     def encode(self, value: int, i: int | None = None) -> int:
         """value in place; a value that does not fit the field is an error."""
-        _, lo = self.at(i)
-        if not 0 <= value < 1 << self.width:
+        lo = self.lo if i is None and not self.stride else self.at(i)[1]
+        if not 0 <= value < 1 << (self.hi - self.lo + 1):
             raise FieldError(f"{value:#x} does not fit {self.width} bits")
         return value << lo
 
     def decode(self, word: int, i: int | None = None) -> int:
-        _, lo = self.at(i)
-        return (word >> lo) & ((1 << self.width) - 1)
+        lo = self.lo if i is None and not self.stride else self.at(i)[1]  # a plain field: no checks to make
+        return (word >> lo) & ((1 << (self.hi - self.lo + 1)) - 1)
 
 
 def _pack(fields: Mapping[str, Field], values: Mapping[str, int | Sequence[int]], bits: int) -> int:
@@ -96,12 +96,16 @@ class Layout(NamedTuple):
         """One field (element i of an indexed one) of the structure's bytes."""
         if len(data) != self.size:
             raise FieldError(f"{len(data)} bytes, the structure has {self.size}")
-        if name not in self.fields:
+        return self.value(int.from_bytes(data, "little"), name, i)
+
+    def value(self, bits: int, name: str, i: int | None = None) -> int:
+        """get, from the structure's bytes as one little-endian integer (read once for many fields)."""
+        f = self.fields.get(name)
+        if f is None:
             raise FieldError(f"no field {name}")
-        f = self.fields[name]
-        if f.at(i)[0] >= self.size * 8:
+        if f.stride and f.at(i)[0] >= self.size * 8:
             raise FieldError(f"{name}({i}) lies past bit {self.size * 8 - 1}")
-        return f.decode(int.from_bytes(data, "little"), i)
+        return f.decode(bits, i)
 
     def decode(self, data: bytes) -> dict[str, int]:
         """Every plain field (indexed ones are read element by element with get)."""

@@ -6,6 +6,7 @@ the Ampere names serve all."""
 
 from __future__ import annotations
 
+import functools
 import time
 from array import array
 
@@ -16,9 +17,11 @@ M, F = nvc.METHODS, nvc.FIELDS
 HOST, COMPUTE, COPY = 0, 1, 4  # subchannels: the host class, the compute object, the copy object
 SEM = M["NVC56F_SEM_EXECUTE"]
 LAUNCH_DMA = M["NVC6B5_LAUNCH_DMA"]
+INVALIDATE_ALL = M["NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI"].encode(INSTRUCTION=1, GLOBAL_DATA=1, CONSTANT=1)
 COPY_CHUNK = 1 << 31  # LINE_LENGTH_IN counts bytes in 32 bits: larger copies go in chunks
 
 
+@functools.lru_cache(maxsize=4096)
 def header(subchannel: int, method: int, count: int) -> int:
     """An incrementing method header (SEC_OP INC_METHOD): count data dwords to method, method + 4, ..."""
     return (F["NVC56F_DMA_INCR_OPCODE"].encode(nvc.NVC56F_DMA_INCR_OPCODE_VALUE) |
@@ -38,6 +41,16 @@ def lo_hi(value: int) -> tuple[int, int]:
     return value & 0xFFFFFFFF, value >> 32
 
 
+@functools.lru_cache(maxsize=64)
+def _sem_execute(operation: str, timestamp: bool, wfi: bool) -> int:
+    """SEM_EXECUTE's data: the operation on a 64-bit payload; a release waits for idle (wfi) and writes the
+    timestamp if asked."""
+    release = operation == "RELEASE"
+    return SEM.encode(OPERATION=getattr(nvc, f"NVC56F_SEM_EXECUTE_OPERATION_{operation}"),
+                      PAYLOAD_SIZE=nvc.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT,
+                      RELEASE_WFI=int(release and wfi), RELEASE_TIMESTAMP=int(release and timestamp))
+
+
 class Pushbuffer(list):
     """Method headers and data dwords, built verb by verb."""
 
@@ -50,11 +63,8 @@ class Pushbuffer(list):
     def semaphore(self, va: int, payload: int, operation: str, timestamp: bool = False, wfi: bool = True) -> Pushbuffer:
         """SEM_EXECUTE of a 64-bit payload at va: a release (after the channel's work, with its timestamp at
         va + 8) or an acquire (the channel waits)."""
-        release = operation == "RELEASE"
-        execute = SEM.encode(OPERATION=getattr(nvc, f"NVC56F_SEM_EXECUTE_OPERATION_{operation}"),
-                             PAYLOAD_SIZE=nvc.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT,
-                             RELEASE_WFI=int(release and wfi), RELEASE_TIMESTAMP=int(release and timestamp))
-        return self.method(HOST, "NVC56F_SEM_ADDR_LO", *lo_hi(va), *lo_hi(payload), execute)
+        return self.method(HOST, "NVC56F_SEM_ADDR_LO", *lo_hi(va), *lo_hi(payload),
+                           _sem_execute(operation, timestamp, wfi))
 
     def signal(self, signal, value: int) -> Pushbuffer:
         """Release value to a signal once the work before is done, with the GPU's timestamp."""
@@ -85,9 +95,8 @@ class Pushbuffer(list):
 
     def memory_barrier(self) -> Pushbuffer:
         """Invalidate the shader caches (instructions, data, constants) before what follows reads memory."""
-        inv = M["NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI"].encode(INSTRUCTION=1, GLOBAL_DATA=1, CONSTANT=1)
         self.method(HOST, "NVC56F_WFI", 0)
-        return self.method(COMPUTE, "NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI", inv)
+        return self.method(COMPUTE, "NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI", INVALIDATE_ALL)
 
     def launch(self, qmd_va: int) -> Pushbuffer:
         """Schedule the QMD at qmd_va (256-byte aligned): SEND_PCAS_A, then SEND_SIGNALING_PCAS2_B's

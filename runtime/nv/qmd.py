@@ -19,6 +19,8 @@ No release semaphore and no dependent QMD: the runtime signals after a launch wi
 
 from __future__ import annotations
 
+import functools
+
 from usergpu.autogen import nv_classes as nvc
 from usergpu.isa.nv.cubin import sm_number
 from usergpu.isa.nv.launch_check import ARCHS
@@ -95,6 +97,22 @@ def build(arch: str, program: int, grid, block, shared: int, registers: int, ban
     banks (index -> address, size: bank 0 the launch's, the others the cubin's) and local memory a thread."""
     ver = version(arch)
     layout = nvc.QMD[LAYOUTS[ver]]
+    lo, hi = BANK[ver]
+    addresses = [(0, 0)] * (max(banks) + 1)
+    for i, (address, _) in banks.items():
+        addresses[i] = _split(address, "CBUF", ver)
+    fixed = _fixed(arch, program, tuple(grid), tuple(block), shared, registers,
+                   tuple(sorted((i, size) for i, (_, size) in banks.items())), local_per_thread, barriers)
+    where = layout.encode(**{lo: [a for a, _ in addresses], hi: [a for _, a in addresses]})
+    return (fixed | int.from_bytes(where, "little")).to_bytes(layout.size, "little")
+
+
+@functools.lru_cache(maxsize=1024)
+def _fixed(arch: str, program: int, grid: tuple, block: tuple, shared: int, registers: int,
+           sizes: tuple[tuple[int, int], ...], local_per_thread: int, barriers: int) -> int:
+    """The QMD but its constant banks' addresses (what a launch changes), as an integer: a kernel launched again
+    with the same shape encodes nothing more. sizes: (bank, bytes) of each bank."""
+    ver = version(arch)
     sm = sm_number(arch)
     program_lo, program_hi = _split(program, "PROGRAM", ver)
     smem, smem_max = sm_config(shared, arch)
@@ -107,12 +125,10 @@ def build(arch: str, program: int, grid, block, shared: int, registers: int, ban
               **{k: getattr(nvc, f"{LAYOUTS[ver]}_{v}") for k, v in NAMED.items() if ver in FIELDS[k]},
               **{k: 1 for k in FIELDS if k.startswith("invalidate_")}}
     fields: dict = {names[ver]: values[key] for key, names in FIELDS.items() if ver in names}
-    lo, hi = BANK[ver]
-    count = max(banks) + 1
-    fields.update({lo: [0] * count, hi: [0] * count, "CONSTANT_BUFFER_SIZE_SHIFTED4": [0] * count,
-                   "CONSTANT_BUFFER_VALID": [0] * count, "CONSTANT_BUFFER_INVALIDATE": [1]})
-    for i, (address, size) in banks.items():
-        fields[lo][i], fields[hi][i] = _split(address, "CBUF", ver)
+    count = max(i for i, _ in sizes) + 1
+    fields.update({"CONSTANT_BUFFER_SIZE_SHIFTED4": [0] * count, "CONSTANT_BUFFER_VALID": [0] * count,
+                   "CONSTANT_BUFFER_INVALIDATE": [1]})
+    for i, size in sizes:
         fields["CONSTANT_BUFFER_SIZE_SHIFTED4"][i] = -(-size // 16)
         fields["CONSTANT_BUFFER_VALID"][i] = 1
-    return layout.encode(**fields)  # FieldError for a field the layout lacks
+    return int.from_bytes(nvc.QMD[LAYOUTS[ver]].encode(**fields), "little")  # FieldError for a field it lacks

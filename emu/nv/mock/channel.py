@@ -20,6 +20,7 @@ stalled for good (`hang`), as a hung channel is on hardware: GPGet stays at its 
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,16 @@ SEC = named("NVC56F_DMA_SEC_OP_", ("GRP0_USE_TERT", "INC_METHOD", "GRP2_USE_TERT
 STEP: dict[str, Callable[[int], int]] = {"INC": lambda i: i, "NON_INC": lambda i: 0, "ONE_INC": lambda i: min(i, 1)}
 GP_NOP = nc.NVC56F_GP_ENTRY1_OPCODE_NOP
 PBDMA = rm.ROBUST_CHANNEL_PBDMA_ERROR
+
+
+@functools.lru_cache(maxsize=4096)
+def _header(hdr: int) -> tuple:
+    """A pushbuffer header's fields: SEC_OP's name, TERT_OP, subchannel, method address, count, IMMD data, and the
+    USE_TERT forms' address and count. A runtime pushes the same few headers launch after launch."""
+    return (SEC.get(F["NVC56F_DMA_SEC_OP"].decode(hdr)), F["NVC56F_DMA_TERT_OP"].decode(hdr),
+            F["NVC56F_DMA_METHOD_SUBCHANNEL"].decode(hdr), F["NVC56F_DMA_METHOD_ADDRESS"].decode(hdr),
+            F["NVC56F_DMA_METHOD_COUNT"].decode(hdr), F["NVC56F_DMA_IMMD_DATA"].decode(hdr),
+            F["NVC56F_DMA_METHOD_ADDRESS_OLD"].decode(hdr), F["NVC56F_DMA_METHOD_COUNT_OLD"].decode(hdr))
 
 
 class ChannelError(Error):
@@ -84,7 +95,6 @@ class Channel:
         self._header = 0  # the header of the group being executed
         self._group: tuple[int, list[int], list[int]] | None = None  # (subchannel, methods, data) of that header
         self._done = 0  # how many of the group's methods have executed
-        self._at = (0, 0)  # (subchannel, method) being executed, for messages
         self._ran = False
 
     @property
@@ -162,7 +172,8 @@ class Channel:
         where = f"GP entry {self.gp_get}: the header at pushbuffer {self._segment[0]:#x} + {4 * self._header:#x}"
         if self._group is None:
             return where
-        subchannel, method = self._at
+        subchannel, methods, _ = self._group
+        method = methods[min(self._done, len(methods) - 1)]
         engine = self.subchannels.get(subchannel) if method >= HOST_METHODS else self.host
         return f"method {engine.table.name(method) if engine else f'{method:#x}'} on subchannel {subchannel}; {where}"
 
@@ -210,26 +221,22 @@ class Channel:
     def _decode(self, words: np.ndarray) -> bool:
         """The method group of the header at _pos (None for a header with no methods); False at END_PB_SEGMENT."""
         self._header, hdr = self._pos, int(words[self._pos])
-        op = SEC.get(F["NVC56F_DMA_SEC_OP"].decode(hdr))
-        tert = F["NVC56F_DMA_TERT_OP"].decode(hdr)
-        subchannel = F["NVC56F_DMA_METHOD_SUBCHANNEL"].decode(hdr)
+        op, tert, subchannel, address, count, immd, address_old, count_old = _header(hdr)
         if op == "END_PB_SEGMENT":
             return False
         if op == "IMMD_DATA_METHOD":
-            group = [F["NVC56F_DMA_METHOD_ADDRESS"].decode(hdr) << 2], [F["NVC56F_DMA_IMMD_DATA"].decode(hdr)]
+            group = [address << 2], [immd]
             self._pos += 1
         elif op in ("GRP0_USE_TERT", "GRP2_USE_TERT"):
             if op == "GRP2_USE_TERT" and tert != nc.NVC56F_DMA_TERT_OP_GRP2_NON_INC_METHOD:
                 raise MethodError(PBDMA, f"pushbuffer header {hdr:#010x}: SEC_OP GRP2_USE_TERT with TERT_OP {tert}")
-            count = F["NVC56F_DMA_METHOD_COUNT_OLD"].decode(hdr)
-            if op == "GRP0_USE_TERT" and (tert != nc.NVC56F_DMA_TERT_OP_GRP0_INC_METHOD or not count):
+            if op == "GRP0_USE_TERT" and (tert != nc.NVC56F_DMA_TERT_OP_GRP0_INC_METHOD or not count_old):
                 self._pos += 1  # a NOP, or a subdevice mask (one GPU: every method is its)
                 return True
             kind = "INC" if op == "GRP0_USE_TERT" else "NON_INC"
-            group = self._data(words, F["NVC56F_DMA_METHOD_ADDRESS_OLD"].decode(hdr) << 2, count, kind, hdr)
+            group = self._data(words, address_old << 2, count_old, kind, hdr)
         elif op in ("INC_METHOD", "NON_INC_METHOD", "ONE_INC"):
-            group = self._data(words, F["NVC56F_DMA_METHOD_ADDRESS"].decode(hdr) << 2,
-                               F["NVC56F_DMA_METHOD_COUNT"].decode(hdr), op.removesuffix("_METHOD"), hdr)
+            group = self._data(words, address << 2, count, op.removesuffix("_METHOD"), hdr)
         else:
             raise MethodError(PBDMA, f"pushbuffer header {hdr:#010x}: SEC_OP "
                               f"{F['NVC56F_DMA_SEC_OP'].decode(hdr)} is reserved")
@@ -241,20 +248,21 @@ class Channel:
             raise MethodError(PBDMA, f"pushbuffer header {hdr:#010x} has {count} data dwords; the segment ends after "
                               f"{len(words) - self._pos - 1} (the mock GPU does not carry a method group on into the "
                               "next GP entry)")
-        data = [int(w) for w in words[self._pos + 1:self._pos + 1 + count]]
+        data = words[self._pos + 1:self._pos + 1 + count].tolist()
         self._pos += 1 + count
         return [method + 4 * STEP[kind](i) for i in range(count)], data
 
     def _run_group(self) -> bool:
         """The methods of the current group from where it stalled; False if one stalls again."""
         subchannel, methods, data = self._group
-        while self._done < len(data):
-            self._at = (subchannel, methods[self._done])
-            if not self._method(subchannel, methods[self._done], data[self._done]):
+        run, start = self._method, self._done
+        for i in range(start, len(data)):
+            self._done = i  # the method being executed, for messages
+            if not run(subchannel, methods[i], data[i]):
+                self._ran |= i > start
                 return False
-            self._done += 1
-            self._ran = True
-        self._group = None
+        self._done, self._group = len(data), None
+        self._ran |= len(data) > start
         return True
 
     def _method(self, subchannel: int, method: int, value: int) -> bool:

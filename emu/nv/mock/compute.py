@@ -20,6 +20,7 @@ give them the same values (tests/emu/nv/mock/test_mock_compute.py checks).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from usergpu.autogen import nv_classes as nc
@@ -29,7 +30,7 @@ from usergpu.emu.nv.mock.engine import Engine, MethodError, named
 from usergpu.emu.nv.mock.host import reductions, release
 from usergpu.emu.nv.mock.vaspace import VASpace
 from usergpu.emu.nv.ptx.launch import check_launch, compiled, find_kernel, map_globals, module_of, run
-from usergpu.errors import CodeObjectError, Error, GPUFault, GPUHang
+from usergpu.errors import CodeObjectError, Error, FieldError, GPUFault, GPUHang
 from usergpu.isa import elf
 from usergpu.isa.nv import cubin as cubin_format
 
@@ -102,17 +103,27 @@ class QMD:
 
     def __init__(self, fmt: QMDFormat, data: bytes, va: int):
         self.fmt, self.data, self.va = fmt, data, va
+        self.layout = fmt.layout
+        if len(data) != self.layout.size:
+            raise FieldError(f"{len(data)} bytes, the QMD has {self.layout.size}")
+        self.bits = int.from_bytes(data, "little")  # once: a launch reads dozens of fields
 
     def get(self, name: str, i: int | None = None) -> int:
-        f = self.fmt.layout.fields.get(name)
-        return self.fmt.layout.get(self.data, name, i) if f and f.stride else self.fmt.layout.get(
-            self.data, name.format(i=i))
+        f = self.layout.fields.get(name)
+        return self.layout.value(self.bits, name, i) if f and f.stride else self.layout.value(
+            self.bits, _numbered(name, i))
 
     def address(self, lower: str, upper: str, shift: int, i: int | None = None) -> int:
         return (self.get(lower, i) | self.get(upper, i) << 32) << shift
 
     def has(self, name: str, i: int | None = None) -> bool:
-        return name.format(i=i) in self.fmt.layout.fields
+        return _numbered(name, i) in self.layout.fields
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbered(name: str, i: int | None) -> str:
+    """A field name with {i} filled in (a QMD's releases and dependents are numbered)."""
+    return name.format(i=i)
 
 
 @dataclass
@@ -141,6 +152,9 @@ def image_at(vas: VASpace, va: int) -> tuple[int, Image]:
     """The cubin image at the start of the mapping that holds va: its base and its parsed form (kept by base and
     bytes: a cubin loaded twice has two sets of variables, one rewritten in place is parsed again)."""
     base, buf = vas.memory.mapping(va, "execute")
+    last = vas.last_image.get(base)
+    if last is not None and buf[:len(last[0])].tobytes() == last[0]:  # the image launched last, unchanged: its
+        return base, last[1]                                          # headers lie in the bytes compared
     data = memoryview(buf)
     if bytes(data[:4]) != b"\x7fELF":
         raise CodeObjectError(f"program address {va:#x} lies in the mapping at {base:#x}, which does not start with a "
@@ -150,6 +164,7 @@ def image_at(vas: VASpace, va: int) -> tuple[int, Image]:
     if found is None:
         parsed = cubin_format.parse(image)
         found = vas.images[base, image] = Image(parsed, {k.text.offset: k.name for k in parsed.kernels.values()})
+    vas.last_image[base] = (image, found)
     return base, found
 
 

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from usergpu.emu.nv.mock.channel import Channel
 
 
+DECODED = 4096  # (method, value) decodings a class's table keeps
+
+
 class MethodError(Error):
     """A method the engine cannot execute; `code` is the ROBUST_CHANNEL_* error the RM reports for it."""
 
@@ -43,6 +46,7 @@ class MethodTable:
         self._exact = {m.offset: n for n, m in self.methods.items() if not m.stride}
         self._indexed = sorted(((m.offset, n) for n, m in self.methods.items() if m.stride), reverse=True)
         self._found: dict[int, tuple[str, int | None] | None] = {}
+        self._decoded: dict[tuple[str, int], dict[str, int]] = {}
 
     def lookup(self, offset: int) -> tuple[str, int | None] | None:
         """(name, element) of the method at a byte offset: a plain one, or element i of the nearest indexed method
@@ -55,6 +59,16 @@ class MethodTable:
                  if base < offset and not (offset - base) % self.methods[name].stride
                  and not any(base < o < offset for o in self._exact)), None)
         return self._found[offset]
+
+    def decoded(self, method: str, value: int) -> dict[str, int]:
+        """The fields of a value written to a method (read only): a runtime writes the same few values again and
+        again."""
+        got = self._decoded.get((method, value))
+        if got is None:
+            got = self._decoded[method, value] = self.methods[method].decode(value)
+            if len(self._decoded) > DECODED:
+                self._decoded.pop(next(iter(self._decoded)))
+        return got
 
     def name(self, offset: int) -> str:
         """The method's C name for messages ('NVC6C0_SEND_PCAS_A', 'NVC6C0_LOAD_INLINE_QMD_DATA(3)')."""
@@ -89,6 +103,7 @@ class Engine:
         self.channel, self.class_id = channel, class_id
         self.table = table(self.chains[class_id])
         self.state: dict[str, int] = {}
+        self._resolved: dict[int, tuple[str, Callable | None]] = {}  # method offset -> (state key, action), checked
 
     @property
     def gpu(self):
@@ -100,14 +115,17 @@ class Engine:
 
     def method(self, offset: int, value: int) -> bool:
         """Execute one method; False when it stalls."""
-        hit = self.table.lookup(offset)
-        if hit is None:
-            raise MethodError(self.code, f"class {self.class_id:#06x} has no method at offset {offset:#x}")
-        name, i = hit
-        if name.startswith(self.unmodelled):
-            raise MethodError(self.code, f"{self.table.prefix}_{name} is not modelled by the mock GPU")
-        self.state[name if i is None else f"{name}({i})"] = value
-        act = self.actions.get(name)
+        got = self._resolved.get(offset)
+        if got is None:
+            hit = self.table.lookup(offset)
+            if hit is None:
+                raise MethodError(self.code, f"class {self.class_id:#06x} has no method at offset {offset:#x}")
+            name, i = hit
+            if name.startswith(self.unmodelled):
+                raise MethodError(self.code, f"{self.table.prefix}_{name} is not modelled by the mock GPU")
+            got = self._resolved[offset] = (name if i is None else f"{name}({i})", self.actions.get(name))
+        key, act = got
+        self.state[key] = value
         return act is None or act(self, value) is not False
 
     def field(self, method: str, field: str) -> int:
@@ -115,7 +133,8 @@ class Engine:
         return self.table.methods[method].fields[field].decode(self.state.get(method, 0))
 
     def fields(self, method: str, value: int) -> dict[str, int]:
-        return self.table.methods[method].decode(value)
+        """A value's fields as the method's (read only: kept for the next write of the same value)."""
+        return self.table.decoded(method, value)
 
     def fail(self, why: str) -> MethodError:
         return MethodError(self.code, why)

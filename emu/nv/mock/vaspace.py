@@ -20,6 +20,7 @@ class VASpace:
     def __init__(self) -> None:
         self.memory = Memory()
         self.images: dict[tuple[int, bytes], Any] = {}
+        self.last_image: dict[int, tuple[bytes, Any]] = {}  # base -> the (bytes, image) launched from there last
 
     def map(self, va: int, pages: np.ndarray) -> None:
         """Map a memory object's host pages (a uint8 array, shared, not copied) at va."""
@@ -28,6 +29,7 @@ class VASpace:
     def unmap(self, va: int) -> None:
         """Remove the mapping that starts at va (and what an image loaded from it mapped)."""
         self.memory.unmap(va)
+        self.last_image.pop(va, None)
         for key in [k for k in self.images if k[0] == va]:
             self.images.pop(key).unload(self.memory)
 
@@ -41,11 +43,20 @@ class VASpace:
 
     def read(self, va: int, n: int) -> np.ndarray:
         """A copy of n bytes at va."""
+        if n > 0:
+            base, buf = self.memory.mapping(va, "read")
+            if va + n <= base + len(buf):  # inside one mapping, as nearly every access is
+                return buf[va - base:va - base + n].copy()
         views = list(self._views(va, n, "read"))
         return views[0].copy() if len(views) == 1 else np.concatenate(views) if views else np.zeros(0, np.uint8)
 
     def write(self, va: int, data: np.ndarray | bytes) -> None:
         data = np.frombuffer(data, np.uint8) if isinstance(data, bytes | bytearray) else data.reshape(-1).view(np.uint8)
+        if len(data):
+            base, buf = self.memory.mapping(va, "write")
+            if va + len(data) <= base + len(buf):
+                buf[va - base:va - base + len(data)] = data
+                return
         done = 0
         for view in self._views(va, len(data), "write"):
             view[:] = data[done:done + len(view)]

@@ -81,12 +81,12 @@ def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shar
         budget: int = DEFAULT_BUDGET, globals_: dict[str, int] | None = None, stats: dict | None = None) -> None:
     """Every block of the grid, in batches of whole blocks, on the emulator."""
     globals_ = map_globals(c.prog, mem) if globals_ is None else globals_
-    blocks = np.stack(np.meshgrid(*(np.arange(g) for g in reversed(grid)), indexing="ij"), -1).reshape(-1, 3)[:, ::-1]
+    total = grid[0] * grid[1] * grid[2]
     per = max(1, BATCH_LANES // (block[0] * block[1] * block[2]))
     sms = ARCHS.get(arch, ARCHS["sm_90"])[0]
     start = time.time_ns()
-    for i in range(0, len(blocks), per):
-        st = State(c.prog, mem, blocks[i:i + per], block, grid, params, shared, sms)
+    for i in range(0, total, per):
+        st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms)
         st.globals, st.time_ns = globals_, start
         with np.errstate(all="ignore"):  # a GPU's overflow, NaN and division by zero are values, not warnings
             execute(c, st, budget)

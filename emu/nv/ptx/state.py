@@ -8,6 +8,8 @@ lane // 32 within a block is its warp and lane % 32 its %laneid, as on the hardw
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from usergpu.emu.memory import Memory, MemoryFault
@@ -25,24 +27,37 @@ class LaneFault(Exception):
         super().__init__(f"{access} of {address:#x}: {why}")
 
 
+@functools.lru_cache(maxsize=256)
+def _lanes(ntid: tuple[int, int, int], nctaid: tuple[int, int, int], first: int, nb: int,
+           sm_count: int) -> tuple[np.ndarray, ...]:
+    """Each lane's block in the batch, %tid, %ctaid, %laneid, %warpid, batch-wide warp and %smid, for the nb blocks
+    from number first: they depend on the launch's shape only, so a suite's launches of one shape work them out
+    once (read-only)."""
+    per = ntid[0] * ntid[1] * ntid[2]
+    linear = np.tile(np.arange(per, dtype=np.int64), nb)
+    blk = np.repeat(np.arange(nb, dtype=np.int64), per)
+    tid = np.stack([linear % ntid[0], linear // ntid[0] % ntid[1], linear // (ntid[0] * ntid[1])]).astype(np.uint32)
+    number = first + blk
+    ctaid = np.stack([number % nctaid[0], number // nctaid[0] % nctaid[1], number // (nctaid[0] * nctaid[1])]
+                     ).astype(np.uint32)
+    out = (blk, tid, ctaid, (linear % WARP).astype(np.uint32), (linear // WARP).astype(np.uint32),
+           blk * (-(-per // WARP)) + linear // WARP, (ctaid[0] + ctaid[1] * nctaid[0]) % sm_count)
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
 class State:
-    def __init__(self, prog: Program, mem: Memory, blocks: np.ndarray, ntid: tuple[int, int, int],
+    def __init__(self, prog: Program, mem: Memory, first: int, nb: int, ntid: tuple[int, int, int],
                  nctaid: tuple[int, int, int], params: bytes, dynamic_shared: int, sm_count: int):
+        """The nb blocks from number first (in grid order, x fastest) of a launch of nctaid blocks of ntid."""
         self.prog, self.mem = prog, mem
         self.ntid, self.nctaid = ntid, nctaid
         per = ntid[0] * ntid[1] * ntid[2]
-        nb = len(blocks)
         self.n = n = nb * per
         self.per_block = per
-        linear = np.tile(np.arange(per, dtype=np.int64), nb)
-        self.blk = np.repeat(np.arange(nb, dtype=np.int64), per)
-        self.tid = np.stack([linear % ntid[0], linear // ntid[0] % ntid[1], linear // (ntid[0] * ntid[1])]
-                            ).astype(np.uint32)
-        self.ctaid = blocks.T.astype(np.uint32)[:, self.blk]
-        self.laneid = (linear % WARP).astype(np.uint32)
-        self.warpid = (linear // WARP).astype(np.uint32)
-        self.warp = self.blk * (-(-per // WARP)) + linear // WARP  # the batch-wide warp of each lane
-        self.smid = (self.ctaid[0] + self.ctaid[1] * nctaid[0]) % sm_count
+        self.blk, self.tid, self.ctaid, self.laneid, self.warpid, self.warp, self.smid = _lanes(
+            ntid, nctaid, first, nb, sm_count)
         self.sm_count = sm_count
         self.R: dict[str, np.ndarray] = {}
         self.pc = np.zeros(n, np.int64)
