@@ -1,8 +1,8 @@
 """Runtime overheads on the mock GPUs (MOCKKFD+AMD: the KFD driver over the mock KFD; MOCKPCI+AMD: AM over the
 register-level mock GPU; MOCK+NV: the RM driver over the mock RM, UVM and GPU), each against a baseline run in the
 same process: an empty kernel's launch (submit -> completion signal waited) against the bare emulator's launch of
-the same kernel, and copyin / copyout of 64 MiB (through the SDMA or copy engine) against numpy copying the same
-bytes (ratio: runtime / baseline).
+the same kernel and against a plain Python function call, and copyin / copyout of 64 MiB (through the SDMA or copy
+engine) against numpy copying the same bytes (ratio: runtime / baseline).
 
     .venv/bin/python bench/runtime_bench.py [launches] [DEVICE ...]
 """
@@ -23,6 +23,10 @@ COPY = 64 << 20  # bytes
 COPIES = 5  # repetitions of each copy
 
 
+def nothing(**kw) -> None:
+    """A plain Python function call with the launch's keywords: the floor any Python launch path stands on."""
+
+
 def main(launches: int = 200, device: str = "MOCKKFD+AMD") -> None:
     dev = usergpu.Device(device)
     co = (usergpu.assemble_ptx(usergpu.compile_cuda(EMPTY["cuda"], dev.arch), dev.arch) if nvidia(dev.arch) else
@@ -35,9 +39,11 @@ def main(launches: int = 200, device: str = "MOCKKFD+AMD") -> None:
     gpu: list[float] = []
     runtime = median_seconds(lambda: gpu.append(kernel(grid=grid, block=block, wait=True)), launches)
     emu = median_seconds(lambda: emu_launch(co, "empty", grid, block, [], arch=dev.arch), launches)
+    call = median_seconds(lambda: nothing(grid=grid, block=block), launches)
     print(f"{dev.name} ({dev.arch}) empty-kernel launch, median of {launches}: {runtime * 1e6:,.1f} µs "
           f"(GPU time {statistics.median(gpu) * 1e6:.2f} µs); bare emulator launch {emu * 1e6:,.1f} µs; "
-          f"ratio {runtime / emu:.2f}x")
+          f"ratio {runtime / emu:.2f}x; a Python call {call * 1e6:.2f} µs (launch {runtime / call:,.0f}x, bare "
+          f"emulator {emu / call:,.0f}x)")
 
     src = np.random.default_rng(0).integers(0, 256, COPY, np.uint8)
     host = np.empty_like(src)

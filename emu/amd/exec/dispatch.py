@@ -42,6 +42,7 @@ SMALL_BATCH = 64  # workgroups: the IDs of a batch this small are kept for the n
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
 # The system SGPRs SPI writes after the user SGPRs, in order, as COMPUTE_PGM_RSRC2 enables them (no scratch wave
 # offset: gfx940+ and gfx11+ architect flat scratch).
+USER_DATA = tuple(f"COMPUTE_USER_DATA_{i}" for i in range(64))  # the user SGPRs' registers, in order
 SYSTEM_SGPRS = ("TGID_X_EN", "TGID_Y_EN", "TGID_Z_EN", "TG_SIZE_EN")
 TTMP = 108  # gfx12 architects the workgroup IDs: TTMP9 = x, TTMP7 = y | z << 16
 WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx90a+, gfx11+)
@@ -96,7 +97,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
         base, code = mem.mapping(entry, "execute")
     except MemoryFault as f:
         raise GPUFault(f.address, f.access, kernel, 0, entry, f.why) from None
-    user = [regs.get(f"COMPUTE_USER_DATA_{i}", 0) for i in range(n_user)]
+    user = [regs.get(name, 0) for name in USER_DATA[:n_user]]
     total = grid[0] * grid[1] * grid[2] if workgroups is None else len(workgroups)
     backend = executor_class()
     batch_waves = min(backend.BATCH_WAVES, BATCH_VGPR_BYTES // (vgprs * lanes * 4))
@@ -207,8 +208,8 @@ def _setup(w: Waves, ids: np.ndarray, block: tuple, arch: str, user: list[int], 
     """Every wave's initial state: ids its workgroup's (x, y, z rows); user SGPRs, then the system SGPRs named by
     their COMPUTE_PGM_RSRC2 enables (the workgroup info, TG_SIZE_EN's, is threadgroup_size_in_waves in bits 5:0);
     dims work-item IDs packed in v0; EXEC."""
-    for i, value in enumerate(user):
-        w.s[i] = value
+    if user:
+        w.s[: len(user)] = np.asarray(user, np.uint32)[:, None]
     for i, name in enumerate(system, len(user)):
         w.s[i] = waves_per_group if name == "TG_SIZE_EN" else ids[SYSTEM_SGPRS.index(name)]
     if version(arch)[0] == 12:
