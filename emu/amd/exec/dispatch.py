@@ -107,7 +107,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
     spares = None if observer or trace else _spares.__dict__.setdefault("executors", {})
     for start in range(0, total, per_batch):
         stop = min(start + per_batch, total)
-        ids = (_wave_groups(grid, start, stop, waves_per_group) if workgroups is None
+        ids = (_wave_groups(grid, waves_per_group, start, stop - start) if workgroups is None
                else _workgroups(grid, workgroups[start:stop], waves_per_group))
         shape = (backend, arch, lanes, arch_vgprs, vgprs, stop - start, waves_per_group, lds, scratch)
         ex = spares.pop(shape, None) if spares is not None else None
@@ -128,7 +128,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
         while not ex.run(None if slice_s is None else time.monotonic() + slice_s):
             yield
         if stats is not None:
-            steps = int(w.steps.sum())
+            steps = int(np.add.reduce(w.steps))
             stats["instructions"] = stats.get("instructions", 0) + steps
             stats["lane_instructions"] = stats.get("lane_instructions", 0) + steps * lanes
         if spares is not None and w.v.nbytes + ex.lds.nbytes + ex.scratch.nbytes <= SPARE_EXECUTOR_BYTES:
@@ -180,18 +180,23 @@ def _workgroups(grid: tuple[int, int, int], numbers: np.ndarray, waves_per_group
     return np.stack((numbers % grid[0], numbers // grid[0] % grid[1], numbers // (grid[0] * grid[1])))
 
 
-@functools.lru_cache(maxsize=256)
-def _small_batch(grid: tuple[int, int, int], start: int, stop: int, waves_per_group: int) -> np.ndarray:
-    out = _workgroups(grid, np.arange(start, stop), waves_per_group)
+def _small_batches(fn: Callable) -> Callable:
+    """fn(..., groups), its result read-only, kept for batches of at most SMALL_BATCH workgroups (a suite's many
+    small grids) and worked out anew for bigger ones (their arrays are big, and their set-up small beside them)."""
+    kept = functools.lru_cache(maxsize=256)(fn)
+
+    def call(*args):
+        return kept(*args) if args[-1] <= SMALL_BATCH else fn(*args)
+
+    return call
+
+
+@_small_batches
+def _wave_groups(grid: tuple[int, int, int], waves_per_group: int, start: int, groups: int) -> np.ndarray:
+    """_workgroups of the groups workgroups numbered from start."""
+    out = _workgroups(grid, np.arange(start, start + groups), waves_per_group)
     out.flags.writeable = False
     return out
-
-
-def _wave_groups(grid: tuple[int, int, int], start: int, stop: int, waves_per_group: int) -> np.ndarray:
-    """_workgroups of the workgroups numbered start to stop: kept for small batches (a suite's many small grids)."""
-    if stop - start <= SMALL_BATCH:
-        return _small_batch(grid, start, stop, waves_per_group)
-    return _workgroups(grid, np.arange(start, stop), waves_per_group)
 
 
 @functools.lru_cache(maxsize=256)
@@ -214,9 +219,18 @@ def _setup(w: Waves, ids: np.ndarray, block: tuple, arch: str, user: list[int], 
         w.s[i] = waves_per_group if name == "TG_SIZE_EN" else ids[SYSTEM_SGPRS.index(name)]
     if version(arch)[0] == 12:
         w.s[TTMP + 9], w.s[TTMP + 7] = ids[0], ids[1] | ids[2] << 16
-    index = _waves_of(w.n // waves_per_group, waves_per_group)[1]
-    v0, exec_lo, exec_hi = _wave_start(tuple(block), w.lanes, waves_per_group, dims)
-    w.v[0], w.s[EXEC], w.s[EXEC + 1] = v0[index], exec_lo[index], exec_hi[index]
+    w.v[0], w.s[EXEC], w.s[EXEC + 1] = _batch_start(tuple(block), w.lanes, waves_per_group, dims,
+                                                    w.n // waves_per_group)
+
+
+@_small_batches
+def _batch_start(block: tuple, lanes: int, waves_per_group: int, dims: int, groups: int) -> tuple[np.ndarray, ...]:
+    """_wave_start for each wave of a batch of groups workgroups (read-only)."""
+    index = _waves_of(groups, waves_per_group)[1]
+    out = tuple(a[index] for a in _wave_start(block, lanes, waves_per_group, dims))
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 @functools.lru_cache(maxsize=256)
