@@ -118,9 +118,11 @@ class Server:
         except OSError as e:
             why = f"closed: {e.strerror or e}"
         finally:
-            conn.close()
-            with self.lock:
-                self.release(client)
+            try:
+                with self.lock:  # before the close: a peer that sees the connection end finds the boards free
+                    self.release(client)
+            finally:
+                conn.close()
             self.log({"event": "released", "peer": peer, "why": why})
 
     def answer(self, client: Client, req: Request) -> bytes | None:

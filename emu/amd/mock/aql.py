@@ -26,11 +26,9 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 
-import numpy as np
-
 from usergpu.autogen import amdhsa as hsa
 from usergpu.emu.amd.mock.gpu import CP_EOP_INTERRUPT, GPU, RingQueue, XCCContext
-from usergpu.emu.amd.mock.pm4 import CommandProcessor
+from usergpu.emu.amd.mock.pm4 import CommandProcessor, Prefetch
 from usergpu.isa.amd.dispatch import kernel_registers, user_sgpr_values
 
 SLOT = 64
@@ -143,9 +141,9 @@ def _barrier(combine: Callable[[list[bool]], bool]) -> Callable[[AQLQueue, bytes
 def _vendor(q: AQLQueue, raw: bytes, index: int) -> bool:
     if hsa.hsa_amd_vendor_packet_header_t.from_buffer_copy(raw).AmdFormat != AMD_AQL_FORMAT_PM4_IB:
         raise q.fail(f"vendor packet format {raw[2]} is not supported (only PM4_IB, {AMD_AQL_FORMAT_PM4_IB})")
-    words = np.frombuffer(raw[4 : 4 + 4 * PM4_IB_DWORDS], "<u4")
+    words = Prefetch(lambda pos, n: raw[4 + 4 * pos : 4 + 4 * (pos + n)], PM4_IB_DWORDS, PM4_IB_DWORDS)
     where = f"AQL slot {index * SLOT % q.size:#x} ib_jump_cmd"
-    return q.cp.packet(lambda pos, n: words[pos : pos + n], 0, PM4_IB_DWORDS, where, 4, 0) is not None
+    return q.cp.packet(words, 0, PM4_IB_DWORDS, where, 4, 0) is not None
 
 
 PACKETS: dict[int, Callable[[AQLQueue, bytes, int], bool]] = {

@@ -347,7 +347,8 @@ class RingQueue:
     @property
     def taken(self) -> int:
         """The read pointer the queue reports: the packets every XCC has taken."""
-        return min(ctx.pos for ctx in self.contexts)
+        contexts = self.contexts
+        return contexts[0].pos if len(contexts) == 1 else min(ctx.pos for ctx in contexts)
 
     @property
     def busy(self) -> bool:

@@ -44,9 +44,6 @@ for _name, _value in [*vars(nv).items(), *vars(soc15).items()]:
 
 LABELS = {op: f"{NAMES.get(op, 'unknown')} ({op:#x})" for op in range(256)}  # how errors name a packet
 
-Reader = Callable[[int, int], list[int]]  # (dword position, count) -> the dwords
-
-
 class Prefetch:
     """A stream's dwords read ahead to its end in one access, as the CP's fetcher does, and handed out as Python
     ints: a packet costs no memory access of its own. load(position, count) reads count dwords from a position."""
@@ -62,6 +59,11 @@ class Prefetch:
             self.words = np.frombuffer(self.load(pos, max(n, min(self.end - pos, self.most))), "<u4").tolist()
         return self.words[i : i + n]
 
+    def word(self, pos: int) -> int:
+        """The dword at pos (a packet's header)."""
+        i = pos - self.start
+        return self.words[i] if 0 <= i < len(self.words) else self(pos, 1)[0]
+
 
 def _qword(lo: int, hi: int) -> int:
     return int(lo) | int(hi) << 32
@@ -76,10 +78,10 @@ class CommandProcessor:
         self.handlers = HANDLERS[queue.gpu.arch[:5]]
         self.skip = 0  # dwords a PRED_EXEC whose mask leaves this XCC out has the packets after it skip
 
-    def packet(self, read: Reader, pos: int, end: int, where: str, offset: int, depth: int) -> int | None:
+    def packet(self, read: Prefetch, pos: int, end: int, where: str, offset: int, depth: int) -> int | None:
         """Execute the packet at dword pos of a stream (ring or IB) ending at dword end; the position after it,
         or None when it stalls. offset is its byte offset in that stream, for errors."""
-        header = read(pos, 1)[0]
+        header = read.word(pos)
         kind = header >> 30
         if kind != nv.PACKET_TYPE3:
             self.queue.at(f"type-{kind}" + (f" ({header:#010x})" if kind != nv.PACKET_TYPE2 else ""), where, offset)
