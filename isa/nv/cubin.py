@@ -17,6 +17,7 @@ recorded anywhere (ptxas makes the same cubin as for sm_100).
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from dataclasses import dataclass
@@ -145,6 +146,7 @@ class Cubin:
         return elf.find_section(self.sections, name)
 
 
+@functools.lru_cache(maxsize=256)
 def sm_number(arch: str) -> int:
     """The number of an sm_XY arch, its a/f variant aside: sm_90a -> 90, sm_120 -> 120."""
     return int(re.match(r"sm_(\d+)", arch).group(1))
