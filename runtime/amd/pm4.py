@@ -159,11 +159,12 @@ class Packets(list):
         """ACQUIRE_MEM: invalidate the caches before what follows (the family's body, ACQUIRE)."""
         return self.pkt3(self.pm4.PACKET3_ACQUIRE_MEM, *_acquire(self.family))
 
-    def exec(self, regs: dict[int, int], grid: tuple[int, int, int], initiator: int) -> Packets:
-        """A dispatch: the COMPUTE_* registers (by SH offset), DISPATCH_DIRECT over grid workgroups, and a partial
-        flush so what follows sees its writes."""
-        return self.set_sh_regs(regs).pkt3(self.pm4.PACKET3_DISPATCH_DIRECT, *grid, initiator).event(
-            CS_PARTIAL_FLUSH, EVENT_INDEX_PARTIAL_FLUSH)
+    def exec(self, registers: list[int], grid: tuple[int, int, int], initiator: int) -> Packets:
+        """A dispatch: the packets that set its COMPUTE_* registers (set_sh_regs'), DISPATCH_DIRECT over grid
+        workgroups, and a partial flush so what follows sees its writes."""
+        self += registers
+        return self.pkt3(self.pm4.PACKET3_DISPATCH_DIRECT, *grid, initiator).event(CS_PARTIAL_FLUSH,
+                                                                                   EVENT_INDEX_PARTIAL_FLUSH)
 
     def timestamp(self, address: int) -> Packets:
         """The GPU clock, written to address when the work before has finished."""

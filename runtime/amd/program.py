@@ -25,12 +25,22 @@ START_TS = hsa.amd_signal_t.start_ts.offset  # end_ts follows it
 
 
 @functools.lru_cache(maxsize=256)
-def _sh_offsets(arch: str, names: tuple[str, ...]) -> tuple[int | None, ...]:
-    """SET_SH_REG's offset of each COMPUTE_* register; None for COMPUTE_DISPATCH_INITIATOR, which DISPATCH_DIRECT
-    writes. Worked out once for a kernel's registers, which are the same names launch after launch."""
+def _sh_packets(arch: str, kd: bytes, kd_va: int, block: tuple, lds: int, users: int) -> tuple:
+    """The SET_SH_REG packets of a kernel's COMPUTE_* registers for a launch shape, its user SGPRs' values left 0,
+    with where each user SGPR's value goes in them, and COMPUTE_DISPATCH_INITIATOR (DISPATCH_DIRECT's): a kernel
+    launched again fills in its user SGPRs and builds nothing else."""
+    regs = kernel_registers(kd, kd_va, arch, block, [0] * users, lds_bytes=lds)
     start = PM4[family(arch)].PACKET3_SET_SH_REG_START
-    return tuple(None if name == "COMPUTE_DISPATCH_INITIATOR" else register_address(arch, name) - start
-                 for name in names)
+    sh = {register_address(arch, name) - start: value for name, value in regs.items()
+          if name != "COMPUTE_DISPATCH_INITIATOR"}
+    words = Packets(arch).set_sh_regs(sh)
+    at, where = 0, {}
+    while at < len(words):  # each packet: header (its COUNT: the registers), first offset, a value per register
+        count = (words[at] >> 16) & 0x3FFF
+        where.update({words[at + 1] + i: at + 2 + i for i in range(count)})
+        at += 2 + count
+    slots = tuple(where[register_address(arch, f"COMPUTE_USER_DATA_{i}") - start] for i in range(users))
+    return tuple(words), slots, regs["COMPUTE_DISPATCH_INITIATOR"]
 
 
 class Program(program.Program):
@@ -84,12 +94,13 @@ class Kernel(program.Kernel):
         start = dev.arena(16)
         end = start + 8
         user = user_sgpr_values(self.kd, dev.arch, {"kernarg_segment_ptr": args_va, "dispatch_ptr": packet_va})
-        regs = kernel_registers(self.kd, self.kd_va, dev.arch, block, user, lds_bytes=lds)
+        words, slots, initiator = _sh_packets(dev.arch, self.kd, self.kd_va, tuple(block), lds, len(user))
+        sh = list(words)
+        for at, dword in zip(slots, user, strict=True):
+            sh[at] = dword
         p = dev.packets().memory_barrier()
-        sh = {offset: value for offset, value in zip(_sh_offsets(dev.arch, tuple(regs)), regs.values(), strict=True)
-              if offset is not None}
         slot = dev.profiler.begin(p) if dev.profiler else None
-        p.timestamp(start).exec(sh, grid, regs["COMPUTE_DISPATCH_INITIATOR"]).timestamp(end)
+        p.timestamp(start).exec(sh, grid, initiator).timestamp(end)
         if dev.profiler:
             dev.profiler.end(p, slot, self)
         dev.compute.submit(p.signal(dev.timeline, value, dev.event))
