@@ -239,15 +239,7 @@ class GPU:
 
     def busy(self, engine: str) -> contextlib.AbstractContextManager:
         """Work on an engine (gfx, memory): its time counts as the engine's activity (a board's SMU reads it)."""
-        return NOT_WATCHED if self.activity is None else self._busy(engine)
-
-    @contextlib.contextmanager
-    def _busy(self, engine: str) -> Iterator[None]:
-        self.activity.begin(engine)
-        try:
-            yield
-        finally:
-            self.activity.end(engine)
+        return NOT_WATCHED if self.activity is None else _Busy(self.activity, engine)
 
     def fault(self, address: int, access: str) -> None:
         """A VM fault: the hub's handlers (a board's fault status and interrupt) hear of it."""
@@ -258,6 +250,21 @@ class GPU:
         """Raise an interrupt: every subscribed handler (the KFD's event layer) gets (source, context_id)."""
         for handler in self.interrupt_handlers:
             handler(source, context_id)
+
+
+class _Busy:
+    """An engine's busy time, begun and ended around work (a class: cheaper than a generator per dispatch slice)."""
+
+    __slots__ = ("activity", "engine")
+
+    def __init__(self, activity, engine: str):
+        self.activity, self.engine = activity, engine
+
+    def __enter__(self) -> None:
+        self.activity.begin(self.engine)
+
+    def __exit__(self, *exc) -> None:
+        self.activity.end(self.engine)
 
 
 class XCCContext:

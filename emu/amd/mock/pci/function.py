@@ -31,6 +31,7 @@ class PCIFunction:
             if is64:
                 struct.pack_into("<I", self.config, 0x14 + 4 * n, address >> 32)
         self.dead = False
+        self._windows: list[tuple[int, int, int]] | None = None  # (base, size, BAR) decoded; None after a config write
 
     # ---- what a subclass answers ------------------------------------------------------------------------------------
     def bar_memory(self, bar: int) -> int | None:
@@ -68,6 +69,7 @@ class PCIFunction:
         elif 0x10 <= offset & 0xFFC < 0x28 or offset & 0xFFC in (0, 8):
             new = old  # unimplemented BARs and the read-only ids
         struct.pack_into("<I", self.config, offset & 0xFFC, new)
+        self._windows = None
 
     def mem_read(self, address: int) -> int:
         return self.bar_read(*self._decode(address))
@@ -96,11 +98,12 @@ class PCIFunction:
     def _decode(self, address: int) -> tuple[int, int]:
         """(BAR, offset in it) of a memory request; UR when no BAR decodes it (or memory decoding is off)."""
         self._alive()
-        if self.config[4] & 2:
-            for n, (_, size, _, _) in self.bars.items():
-                base = self.bar_address(n)
-                if base <= address < base + size:
-                    return n, address - base
+        if self._windows is None:  # worked out again only when config space changes (a BAR moves, decoding off)
+            self._windows = [(self.bar_address(n), size, n) for n, (_, size, _, _) in self.bars.items()
+                             ] if self.config[4] & 2 else []
+        for base, size, n in self._windows:
+            if base <= address < base + size:
+                return n, address - base
         raise CompletionError(UR, f"no BAR decodes address {address:#x}")
 
 def config_read(board: PCIFunction, length: int, offset: int) -> bytes:

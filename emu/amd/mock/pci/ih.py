@@ -18,6 +18,7 @@ class IH:
         self.reg = {n: board.address("OSSSYS", n) for n in ("IH_RB_CNTL", "IH_RB_BASE", "IH_RB_BASE_HI",
                                                             "IH_RB_RPTR", "IH_RB_WPTR")}
         self.cntl = board.table("OSSSYS", "IH_RB_CNTL")
+        self._cntl_fields: tuple[int | None, dict] = (None, {})  # IH_RB_CNTL's last value and its fields
         gpu.interrupt_handlers.append(self.interrupt)
         board.on_read[self.reg["IH_RB_WPTR"]] = self.run
         board.on_write[self.reg["IH_RB_CNTL"]] = self._cntl
@@ -32,7 +33,10 @@ class IH:
     def post(self, source: str, data: tuple[int, ...]) -> None:
         """An IV entry from source (_ih.SOURCES) with its source data."""
         regs = self.board.regs
-        cntl = self.cntl.decode(int(regs[self.reg["IH_RB_CNTL"]]))
+        raw = int(regs[self.reg["IH_RB_CNTL"]])
+        if self._cntl_fields[0] != raw:  # decoded again only when the driver changes it
+            self._cntl_fields = (raw, self.cntl.decode(raw))
+        cntl = self._cntl_fields[1]
         if not cntl["RB_ENABLE"] or not cntl["ENABLE_INTR"]:
             return
         size = 4 << cntl["RB_SIZE"]
