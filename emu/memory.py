@@ -153,7 +153,9 @@ class Memory:
     def write_bytes(self, address: int, data: bytes) -> None:
         """Store data at address, all inside one mapping."""
         base, buf = self._span(address, len(data), "write")
-        buf[address - base : address - base + len(data)] = np.frombuffer(data, np.uint8)
+        if not buf.flags.writeable:
+            raise MemoryFault(address, "write", "a read-only mapping")
+        buf.data[address - base : address - base + len(data)] = data  # a memoryview takes bytes as they are
 
     def word(self, address: int, size: int) -> np.ndarray:
         """The size-byte (4 or 8) little-endian word at address as a one-element array on the mapping's bytes (reads
