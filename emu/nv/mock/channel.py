@@ -253,27 +253,27 @@ class Channel:
         return [method + 4 * STEP[kind](i) for i in range(count)], data
 
     def _run_group(self) -> bool:
-        """The methods of the current group from where it stalled; False if one stalls again."""
+        """The methods of the current group from where it stalled; False if one stalls again. SET_OBJECT binds the
+        subchannel, a method below HOST_METHODS is the host's, the others go to the subchannel's object."""
         subchannel, methods, data = self._group
-        run, start = self._method, self._done
+        start, host, engine = self._done, self.host, self.subchannels.get(subchannel)
         for i in range(start, len(data)):
-            self._done = i  # the method being executed, for messages
-            if not run(subchannel, methods[i], data[i]):
+            self._done, method = i, methods[i]  # the method being executed, for messages
+            if method == nc.NVC56F_SET_OBJECT:
+                done = self._set_object(subchannel, data[i])
+                engine = self.subchannels.get(subchannel)
+            elif method < HOST_METHODS:
+                done = host.method(method, data[i])
+            elif engine is None:
+                raise MethodError(PBDMA, f"subchannel {subchannel} has no object (SET_OBJECT binds one)")
+            else:
+                done = engine.method(method, data[i])
+            if not done:
                 self._ran |= i > start
                 return False
         self._done, self._group = len(data), None
         self._ran |= len(data) > start
         return True
-
-    def _method(self, subchannel: int, method: int, value: int) -> bool:
-        if method == nc.NVC56F_SET_OBJECT:
-            return self._set_object(subchannel, value)
-        if method < HOST_METHODS:
-            return self.host.method(method, value)
-        engine = self.subchannels.get(subchannel)
-        if engine is None:
-            raise MethodError(PBDMA, f"subchannel {subchannel} has no object (SET_OBJECT binds one)")
-        return engine.method(method, value)
 
     def _set_object(self, subchannel: int, value: int) -> bool:
         class_id = self.host.fields("SET_OBJECT", value)["NVCLASS"]
