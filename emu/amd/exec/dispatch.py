@@ -40,9 +40,9 @@ BATCH_VGPR_BYTES = 8 << 20  # most VGPR bytes a batch holds (the allocator reuse
 SPARE_EXECUTORS, SPARE_EXECUTOR_BYTES = 8, 1 << 20
 SMALL_BATCH = 64  # workgroups: the IDs of a batch this small are kept for the next dispatch of its grid
 DEFAULT_BUDGET = 2_000_000  # instructions per wave before GPUHang
+USER_DATA = tuple(f"COMPUTE_USER_DATA_{i}" for i in range(64))  # the user SGPRs' registers, in order
 # The system SGPRs SPI writes after the user SGPRs, in order, as COMPUTE_PGM_RSRC2 enables them (no scratch wave
 # offset: gfx940+ and gfx11+ architect flat scratch).
-USER_DATA = tuple(f"COMPUTE_USER_DATA_{i}" for i in range(64))  # the user SGPRs' registers, in order
 SYSTEM_SGPRS = ("TGID_X_EN", "TGID_Y_EN", "TGID_Z_EN", "TG_SIZE_EN")
 TTMP = 108  # gfx12 architects the workgroup IDs: TTMP9 = x, TTMP7 = y | z << 16
 WORKITEM_ID_BITS = 10  # X, Y, Z packed into v0 (gfx90a+, gfx11+)
