@@ -22,6 +22,7 @@ def args_at(arch: str) -> int:
     """Where the 8-byte arguments start in constant bank 0."""
     return 0x380 if sm_number(arch) >= 100 else 0x160
 STARTS = (b"//", b".version", b".target")  # how PTX text begins (a comment or its first directives)
+WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.lstrip() strips
 
 
 @dataclass
@@ -41,10 +42,13 @@ def text_at(memory, va: int) -> tuple[int, bytes] | None:
     """The base of the mapping holding va and the PTX text at va (up to its NUL); None where the bytes there are
     not PTX text."""
     base, buf = memory.mapping(va, "execute")
-    data = bytes(memoryview(buf)[va - base:])
-    if not data.lstrip().startswith(STARTS):
+    at = va - base
+    first = at
+    while first < len(buf) and buf[first] in WHITESPACE:  # a launch's look: no copy of the rest of the mapping
+        first += 1
+    if not bytes(buf[first : first + max(map(len, STARTS))]).startswith(STARTS):
         return None
-    return base, data.split(b"\0", 1)[0]
+    return base, bytes(memoryview(buf)[at:]).split(b"\0", 1)[0]
 
 
 def image(vas, base: int, va: int, text: bytes) -> TextImage:
