@@ -148,9 +148,9 @@ class GPU:
     def write_regs(self, address: int, values) -> None:
         """Registers at consecutive dword addresses from address written in order (SET_SH_REG's), each reaching
         the model a write to it runs (on_write)."""
-        names, regs, hooks = self._names, self._regs[self.xcc], self.on_write
+        regs, hooks = self._regs[self.xcc], self.on_write
         for i, value in enumerate(values):
-            name, value = names.get(address + i) or f"{address + i:#x}", value & 0xFFFFFFFF
+            name, value = self.reg_name(address + i), value & 0xFFFFFFFF
             if name in self._instanced_names:
                 copies = self.instanced.setdefault(name, {})
                 for where in self.selected():

@@ -44,6 +44,7 @@ for _name, _value in [*vars(nv).items(), *vars(soc15).items()]:
 
 LABELS = {op: f"{NAMES.get(op, 'unknown')} ({op:#x})" for op in range(256)}  # how errors name a packet
 
+
 class Prefetch:
     """A stream's dwords read ahead to its end in one access, as the CP's fetcher does, and handed out as Python
     ints: a packet costs no memory access of its own. load(position, count) reads count dwords from a position."""
