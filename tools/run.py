@@ -22,6 +22,7 @@ from usergpu.emu.amd import launch
 from usergpu.emu.amd.exec import helpers
 from usergpu.errors import CodeObjectError, CompileError, Error
 from usergpu.isa.amd.codeobj import compile_opencl, parse
+from usergpu.isa.text import text_of
 from usergpu.runtime.buffer import byte_count
 from usergpu.runtime.device import parse as parse_device
 from usergpu.runtime.launch import launch as runtime_launch
@@ -144,8 +145,9 @@ def _nv(path: Path, arch: str | None) -> NvCode:
 
     if arch is not None and arch not in NV_ARCHS:
         raise SpecError(f"--arch {arch}: an NVIDIA kernel runs as {', '.join(NV_ARCHS)}")
-    data = compile_cuda(path.read_text(), arch or "sm_90", ["-I", str(path.parent)]) if path.suffix == ".cu" \
-        else path.read_bytes()
+    data = path.read_bytes()
+    if path.suffix == ".cu":
+        data = compile_cuda(text_of(data, "CUDA C"), arch or "sm_90", ["-I", str(path.parent)])
     return NvCode(data, arch)
 
 
@@ -164,7 +166,7 @@ def prepare(args: argparse.Namespace):
             co = _nv(path, args.arch or (os.environ.get("MOCKGPU_NV_ARCH") if mock else None))
         elif path.suffix == ".cl":
             options = ["-I", str(path.parent)] + (["-mwavefrontsize64"] if args.wave64 else [])
-            co = parse(compile_opencl(path.read_text(), target, options))
+            co = parse(compile_opencl(text_of(path.read_bytes(), "OpenCL C"), target, options))
         else:
             co = parse(path.read_bytes())
     except (CodeObjectError, CompileError) as e:  # say which file: the compiler names its own temporary one

@@ -26,6 +26,7 @@ from usergpu.errors import CodeObjectError
 from usergpu.isa import elf
 from usergpu.isa.nv.compile import PTX_SECTION
 from usergpu.isa.nv.nvinfo import Attribute, KParam, ParamCBank, parse_records, relocation_name
+from usergpu.isa.text import text_of
 
 EM_CUDA = 190
 SHT_RELA, SHT_REL = 4, 9
@@ -241,10 +242,7 @@ def _relocations(rel: elf.Section, sections: list[elf.Section]) -> list[Relocati
 def _ptx(section: elf.Section | None) -> str | None:
     if section is None:
         return None
-    try:
-        return bytes(section.data).decode()
-    except UnicodeDecodeError as e:
-        raise CodeObjectError(f"section '{PTX_SECTION}' offset {e.start:#x}: the PTX is not UTF-8 text") from None
+    return text_of(section.data, f"the PTX in section '{PTX_SECTION}'")
 
 
 def no_ptx(runner: str) -> CodeObjectError:

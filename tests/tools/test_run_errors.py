@@ -45,6 +45,8 @@ CASES = [
     Case(["usergpu", "run", "notelf.co"], "notelf.co: too short for an ELF64 header"),
     Case(["usergpu", "run", "noise.ptx", "--dev", "MOCK+NV"], "noise.ptx: ptx: not text (byte 0 is not UTF-8)"),
     Case(["usergpu", "run", "noise.ptx"], "noise.ptx: ptx: not text (byte 0 is not UTF-8)"),
+    Case(["usergpu", "run", "latin1.cu"], "latin1.cu: CUDA C: byte 28 (0xe9) is not UTF-8 text"),
+    Case(["usergpu", "run", "latin1.cl"], "latin1.cl: OpenCL C: byte 28 (0xe9) is not UTF-8 text"),
     Case(["usergpu", "run", "saxpy.cl", *ARGS, "--arg", "f32=2", "--save", "file.txt"], "file.txt: is a file", 2),
     Case(["usergpu", "run", "saxpy.cl", *ARGS, "--arg", "f32=2", "--save", "file.txt/out"], "does not exist", 2),
     Case(["usergpu", "run", "saxpy.cl", "--seed", "-3"], "an integer >= 0", 2),
@@ -61,6 +63,8 @@ def workdir(tmp_path_factory):
     (d / "broken.cl").write_text("__kernel void k( {")
     (d / "notelf.co").write_bytes(b"not an ELF file")
     (d / "noise.ptx").write_bytes(bytes(range(255, -1, -1)) * 16)  # no text: 0xff is never UTF-8
+    for name in ("latin1.cu", "latin1.cl"):  # one Latin-1 byte (e acute) in a comment
+        (d / name).write_bytes(b"// a kernel written in a caf\xe9, byte 51 is the e\n" + b"int x;\n")
     (d / "bad.npy").write_bytes(b"\x93NUMPY garbage")
     (d / "file.txt").write_text("x")
     (d / "folder").mkdir()

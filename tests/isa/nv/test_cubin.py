@@ -355,7 +355,7 @@ CORRUPTIONS = {
                        "kernel 'tiled': its symbol is in section '.text.dynamic', not '.text.tiled'"),
     "no_symtab": (lambda co: put(co.data, shdr_at(co, ".symtab") + 4, struct.pack("<I", 1)), "no symbol table"),
     "ptx_not_text": (lambda co: put(co.data, co.section(".usergpu.ptx").offset + 5, b"\xff"),
-                     "section '.usergpu.ptx' offset 0x5: the PTX is not UTF-8"),
+                     "the PTX in section '.usergpu.ptx': byte 5 (0xff) is not UTF-8 text"),
     "symtab_entry_size": (lambda co: put(co.data, shdr_at(co, ".symtab") + 56, struct.pack("<Q", 23)),
                           "symbol table '.symtab': entry size 23"),
 }
