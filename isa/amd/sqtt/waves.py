@@ -106,16 +106,22 @@ class _Wave:
         self.state = state
 
 
-def wave_instructions(blob: bytes, code_object: bytes, arch: str, base: int | None = None) -> list[WaveInst]:
+def wave_instructions(blob: bytes, code_object: bytes, arch: str, base: int | None = None,
+                      itrace: bool = True) -> list[WaveInst]:
     """The instructions the waves of the traced unit executed, in trace order (waves interleave).
 
     base is the GPU address the code object was loaded at (ELF address 0); with it, the dispatch's entry address
-    the trace records picks the kernel, else the code object must hold one kernel. A trace that does not fit the
-    program (a branch token on a non-branch, a pc leaving .text) raises SQTTError."""
+    the trace records picks the kernel, else the code object must hold one kernel. itrace says whether the shader
+    engine wrote instruction tokens (its SQ_THREAD_TRACE_TOKEN_MASK; a capture's `itrace`): the stream itself
+    cannot tell, since a wave that ran only its s_endpgm writes none either. Without them nothing maps ([]).
+    A trace that does not fit the program (a branch token on a non-branch, a pc leaving .text, an instruction-
+    traced wave ending short of its s_endpgm) raises SQTTError."""
     packets = decode(blob, arch)  # a buffer cut off mid-token maps as far as its whole packets go
     program = _Program(code_object, arch)
     if not packets or packets[0].kind != "LAYOUT_HEADER":
         raise SQTTError("no LAYOUT_HEADER, so no traced unit", 0, packets)
+    if not itrace:
+        return []
     if layout_of(arch) is GFX9:
         return _gfx9(packets, program, base)
     return _rdna(packets, program, layout_of(arch).name, base)
@@ -129,10 +135,7 @@ def _rdna(packets: list[Packet], program: _Program, layout: str, base: int | Non
     pgm = [0, 0]
 
     def emit(w: _Wave, p: Packet, cycles: int, immediate: bool) -> None:
-        inst = program.at(w.pc, p.offset, packets)
-        while inst.mnemonic in TOKENLESS:
-            w.pc += inst.size
-            inst = program.at(w.pc, p.offset, packets)
+        inst = _tokened(program, w, p, packets)
         category = inst_op(layout, p.op)[1] if p.kind == "INST" else ""
         target = _branch_target(inst, w.pc)
         if (target is not None) != (category in ("JUMP", "NEXT")):
@@ -150,11 +153,8 @@ def _rdna(packets: list[Packet], program: _Program, layout: str, base: int | Non
                 continue
             if kind == "WAVEEND":
                 w = waves.pop(p.wave, None)
-                if w is not None and w.end is not None:  # one with no tokens ran where instructions were not traced
-                    inst = program.at(w.pc, p.offset, packets)
-                    while inst.mnemonic in TOKENLESS:
-                        w.pc += inst.size
-                        inst = program.at(w.pc, p.offset, packets)
+                if w is not None:  # also one with no tokens at all: its only instruction was the s_endpgm
+                    inst = _tokened(program, w, p, packets)
                     if not inst.mnemonic.startswith("s_endpgm"):
                         raise SQTTError(f"wave {w.slot} ended at {inst.text!r} (pc {w.pc:#x}), not at an s_endpgm: "
                                         "the trace lost some of its instructions", p.offset, packets)
@@ -181,6 +181,15 @@ def _rdna(packets: list[Packet], program: _Program, layout: str, base: int | Non
         elif kind == "TS_DELTA_S8_W3" and p.wave in waves and base is not None:
             waves[p.wave].pc = (p.pc << 2) - base  # NEW_PC: the wave jumped somewhere the code cannot tell
     return out
+
+
+def _tokened(program: _Program, w: _Wave, p: Packet, packets: list[Packet]) -> isa.Instruction:
+    """The wave's next instruction that has a token (or is the s_endpgm), past the hints the SQ consumes."""
+    inst = program.at(w.pc, p.offset, packets)
+    while inst.mnemonic in TOKENLESS:
+        w.pc += inst.size
+        inst = program.at(w.pc, p.offset, packets)
+    return inst
 
 
 def _timed(w: _Wave, pc: int, text: str, token_time: int, cycles: int, immediate: bool) -> WaveInst:
