@@ -7,12 +7,17 @@ splits them sends each lane its own way, and the earliest instruction in that or
 that reach a join early (an if's end, a loop's latch) wait there for the others. Lanes at a barrier wait (status
 BAR) until their block's lanes have all arrived. An instruction is compiled from the semantics table when it first
 runs.
+
+A run can stop after a slice (a step quota, or a deadline looked at every CHECK_STEPS steps) and go on later from
+the same State: the fast path's PC is written back to the lanes. Each function's last instruction falls through to a
+PC past the code (one per function, first in the order), so a path without ret or exit is an error naming its line.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -22,9 +27,10 @@ from usergpu.emu.nv.ptx.control import Trap, release
 from usergpu.emu.nv.ptx.operands import storage
 from usergpu.emu.nv.ptx.program import Program
 from usergpu.emu.nv.ptx.state import BAR, RUN, LaneFault, State
-from usergpu.errors import GPUFault, GPUHang
+from usergpu.errors import CodeObjectError, GPUFault, GPUHang
 
 DEFAULT_BUDGET = 50_000_000  # instruction steps per batch of blocks
+CHECK_STEPS = 256  # steps between looks at a slice's deadline (a step takes microseconds: a look costs ~nothing)
 
 
 class Compiled:
@@ -40,6 +46,14 @@ class Compiled:
                 continue
             place = prog.place(fn, ins.guard.name, ins.line)
             self.guards.append((place.name, storage(prog.registers[place.name]), ins.guard.negate))
+        # what follows each instruction: the next one, or for a function's last the PC past the code that stands for
+        # falling off that function's end (end + its number), first in the order so it is reported at once
+        self.end = len(prog.code)
+        self.functions = list(prog.entry)
+        number = {name: k for k, name in enumerate(self.functions)}
+        self.next = [i + 1 if i + 1 < self.end and prog.owner[i + 1] == fn else self.end + number[fn]
+                     for i, fn in enumerate(prog.owner)]
+        self.order = np.concatenate([prog.order, np.full(len(self.functions), -1, np.int64)])
 
     def op(self, p: int):
         op = self.ops[p]
@@ -54,11 +68,48 @@ def _where(st: State, lane: int, ins) -> str:
     return f"block {b}, thread {t}, line {ins.line}: {ins.text}"
 
 
-def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | None = None) -> None:
+def _fell_off(c: Compiled, st: State, pc: int, lanes: np.ndarray) -> CodeObjectError:
+    """Lanes past a function's last instruction: its code has a path with no ret or exit."""
+    fn = c.prog.module.functions[c.functions[pc - c.end]]
+    last = fn.body[-1] if fn.body else None
+    at = f"line {last.line}: {last.text}" if last else f"line {fn.line}: its body has no instructions"
+    b = tuple(int(x) for x in st.ctaid[:, lanes[0]])
+    t = tuple(int(x) for x in st.tid[:, lanes[0]])
+    return CodeObjectError(f"ptx: kernel {c.prog.kernel.name}: block {b}, thread {t} runs off the end of function "
+                           f"{fn.name} after {at} (each path of a PTX function ends in ret or exit)")
+
+
+def _pick(c: Compiled, st: State, pcs: np.ndarray, runnable: np.ndarray) -> int:
+    """The PC first in the order among the runnable lanes' (one past a function's end, or outside the program,
+    is an error)."""
+    try:
+        p = int(pcs[np.argmin(c.order[pcs])])
+    except IndexError:
+        p = int(pcs.max())
+    if 0 <= p < c.end:
+        return p
+    lanes = runnable[pcs == p]
+    if c.end <= p < len(c.order):
+        raise _fell_off(c, st, p, lanes)
+    raise CodeObjectError(f"ptx: kernel {c.prog.kernel.name}: {_where(st, int(lanes[0]), c.prog.code[st.p])} sent "
+                          f"the thread to PC {p}, outside the program's {c.end} instructions")
+
+
+def _limit(steps: int, budget: int, quota: int | None, deadline: float | None) -> int:
+    """The step count at which execute next looks up from the fast path: the budget's, the quota's, or the next
+    look at the deadline."""
+    return min(budget, quota if quota is not None else budget, steps + CHECK_STEPS if deadline is not None else budget)
+
+
+def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | None = None,
+            quota: int | None = None, deadline: float | None = None) -> bool:
+    """Run the State's lanes until they end (True), or until st.steps reaches quota or time.monotonic() passes
+    deadline (False: execute(c, st, ...) again goes on exactly where it stopped). GPUHang past budget steps."""
     prog, kernel = c.prog, c.prog.kernel.name
     trace = bool(os.environ.get("USERGPU_TRACE")) if trace is None else trace
     everyone = np.arange(st.n)
-    order = prog.order
+    end = c.end
+    limit = _limit(st.steps, budget, quota, deadline)
     while True:
         runnable = np.flatnonzero(st.status == RUN)
         if not len(runnable):
@@ -69,19 +120,28 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                 lane = int(waiting[0])
                 raise GPUHang(f"a barrier never completes: {_where(st, lane, prog.code[st.bar_site[lane]])} waits "
                               "for threads that exited or wait at another barrier", kernel)
-            return
+            return True
         pcs = st.pc[runnable]
-        p = int(pcs[np.argmin(order[pcs])])
+        p = _pick(c, st, pcs, runnable)
         at = pcs == p
         here = everyone if len(runnable) == st.n and at.all() else runnable[at]
         whole = len(here) == len(runnable)
         sel = slice(None) if len(here) == st.n else here
         while True:
+            if p >= end:  # off a function's end: the outer loop reports it
+                st.pc[here] = p
+                break
+            if st.steps >= limit:
+                if st.steps >= budget:
+                    raise GPUHang(f"ran {budget} instruction steps without ending (line {prog.code[p].line}: "
+                                  f"{prog.code[p].text})", kernel,
+                                  "raise the budget (budget= of usergpu.emu.nv.launch)")
+                if quota is not None and st.steps >= quota or deadline is not None and time.monotonic() >= deadline:
+                    st.pc[here] = p
+                    return False
+                limit = _limit(st.steps, budget, quota, deadline)
             st.steps += 1
             st.lane_steps += len(here)
-            if st.steps > budget:
-                raise GPUHang(f"ran {budget} instruction steps without ending (line {prog.code[p].line}: "
-                              f"{prog.code[p].text})", kernel, "raise the budget (budget= of usergpu.emu.nv.launch)")
             st.p = p
             ins = prog.code[p]
             if trace:
@@ -93,9 +153,9 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                 g = st.register(key, dt)[sel] != negate
                 if not g.any():  # no lane executes it: all go on to the next instruction
                     if whole:
-                        p += 1
+                        p = c.next[p]
                         continue
-                    st.pc[here] = p + 1
+                    st.pc[here] = c.next[p]
                     break
                 if not g.all():
                     sub, rest = here[g], here[~g]
@@ -113,9 +173,9 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                                where=_where(st, e.lane, ins)) from None
             if res is None and rest is None:
                 if whole:
-                    p += 1
+                    p = c.next[p]
                     continue
-                st.pc[here] = p + 1
+                st.pc[here] = c.next[p]
                 break
             if isinstance(res, int) and res >= 0 and rest is None:
                 if whole:
@@ -127,9 +187,9 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                 if not (isinstance(res, int) and res == semantics.STOP):
                     st.pc[here] = res
                 break
-            st.pc[rest] = p + 1
+            st.pc[rest] = c.next[p]
             if res is None:
-                st.pc[sub] = p + 1
+                st.pc[sub] = c.next[p]
             elif not (isinstance(res, int) and res == semantics.STOP):
                 st.pc[sub] = res
             break

@@ -1,13 +1,15 @@
 """usergpu.emu.nv.launch: a kernel of a PTX module (or of a cubin, through the PTX it carries) run on the PTX
 emulator, with numpy arrays for global buffers and scalars packed as the parameters' types say, checked.
 
-`run` is the engine under it and under the mock NVIDIA GPU: a linked program, a Memory, the launch dimensions, the
-parameter bytes (what constant bank 0 holds at the parameters' offset) and the dynamic shared memory size.
+`run` is the engine under it: a linked program, a Memory, the launch dimensions, the parameter bytes (what constant
+bank 0 holds at the parameters' offset) and the dynamic shared memory size. `slices` runs the same a time slice at a
+time (the mock NVIDIA GPU's engine: a kernel that never ends keeps its channel busy instead of holding the caller).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -16,12 +18,14 @@ from usergpu.emu.memory import Memory
 from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET, Compiled, execute
 from usergpu.emu.nv.ptx.program import Program, link
 from usergpu.emu.nv.ptx.state import State
-from usergpu.errors import LaunchError
+from usergpu.errors import GPUHang, LaunchError
 from usergpu.isa.nv import launch_check, ptx
 from usergpu.isa.nv.launch_check import ARCHS
 from usergpu.isa.nv.params import of_ptx, pack
 
 BATCH_LANES = 16384  # threads run together (whole blocks; at least one block)
+TIMEOUT = 30.0  # seconds a bare launch may run before it is a GPUHang
+SLICE = 0.1  # seconds between a bare launch's looks at its timeout
 
 
 def module_of(code: bytes | str) -> ptx.Module:
@@ -77,9 +81,11 @@ def map_globals(prog: Program, mem: Memory) -> dict[str, int]:
             for name, v in prog.globals.items()}
 
 
-def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shared: int = 0, arch: str = "sm_90",
-        budget: int = DEFAULT_BUDGET, globals_: dict[str, int] | None = None, stats: dict | None = None) -> None:
-    """Every block of the grid, in batches of whole blocks, on the emulator."""
+def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shared: int = 0,
+           arch: str = "sm_90", budget: int = DEFAULT_BUDGET, globals_: dict[str, int] | None = None,
+           stats: dict | None = None, slice_s: float | None = None) -> Iterator[State]:
+    """Every block of the grid, in batches of whole blocks, on the emulator; with slice_s, yields the batch's State
+    each time it has run that many seconds without ending (the next step goes on from there)."""
     globals_ = map_globals(c.prog, mem) if globals_ is None else globals_
     total = grid[0] * grid[1] * grid[2]
     per = max(1, BATCH_LANES // (block[0] * block[1] * block[2]))
@@ -88,11 +94,21 @@ def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shar
     for i in range(0, total, per):
         st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms)
         st.globals, st.time_ns = globals_, start
-        with np.errstate(all="ignore"):  # a GPU's overflow, NaN and division by zero are values, not warnings
-            execute(c, st, budget)
+        while True:
+            with np.errstate(all="ignore"):  # a GPU's overflow, NaN and division by zero are values, not warnings
+                if execute(c, st, budget, deadline=None if slice_s is None else time.monotonic() + slice_s):
+                    break
+            yield st
         if stats is not None:
             stats["steps"] = stats.get("steps", 0) + st.steps
             stats["lane_instructions"] = stats.get("lane_instructions", 0) + st.lane_steps
+
+
+def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shared: int = 0, arch: str = "sm_90",
+        budget: int = DEFAULT_BUDGET, globals_: dict[str, int] | None = None, stats: dict | None = None) -> None:
+    """The whole launch at once (slices with no slice)."""
+    for _ in slices(c, mem, grid, block, params, shared, arch, budget, globals_, stats):
+        pass
 
 
 def pack_params(prog: Program, args: list, address_of) -> bytes:
@@ -101,10 +117,12 @@ def pack_params(prog: Program, args: list, address_of) -> bytes:
 
 
 def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int = 0, arch: str | None = None,
-           budget: int = DEFAULT_BUDGET, stats: dict | None = None) -> list[np.ndarray]:
+           budget: int = DEFAULT_BUDGET, stats: dict | None = None,
+           timeout: float | None = TIMEOUT) -> list[np.ndarray]:
     """Run a kernel of PTX (or of a cubin carrying its PTX) on the emulator. grid counts blocks, block threads per
     block; numpy arrays are copied in and the list of them (after the kernel) is returned in argument order;
-    shared is the dynamic shared memory in bytes. A stats dict receives the steps and lane-instructions run."""
+    shared is the dynamic shared memory in bytes. A stats dict receives the steps and lane-instructions run. A
+    launch running past timeout seconds (None: no limit) or budget steps in a batch of blocks is a GPUHang."""
     if not isinstance(code, bytes | bytearray | str):
         raise LaunchError(f"PTX or a cubin is bytes or str, not {type(code).__name__}")
     module = module_of(code)
@@ -119,5 +137,13 @@ def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int 
         return mem.map(arrays[-1])
 
     params = pack_params(c.prog, list(args), address_of)
-    run(c, mem, grid, block, params, shared, arch, budget, stats=stats)
+    if timeout is None:
+        run(c, mem, grid, block, params, shared, arch, budget, stats=stats)
+        return arrays
+    limit = time.monotonic() + timeout
+    for st in slices(c, mem, grid, block, params, shared, arch, budget, stats=stats, slice_s=min(SLICE, timeout)):
+        if time.monotonic() >= limit:
+            ins = c.prog.code[st.p]
+            raise GPUHang(f"ran {timeout:g} s without ending (line {ins.line}: {ins.text})", c.prog.kernel.name,
+                          "timeout= of usergpu.emu.nv.launch allows longer (None: no limit)")
     return arrays
