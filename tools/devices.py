@@ -64,6 +64,7 @@ def nvidia_refusal(hal: HAL) -> tuple[str | None, str | None]:
             hal.close(ctl)
         NV(hal, 0).close()  # picks the bindings of that release: the refusal and its facts come from there
     except Error as e:
-        answered = isinstance(e, DriverError) and not e.errno and e.detail  # the driver answered; the detail says
-        return release, f"none: {e.detail if answered else e}"
+        # where the driver answered (no errno), its detail says why without the request's name; an RMError has none
+        detail = getattr(e, "detail", "") if isinstance(e, DriverError) and not e.errno else ""
+        return release, f"none: {detail or e}"
     return release, None

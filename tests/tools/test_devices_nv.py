@@ -69,3 +69,13 @@ def test_a_control_device_the_user_may_not_open(hal, capsys, monkeypatch):
     assert gpu["release"] is None and gpu["bindings"] == (
         "none: open /dev/nvidiactl failed: Permission denied (errno 13): is the nvidia kernel module loaded, and may "
         "you open its device files?")
+
+
+def test_a_driver_that_refuses_a_later_request(hal, capsys):
+    """A release of a bound branch whose driver then refuses a control (here the mock of 595 sent 550's layouts):
+    the RM's status, by name, is the reason."""
+    hal.nv.release = "550.1"
+    _, gpu = _listed(hal, capsys)
+    assert gpu["release"] == "550.1" and gpu["arch"] is None
+    assert gpu["bindings"].startswith("none: NV_ESC_RM_CONTROL NV2080_CTRL_CMD_GPU_GET_NAME_STRING on 0x")
+    assert gpu["bindings"].endswith("failed: NV_ERR_INVALID_ARGUMENT (0x1f): Invalid argument to call")
