@@ -10,8 +10,8 @@ import struct
 from array import array
 
 from usergpu.autogen import amdhsa as hsa
-from usergpu.errors import CodeObjectError, LaunchError
-from usergpu.isa.amd.codeobj import parse
+from usergpu.errors import CodeObjectError, GPUFault, GPUHang, LaunchError
+from usergpu.isa.amd.codeobj import parse, printf
 from usergpu.isa.amd.codeobj.kernargs import check_args, check_launch, dispatch_packet, pack_kernargs
 from usergpu.isa.amd.dispatch import image, kernel_registers, user_sgpr_values
 from usergpu.isa.amd.hw.soc import PM4, family, register_address
@@ -54,6 +54,12 @@ class Program(program.Program):
         self.buf.copyin(img)
         self.kernels = {name: Kernel(self, k) for name, k in self.co.kernels.items()}
 
+    def free(self) -> None:
+        for k in self.kernels.values():
+            if k.printf_buffer is not None:
+                k.printf_buffer.free()
+        super().free()
+
 
 class Kernel(program.Kernel):
     def __init__(self, prog: Program, meta):
@@ -61,6 +67,22 @@ class Kernel(program.Kernel):
         self.meta = meta
         self.kd_va = prog.buf.va + meta.descriptor_addr
         self.kd = bytes(prog.buf.view()[meta.descriptor_addr : meta.descriptor_addr + 64])
+        # a kernel calling printf: its format table and buffer (made at its first launch), else None
+        self.printf_table = printf.formats(prog.co.metadata) if printf.takes_buffer(meta) else None
+        self.printf_buffer: Buffer | None = None
+
+    def __call__(self, *args, wait: bool = True, **launch) -> float | None:
+        """The launch (see runtime.program.Kernel); a kernel calling printf prints what its threads wrote once it is
+        waited for (a launch not waited for prints with the next one that is)."""
+        try:
+            seconds = super().__call__(*args, wait=wait, **launch)
+        except (GPUFault, GPUHang):
+            if self.printf_buffer is not None:  # a kernel the GPU stopped prints nothing
+                printf.reset(self.printf_buffer.view())
+            raise
+        if wait and self.printf_buffer is not None:
+            printf.drain(self.printf_buffer.view(), self.printf_table)
+        return seconds
 
     def check(self, args: list) -> None:
         """The arguments against the kernel's metadata, before anything runs (LaunchError)."""
@@ -73,13 +95,24 @@ class Kernel(program.Kernel):
         if shared:
             raise LaunchError(f"shared={shared}: an AMD kernel's dynamic LDS comes from its local-pointer arguments")
         grid, block = check_launch(k, grid, block)
-        kernargs, lds = pack_kernargs(k, args, grid, block, lambda v: v.va if isinstance(v, Buffer) else None)
+        kernargs, lds = pack_kernargs(k, args, grid, block, lambda v: v.va if isinstance(v, Buffer) else None,
+                                      self._printf_va())
         total = -(-len(kernargs) // 64) * 64 + 64
         args_va = self.dev.arena(total)
         view = self.dev.arena_view(args_va, total)
         view[: len(kernargs)] = kernargs
         view[total - 64 :] = dispatch_packet(k, grid, block, args_va, lds)
         return grid, block, (args_va, args_va + total - 64, grid, block, lds)
+
+    def _printf_va(self) -> int | None:
+        """The address of the kernel's printf buffer (allocated, header written, on its first launch); None for a
+        kernel that does not call printf."""
+        if self.printf_table is None:
+            return None
+        if self.printf_buffer is None:
+            self.printf_buffer = self.dev.alloc(printf.BUFFER_BYTES, "gtt")
+            self.printf_buffer.copyin(printf.header(printf.BUFFER_BYTES))
+        return self.printf_buffer.va
 
     def submit(self, work, value: int) -> tuple[str, int]:
         args_va, packet_va, grid, block, lds = work

@@ -20,7 +20,7 @@ from usergpu.emu.amd.exec.trace import tracer
 from usergpu.emu.amd.exec.waves import EXEC, Waves
 from usergpu.emu.memory import Memory, MemoryFault
 from usergpu.errors import GPUFault, LaunchError
-from usergpu.isa.amd.codeobj import CodeObject, parse
+from usergpu.isa.amd.codeobj import CodeObject, parse, printf
 from usergpu.isa.amd.codeobj import kd as kdesc
 from usergpu.isa.amd.codeobj.kernargs import check_launch, dispatch_packet, pack_kernargs
 from usergpu.isa.amd.codeobj.target import version
@@ -286,7 +286,9 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
         arrays.append(np.array(v, copy=True))
         return mem.map(arrays[-1])
 
-    kernarg_bytes, lds = pack_kernargs(k, args, grid, block, address_of)
+    printf_buffer = printf.new_buffer() if printf.takes_buffer(k) else None
+    kernarg_bytes, lds = pack_kernargs(k, args, grid, block, address_of,
+                                       None if printf_buffer is None else mem.map(printf_buffer))
     kernarg = mem.map(np.frombuffer(kernarg_bytes, np.uint8).copy())
     packet = mem.map(np.frombuffer(dispatch_packet(k, grid, block, kernarg, lds), np.uint8).copy())
     scratch = k.private_segment_fixed_size + (16384 if k.uses_dynamic_stack else 0)
@@ -296,4 +298,6 @@ def launch(co: CodeObject | bytes, kernel: str, grid: tuple[int, ...], block: tu
                                        "kernarg_preload": kernarg_bytes})
     dispatch(mem, kernel_registers(kd, base + k.descriptor_addr, arch, block, user, lds, scratch), grid, arch, budget,
              stats, kernel, observer)
+    if printf_buffer is not None:
+        printf.drain(memoryview(printf_buffer), printf.formats(co.metadata))
     return arrays

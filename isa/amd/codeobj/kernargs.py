@@ -83,10 +83,11 @@ def _check_scalar(k: Kernel, i: int, a, v, want: np.dtype) -> None:
             raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: {v} is outside {info.min}..{info.max}")
 
 
-def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple,
-                  address_of: Callable[[object], int | None]) -> tuple[bytes, int]:
+def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple, address_of: Callable[[object], int | None],
+                  printf_buffer: int | None = None) -> tuple[bytes, int]:
     """(the kernarg segment, the LDS bytes the workgroup needs with dynamic LDS) for args in order. address_of gives
-    a pointer argument's GPU address (None: not something that has one)."""
+    a pointer argument's GPU address (None: not something that has one); printf_buffer the address of the printf
+    buffer of a kernel that calls printf (its hidden_printf_buffer)."""
     check_args(k, args)
     explicit = [a for a in k.args if not a.value_kind.startswith("hidden_")]
     buf = bytearray(max(k.kernarg_size, 8) + 256)
@@ -113,8 +114,11 @@ def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple,
     hidden = {"hidden_block_count_x": ("<I", grid[0]), "hidden_block_count_y": ("<I", grid[1]),
               "hidden_block_count_z": ("<I", grid[2]), "hidden_group_size_x": ("<H", block[0]),
               "hidden_group_size_y": ("<H", block[1]), "hidden_group_size_z": ("<H", block[2]),
-              "hidden_grid_dims": ("<H", dims), "hidden_dynamic_lds_size": ("<I", lds_end - k.group_segment_fixed_size)}
+              "hidden_grid_dims": ("<H", dims), "hidden_dynamic_lds_size": ("<I", lds_end - k.group_segment_fixed_size),
+              "hidden_printf_buffer": ("<Q", printf_buffer)}
     for a in k.args:
+        if a.value_kind == "hidden_printf_buffer" and printf_buffer is None:
+            raise LaunchError(f"kernel {k.name} calls printf: its launch needs a printf buffer (printf_buffer=)")
         if a.value_kind in hidden:
             fmt, value = hidden[a.value_kind]
             struct.pack_into(fmt, buf, a.offset, value)
