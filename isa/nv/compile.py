@@ -10,15 +10,20 @@ PTX emulator can run a cubin through the PTX it came from.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import struct
 import subprocess
 import tempfile
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
-from usergpu.errors import CompileError, ToolchainError
+from usergpu.errors import CodeObjectError, CompileError, ToolchainError
+from usergpu.isa.nv import param_types
+from usergpu.isa.text import text_of
 
 CLANG = "clang-22"
 TIMEOUT_S = 300
@@ -32,6 +37,9 @@ _ARCH = re.compile(r"sm_(\d+)[af]?$")
 # a function the module declares but does not define: `.extern .func (...) name(...);` or `.func name(...);`
 _DECLARED = re.compile(r"^\s*(?:\.extern\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*;", re.M)
 _COMMENT = re.compile(r"//[^\n]*")
+# PTX text: comments and blank space, then .version (the PTX ISA's first directive)
+_PTX_START = re.compile(rb"\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*\.version\s", re.S)
+_TARGET = re.compile(r"^\s*\.target\s+(sm_\d+[af]?)", re.M)
 _DEFINED = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*\{", re.M)
 
 
@@ -64,7 +72,8 @@ def nvidia_tool(name: str) -> Path:
                          "(pip install 'usergpu[nv]'; make test does)")
 
 
-def _run(argv: list[str], arch: str, tmp: str, tool: str | None = None) -> None:
+def _run(argv: list[str], arch: str, tmp: str, tool: str | None = None) -> str:
+    """The tool's standard output; CompileError with its diagnostics when it fails."""
     tool = tool or Path(argv[0]).name
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -72,6 +81,7 @@ def _run(argv: list[str], arch: str, tmp: str, tool: str | None = None) -> None:
         raise CompileError(arch, tool, f"timed out after {TIMEOUT_S} s") from None
     if res.returncode:
         raise CompileError(arch, tool, (res.stderr or res.stdout).replace(f"{tmp}/", ""))
+    return res.stdout
 
 
 def undefined_functions(ptx: str) -> list[str]:
@@ -81,11 +91,13 @@ def undefined_functions(ptx: str) -> list[str]:
 
 
 def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
-    """PTX from clang; compiled again with libdevice linked when the first result still calls functions it does not
-    define."""
+    """PTX from clang, its kernels' C parameters in comment lines (param_types); compiled again with libdevice
+    linked when the first result still calls functions it does not define."""
     with tempfile.TemporaryDirectory(prefix="usergpu-nv-") as tmp:
         path, out = Path(tmp, f"kernel{suffix}"), Path(tmp, "kernel.ptx")
         path.write_text(src)
+        ast = _run([*(a for a in argv if a != "-S"), "-fsyntax-only", "-Xclang", "-ast-dump=json", str(path)], arch,
+                   tmp)
         argv = [*argv, str(path), "-o", str(out)]
         _run(argv, arch, tmp)
         ptx = out.read_text()
@@ -95,7 +107,7 @@ def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
             ptx = out.read_text()
             if missing := undefined_functions(ptx):
                 raise CompileError(arch, CLANG, f"the kernel calls functions nothing defines: {', '.join(missing)}")
-        return ptx
+        return ptx + param_types.comment(param_types.from_ast(json.loads(ast)))
 
 
 def compile_cuda(src: str, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
@@ -128,7 +140,7 @@ def assemble_ptx(ptx: bytes | str, arch: str = "sm_90", options: list[str] | Non
     """A cubin (ELF) for PTX, by ptxas; the PTX rides along in section .usergpu.ptx. CompileError with ptxas's
     diagnostics when it rejects the PTX; ToolchainError when ptxas is not installed."""
     check_arch(arch)
-    text = ptx.decode() if isinstance(ptx, bytes) else ptx
+    text = text_of(ptx, "PTX")
     ptxas = nvidia_tool("bin/ptxas")
     with tempfile.TemporaryDirectory(prefix="usergpu-ptxas-") as tmp:
         src, out = Path(tmp, "kernel.ptx"), Path(tmp, "kernel.cubin")
@@ -158,3 +170,49 @@ def add_section(elf: bytes, name: str, data: bytes) -> bytes:
     struct.pack_into("<Q", out, 0x28, len(out))
     struct.pack_into("<2H", out, 0x3C, shnum + 2, shnum + 1)
     return bytes(out + headers)
+
+
+def is_ptx(code: bytes | bytearray | str) -> bool:
+    """Whether code is PTX text (comments, then .version), not a cubin or anything else."""
+    return _PTX_START.match(code.encode() if isinstance(code, str) else bytes(code)) is not None
+
+
+def jit_arch(ptx: str, arch: str) -> str:
+    """The arch PTX is assembled for to run on a GPU of arch, as the driver's JIT does it at load: arch itself for
+    PTX of an older or the same arch; the PTX's own target for an arch-specific one (sm_90a) of arch's number;
+    CodeObjectError for PTX of a newer arch or of another's arch-specific features."""
+    m = _TARGET.search(ptx)
+    if m is None:
+        return arch  # no .target to go by: ptxas says what is wrong
+    target = m.group(1)
+    have, want = int(_ARCH.match(arch).group(1)), int(_ARCH.match(target).group(1))
+    specific = target[-1] in "af"
+    if want > have or (specific and want != have):
+        raise CodeObjectError(f"the PTX targets {target}; the GPU is {arch}, which "
+                              f"{'lacks its arch-specific features' if specific and want < have else 'is older'}: "
+                              f"compile it for {arch}")
+    return target if specific else arch
+
+
+def assemble_for(ptx: bytes | bytearray | str, arch: str) -> bytes:
+    """A cubin of PTX text for a GPU of arch (jit_arch), assembled once: kept in memory and on disk
+    ($XDG_CACHE_HOME/usergpu/ptxas, by the PTX, the arch and the ptxas that made it)."""
+    return _assembled(ptx.encode() if isinstance(ptx, str) else bytes(ptx), check_arch(arch))
+
+
+@lru_cache(maxsize=64)
+def _assembled(ptx: bytes, arch: str) -> bytes:
+    text = text_of(ptx, "PTX")
+    target = jit_arch(text, arch)
+    ptxas = nvidia_tool("bin/ptxas")
+    made = ptxas.stat()
+    key = hashlib.sha256(f"{ptxas}:{made.st_size}:{made.st_mtime_ns}:{target}\n".encode() + ptx).hexdigest()
+    path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "usergpu", "ptxas", f"{key[:32]}.cubin")
+    if path.is_file():
+        return path.read_bytes()
+    data = assemble_ptx(text, target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_suffix(f".{os.getpid()}.part")  # written whole, then renamed: safe with other processes
+    part.write_bytes(data)
+    part.replace(path)
+    return data

@@ -4,29 +4,36 @@ sizes, in signature order), how big it is (EIATTR_CBANK_PARAM_SIZE) and where it
 
 Where the PTX is known (the emulator's module, or a cubin carrying it), each parameter's PTX type checks what is
 passed to it; a stock cubin says only sizes, so any value of the parameter's size goes: a device address (an int) or
-a Python int in its bytes, a Python float as f32 or f64, a numpy scalar or bytes of that size."""
+a Python int in its bytes, a Python float as f32 or f64, a numpy scalar or bytes of that size. Where the C source's
+parameter types are known too (the lines compile_cuda writes into its PTX, or a C++ kernel's mangled name:
+param_types), they check each value as on AMD (isa/argtypes.py): an array holds the pointee type, a number is of its
+parameter's kind and in range, a numpy scalar of exactly its type."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from usergpu.autogen import nv_classes as nvc
 from usergpu.errors import CodeObjectError, LaunchError
+from usergpu.isa import argtypes
 from usergpu.isa.nv import cubin, ptx
+from usergpu.isa.nv.param_types import CParam, of_mangled
 
 FLOATS = {2: np.float16, 4: np.float32, 8: np.float64}
 
 
 @dataclass(frozen=True)
 class Slot:
-    """A parameter: its offset in the block, its size, and its PTX declaration where that is known."""
+    """A parameter: its offset in the block, its size, its PTX declaration and its C name and type where those are
+    known."""
 
     offset: int
     size: int
     decl: ptx.Param | None = None
+    c: CParam | None = None
 
 
 @dataclass(frozen=True)
@@ -36,18 +43,21 @@ class Layout:
     size: int  # bytes of the block
 
 
-def of_ptx(fn: ptx.Function) -> Layout:
-    """A PTX kernel's parameters as it declares them."""
-    return Layout(fn.name, tuple(Slot(p.offset, p.size, p) for p in fn.params), fn.param_size)
+def of_ptx(fn: ptx.Function, c_params: tuple[CParam, ...] | None = None) -> Layout:
+    """A PTX kernel's parameters as it declares them, with their C types where c_params gives them
+    (param_types.read) or the kernel's mangled name says them."""
+    return Layout(fn.name, _typed(fn.name, tuple(Slot(p.offset, p.size, p) for p in fn.params), c_params),
+                  fn.param_size)
 
 
-def of_cubin(k: cubin.Kernel, module: ptx.Module | None = None) -> Layout:
+def of_cubin(k: cubin.Kernel, module: ptx.Module | None = None, c_params: tuple[CParam, ...] | None = None
+             ) -> Layout:
     """A cubin kernel's parameters from its KPARAM_INFO, typed by the PTX module the cubin carries where given (its
-    declarations must lie where the cubin says)."""
+    declarations must lie where the cubin says), and by their C types as of_ptx's are."""
     found = k.params
     size = k.cbank_param_size or max((p.offset + p.size for p in found), default=0)
     if module is None:
-        return Layout(k.name, tuple(Slot(p.offset, p.size) for p in found), size)
+        return Layout(k.name, _typed(k.name, tuple(Slot(p.offset, p.size) for p in found), c_params), size)
     fn = module.kernels.get(k.name)
     if fn is None:
         raise CodeObjectError(f"kernel {k.name} is not in the PTX the cubin carries (kernels: "
@@ -56,7 +66,34 @@ def of_cubin(k: cubin.Kernel, module: ptx.Module | None = None) -> Layout:
     if have != declared:
         raise CodeObjectError(f"kernel {k.name}: EIATTR_KPARAM_INFO puts its parameters at (offset, size) {have}, "
                               f"the PTX the cubin carries at {declared}")
-    return Layout(k.name, tuple(Slot(p.offset, p.size, d) for p, d in zip(found, fn.params, strict=True)), size)
+    slots = tuple(Slot(p.offset, p.size, d) for p, d in zip(found, fn.params, strict=True))
+    return Layout(k.name, _typed(k.name, slots, c_params), size)
+
+
+def _typed(kernel: str, slots: tuple[Slot, ...], c_params: tuple[CParam, ...] | None) -> tuple[Slot, ...]:
+    """The slots with their C parameters: c_params, which must fit them (CodeObjectError), else what a mangled name
+    says where it fits them (a name that only looks mangled says nothing)."""
+    says = c_params if c_params is not None else of_mangled(kernel)
+    if says is None:
+        return slots
+    bad = _misfit(slots, says)
+    if bad is None:
+        return tuple(replace(s, c=c) for s, c in zip(slots, says, strict=True))
+    if c_params is not None:
+        raise CodeObjectError(f"kernel {kernel}: {bad}")
+    return slots
+
+
+def _misfit(slots: tuple[Slot, ...], says: tuple[CParam, ...]) -> str | None:
+    """Why C parameters cannot be the slots' (a count, a pointer not 8 bytes, a size not whole elements); None when
+    they fit."""
+    if len(says) != len(slots):
+        return f"the source declares {len(says)} parameters, the PTX {len(slots)}"
+    for i, (s, c) in enumerate(zip(slots, says, strict=True)):
+        want = argtypes.element_type(c.type)
+        if want is not None and (s.size != 8 if argtypes.is_pointer(c.type) else s.size % want.itemsize):
+            return f"parameter {i} ({c.name or '?'}) is {c.type} in the source, {s.size} bytes in the PTX"
+    return None
 
 
 def cbank0(arch: str) -> dict[str, int]:
@@ -86,6 +123,8 @@ def _bytes(kernel: str, i: int, s: Slot, a, address_of) -> bytes:
     typed = f"{p.name}: .{p.type}{f'[{p.count}]' if p.count > 1 else ''}, " if p else ""
     what = f"parameter {i} ({typed}{size} bytes) of {kernel}"
     real = None if p is None else p.type[0] == "f"  # None: a stock cubin's parameter, of no known type
+    if s.c is not None:
+        argtypes.check(f"argument {i}{f' ({s.c.name})' if s.c.name else ''} of {kernel}", s.c.type, size, a)
     if isinstance(a, bytes | bytearray):
         if len(a) != size:
             raise LaunchError(f"{what} takes {size} bytes, {len(a)} given")
