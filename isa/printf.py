@@ -11,7 +11,8 @@ vector conversions (%v4f, %v2hd, %v8hlx) print each element with the same spec, 
 Where C leaves a case undefined, glibc's choice is printed: an unknown conversion as glibc writes it back (its
 flags, width and precision, no length modifier), a spec cut off by the end of the string as nothing, -nan with its
 sign. A conversion with no argument left is printed as written; %n writes nothing. Positional arguments (%1$d) are
-not supported (printed as written).
+not supported (printed as written). Unlike C, a width or precision past FIELD_LIMIT is cut to it; past INT_MAX,
+nothing more is written, as glibc's EOVERFLOW.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ VECTOR_COUNTS = (2, 3, 4, 8, 16)
 INTEGER, FLOATING = b"diouxX", b"fFeEgGaA"
 CONVERSIONS = INTEGER + FLOATING + b"cspn%"
 FLOAT_FORMATS = {2: "<e", 4: "<f", 8: "<d"}
+INT_MAX = (1 << 31) - 1
+FIELD_LIMIT = 1 << 20  # widths and precisions past it are cut to it: a kernel's printf cannot make gigabytes of text
 SPEC = re.compile(rb"%([-+ #0']*)(\*|\d+)?(?:\.(\*|\d*))?(?:v(\d+))?")
 
 
@@ -94,14 +97,18 @@ def sprintf(fmt: bytes | str, args: list[bytes]) -> bytes:
     for piece in parse(fmt):
         if isinstance(piece, bytes):
             out += piece
-        elif not piece.conversion:
-            break  # glibc writes nothing for a spec the string's end cuts off
+        elif not piece.conversion or max(_literal(piece.width), _literal(piece.precision)) > INT_MAX:
+            break  # glibc writes nothing more for a spec the string's end cuts off, or past INT_MAX (EOVERFLOW)
         elif piece.arguments > len(queue):
             out += piece.text
             queue.clear()
         else:
             out += _convert(piece, queue)
     return bytes(out)
+
+
+def _literal(field: int | str | None) -> int:
+    return field if isinstance(field, int) else 0
 
 
 def _int(raw: bytes, bits: int, signed: bool) -> int:
@@ -124,6 +131,7 @@ def _convert(spec: Spec, queue: list[bytes]) -> bytes:
         precision = _int(queue.pop(0), 32, True)
         precision = None if precision < 0 else precision
     flags = flags.replace(b"0", b"") if b"-" in flags else flags
+    width, precision = min(width or 0, FIELD_LIMIT), None if precision is None else min(precision, FIELD_LIMIT)
     conv = spec.conversion
     if not spec.valid:
         if spec.arguments > (spec.width == "*") + (spec.precision == "*"):

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from usergpu.isa.printf import parse, sprintf
+from usergpu.isa.printf import FIELD_LIMIT, parse, sprintf
 
 # (struct format of the device's bytes, ctypes type C's varargs promote it to)
 KINDS = {"i": ("<i", "c_int"), "I": ("<I", "c_uint"), "q": ("<q", "c_longlong"), "Q": ("<Q", "c_ulonglong"),
@@ -117,10 +117,17 @@ def test_opencl_vectors(fmt, data, want):
     ("%f", [b""], b"0.000000"),
     ("%c", [b""], b"\0"),
     ("%s", [b"no terminator"], b"no terminator"),
+    ("a%2147483648d|b", [struct.pack("<i", 1)], b"a"),  # past INT_MAX: glibc stops (EOVERFLOW)
+    ("x%.3000000000f", [struct.pack("<d", 1)], b"x"),
     ("caf\u00e9 %d", [struct.pack("<i", 1)], "caf\u00e9 1".encode()),
 ])
 def test_edges(fmt, args, want):
     assert sprintf(fmt, args) == want
+
+
+def test_a_huge_field_is_cut_to_the_limit():
+    assert sprintf("%.2000000f", [struct.pack("<d", 1)]) == b"1." + b"0" * FIELD_LIMIT
+    assert sprintf("%*d", [struct.pack("<i", 2**31 - 1), struct.pack("<i", 7)]) == b"7".rjust(FIELD_LIMIT)
 
 
 def test_parse_counts_arguments():
