@@ -11,7 +11,7 @@ header, then the buffer's whole size; __printf_alloc takes space with an atomic 
 (the record is dropped) when it does not fit. The host reads the records after the kernel is done.
 
 __printf_alloc is the device library's: ALLOC is usergpu's, for code built without ROCm's device libraries
-(compile_options puts it before the kernel's source).
+(compile_options puts it before the kernel's source; clang's atomic builtins, so it needs no library).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ __attribute__((visibility("hidden"))) __global char *__printf_alloc(uint bytes) 
   __global uint *buf = (__global uint *)((__constant ulong *)__builtin_amdgcn_implicitarg_ptr())[USERGPU_PRINTF_WORD];
   __global atomic_uint *used = (__global atomic_uint *)buf;
   uint room = buf[1] - 8;
-  uint at = atomic_load_explicit(used, memory_order_relaxed, memory_scope_device);
+  uint at = __opencl_atomic_load(used, memory_order_relaxed, memory_scope_device);
   do {
     if (at > room || bytes > room - at) return 0;
-  } while (!atomic_compare_exchange_weak_explicit(used, &at, at + bytes, memory_order_relaxed, memory_order_relaxed,
-                                                   memory_scope_device));
+  } while (!__opencl_atomic_compare_exchange_weak(used, &at, at + bytes, memory_order_relaxed, memory_order_relaxed,
+                                                  memory_scope_device));
   return (__global char *)buf + 8 + at;
 }
 #endif

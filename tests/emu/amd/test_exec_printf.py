@@ -57,3 +57,13 @@ def test_a_kernel_without_printf_makes_no_buffer(monkeypatch, capfd):
     monkeypatch.setattr(printf, "new_buffer", lambda *a: pytest.fail("a printf buffer for a kernel without printf"))
     assert launch(co, "k", grid=(1, 1, 1), block=(1, 1, 1), args=[np.zeros(1, np.int32)])[0][0] == 7
     assert capfd.readouterr().out == ""
+
+
+@pytest.mark.parametrize("version", [4, 5, 6])
+def test_every_code_object_version_finds_its_buffer_without_libclc(version, tmp_path, capsys):
+    """hidden_printf_buffer is implicit-argument word 3 in v4 and 9 in v5 and v6; a kernel calling no OpenCL C
+    library function links nothing but __printf_alloc."""
+    src = 'kernel void k(void) { printf("wi %d\\n", (int)__builtin_amdgcn_workitem_id_x()); }'
+    opts = [f"-mcode-object-version={version}", *printf.compile_options(tmp_path, version)]
+    launch(compile_opencl(src, "gfx1100", opts), "k", grid=(1, 1, 1), block=(3, 1, 1), args=[])
+    assert capsys.readouterr().out == "wi 0\nwi 1\nwi 2\n"
