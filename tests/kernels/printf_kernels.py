@@ -22,6 +22,11 @@ kernel void ordered(global const int *n) {
     printf("%d:%d\n", i, k);
 }
 
+kernel void faults(global int *p) {
+  printf("before the fault\n");
+  p[1 << 28] = 1;
+}
+
 kernel void kinds(global const char *s, long big) {
   if (get_global_id(0) == 0) {
     printf("%s|%s|%c|%ld|%hhd|%5.2f|%e|%x|%p\n", "lit", s, 'A', big, (char)-3, 3.14159f, 1.5, 255u, (global void *)0);

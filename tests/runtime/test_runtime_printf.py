@@ -62,3 +62,12 @@ def test_the_buffer_is_made_once_and_freed_with_the_program(dev):
     prog.free()
     with pytest.raises(usergpu.Error, match="freed"):
         first.view()
+
+
+def test_a_kernel_the_gpu_stops_prints_nothing_and_leaves_an_empty_buffer(dev, capsys):
+    prog = dev.load(printf_kernels(dev.arch))
+    p = dev.alloc(4)
+    with pytest.raises(usergpu.GPUFault):
+        prog.kernels["faults"](p, grid=(1, 1, 1), block=(1, 1, 1))
+    assert capsys.readouterr().out == ""
+    assert prog.kernels["faults"].printf_buffer.view()[:4].tobytes() == bytes(4)

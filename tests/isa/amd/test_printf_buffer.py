@@ -34,7 +34,7 @@ def test_clang_22_emits_a_table_entry_per_printf_and_a_hidden_buffer_argument(ar
         "thread %d value %f\n": (4, 4), "%d:%d\n": (4, 4),
         "%s|%s|%c|%ld|%hhd|%5.2f|%e|%x|%p\n": (4, 4, 4, 8, 4, 4, 8, 4, 8),
         "%v4hlf|%v2hd|%v3hhd|%v2ld\n": (16, 4, 4, 16), "colon: tab\t quote\" 100%%\n": (),
-        "no newline ": (), "then one\n": ()}
+        "no newline ": (), "then one\n": (), "before the fault\n": ()}
     for k in co.kernels.values():
         assert printf.takes_buffer(k)
         (slot,) = [a for a in k.args if a.value_kind == "hidden_printf_buffer"]
