@@ -13,8 +13,10 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from usergpu.errors import CodeObjectError
 from usergpu.isa.argtypes import element_type
@@ -80,9 +82,10 @@ def comment(kernels: dict[str, list[CParam]]) -> str:
     return "".join(f"{MARK}{name} {json.dumps([[p.name, p.type] for p in ps])}\n" for name, ps in kernels.items())
 
 
-def read(ptx: str | None) -> dict[str, tuple[CParam, ...]]:
-    """The kernels' parameters that PTX text carries in its usergpu.params lines; CodeObjectError for a line that
-    does not say them as compile_cuda writes them."""
+@lru_cache(maxsize=64)
+def read(ptx: str | None) -> Mapping[str, tuple[CParam, ...]]:
+    """The kernels' parameters that PTX text carries in its usergpu.params lines (read once per text: a launch asks
+    each time); CodeObjectError for a line that does not say them as compile_cuda writes them."""
     out = {}
     for m in _LINE.finditer(ptx or ""):
         try:
@@ -95,7 +98,7 @@ def read(ptx: str | None) -> dict[str, tuple[CParam, ...]]:
             raise CodeObjectError(f"ptx: line {line}: usergpu.params for {m.group(1)} is not a list of [name, C type]"
                                   f" pairs: {m.group(2)[:80]!r}") from None
         out[m.group(1)] = tuple(CParam(n, t) for n, t in items)
-    return out
+    return MappingProxyType(out)
 
 
 def of_mangled(name: str) -> tuple[CParam, ...] | None:

@@ -85,13 +85,17 @@ def _typed(kernel: str, slots: tuple[Slot, ...], c_params: tuple[CParam, ...] | 
 
 
 def _misfit(slots: tuple[Slot, ...], says: tuple[CParam, ...]) -> str | None:
-    """Why C parameters cannot be the slots' (a count, a pointer not 8 bytes, a size not whole elements); None when
-    they fit."""
+    """Why C parameters cannot be the slots' (a count, a pointer not 8 bytes, a scalar of another size, a vector not
+    whole elements); None when they fit."""
     if len(says) != len(slots):
         return f"the source declares {len(says)} parameters, the PTX {len(slots)}"
     for i, (s, c) in enumerate(zip(slots, says, strict=True)):
         want = argtypes.element_type(c.type)
-        if want is not None and (s.size != 8 if argtypes.is_pointer(c.type) else s.size % want.itemsize):
+        if want is None:
+            continue
+        fits = s.size == 8 if argtypes.is_pointer(c.type) else s.size == want.itemsize if c.type in argtypes.C_TYPES \
+            else s.size % want.itemsize == 0  # a pointer; a scalar; a vector of want (a float3 is 12 or 16 bytes)
+        if not fits:
             return f"parameter {i} ({c.name or '?'}) is {c.type} in the source, {s.size} bytes in the PTX"
     return None
 
