@@ -26,6 +26,7 @@ class Scheduler:
     def __init__(self, queues: list[Queue] | None = None):
         self.queues: list[Queue] = list(queues or [])
         self.lock = threading.RLock()  # one doorbell at a time: a runtime may ring from several threads
+        self.runs = 0  # runs so far: work done a slice at a time does one slice per run
 
     def add(self, queue: Queue) -> None:
         with self.lock:
@@ -39,6 +40,7 @@ class Scheduler:
     def run(self) -> bool:
         """Step the queues until none makes progress; whether work remains stalled (or hung)."""
         with self.lock:
+            self.runs += 1
             errors: list[Error] = []
             busy = True
             while busy:

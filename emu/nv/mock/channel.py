@@ -12,9 +12,10 @@ Routing: SET_OBJECT (method 0) on a subchannel binds the class of an object allo
 a method below 0x100 is the host's (host.py) whatever its subchannel, the others go to the subchannel's object.
 
 Stepping (emu/mock/scheduler.py): a step runs the current GP entry to its end, or up to a method that stalls (an
-acquire whose value is not there yet), which a later step executes again. An error stops the channel for good: `error`
-holds it and on_error(ROBUST_CHANNEL code, message) is called once; a kernel that does not end (GPUHang) leaves it
-stalled for good (`hang`), as a hung channel is on hardware: GPGet stays at its entry and its releases never come.
+acquire whose value is not there yet, a launch that has not ended in its slice), which a later step executes again.
+An error stops the channel for good: `error` holds it and on_error(ROBUST_CHANNEL code, message) is called once; a
+kernel that passes the budget (GPUHang) leaves it stalled for good (`hang`), as a hung channel is on hardware: GPGet
+stays at its entry and its releases never come.
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ class Channel:
     def busy(self) -> bool:
         """Work left: a GP entry under way or not yet taken (a hung channel stays busy, an errored one does not)."""
         return self.error is None and (self._segment is not None or self.gp_get != self.gp_put)
+
+    @property
+    def launching(self) -> bool:
+        """A launch under way on the channel's compute object (its method stalled until the launch ends)."""
+        return any(isinstance(e, Compute) and e.running is not None for e in self.objects.values())
 
     def _read(self, offset: int) -> int:
         return int.from_bytes(self.userd[offset:offset + 4].tobytes(), "little")

@@ -14,6 +14,10 @@ parameters read from constant bank 0 where the cubin's PARAM_CBANK attribute put
 arch without one) and as dynamic shared memory what the QMD gives beyond the kernel's static shared memory. Then the
 QMD's enabled releases are written and a dependent QMD it schedules is launched in turn.
 
+A launch runs LAUNCH_SLICE seconds per step of its channel: the launching method stalls (as an unmet acquire does)
+until the launch and the QMDs it schedules have finished, so a kernel that never ends keeps its channel busy, as on
+hardware, instead of holding whoever rang the doorbell; the GPU's worker (gpu.py) goes on with it meanwhile.
+
 The release structure-size, reduction and dependent-action values are read by V03's names: V04's and V05's headers
 give them the same values (tests/emu/nv/mock/test_mock_compute.py checks).
 """
@@ -21,6 +25,7 @@ give them the same values (tests/emu/nv/mock/test_mock_compute.py checks).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from usergpu.autogen import nv_classes as nc
@@ -29,7 +34,7 @@ from usergpu.emu.nv.mock import ptx_text
 from usergpu.emu.nv.mock.engine import Engine, MethodError, named
 from usergpu.emu.nv.mock.host import reductions, release
 from usergpu.emu.nv.mock.vaspace import VASpace
-from usergpu.emu.nv.ptx.launch import check_launch, compiled, find_kernel, map_globals, module_of, run
+from usergpu.emu.nv.ptx.launch import check_launch, compiled, find_kernel, map_globals, module_of, slices
 from usergpu.errors import CodeObjectError, Error, FieldError, GPUFault, GPUHang
 from usergpu.isa import elf
 from usergpu.isa.nv import cubin as cubin_format
@@ -48,6 +53,7 @@ _ACTION = "NVC6C0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_"
 LAUNCHING = named(_ACTION, ("SCHEDULE", "INVALIDATE_COPY_SCHEDULE", "PREFETCH_SCHEDULE",
                             "INVALIDATE_PREFETCH_COPY_SCHEDULE", "INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING"))
 QUIET = named(_ACTION, ("NOP", "INVALIDATE", "PREFETCH"))
+LAUNCH_SLICE = 0.25  # seconds a launch runs per step of its channel before the caller gets control back
 
 
 @dataclass(frozen=True)
@@ -178,26 +184,51 @@ class Compute(Engine):
         super().__init__(channel, class_id)
         self.qmd = QMDS[class_id]
         self._inline: list[int] | None = None  # [destination, bytes written] of the I2M transfer under way
+        self.running: Iterator[None] | None = None  # the launch under way: a step of it runs a slice
+        self._sliced = -1  # the scheduler's run in which the launch under way last ran a slice
 
     # ---- launch ---------------------------------------------------------------------------------------------
-    def _send_signaling_pcas2_b(self, value: int) -> None:
+    def _send_signaling_pcas2_b(self, value: int) -> bool:
         action = self.field("SEND_SIGNALING_PCAS2_B", "PCAS_ACTION")
         if action in LAUNCHING:
-            self.launch(self.field("SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
-        elif action not in QUIET:
+            return self.launch(self.field("SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
+        if action not in QUIET:
             raise self.fail(f"PCAS action {action} is not modelled by the mock GPU (it launches on "
                             f"{', '.join(LAUNCHING.values())})")
+        return True
 
-    def _send_signaling_pcas_b(self, value: int) -> None:
+    def _send_signaling_pcas_b(self, value: int) -> bool:
         if self.field("SEND_SIGNALING_PCAS_B", "SCHEDULE"):
-            self.launch(self.field("SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
+            return self.launch(self.field("SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
+        return True
 
-    def launch(self, va: int | None) -> None:
-        """Run the QMD at va, then the QMDs it schedules in turn."""
+    def launch(self, va: int) -> bool:
+        """Start the launch of the QMD at va (or go on with the one under way: the stalled method runs again) for a
+        slice (one per run of the scheduler: a doorbell returns after it); whether it has finished. Until it has,
+        the GPU's worker is told to go on with it."""
+        runs = self.gpu.scheduler.runs
+        if self.running is None:
+            self.running = self._launches(va)
+        elif self._sliced == runs:
+            return False
+        try:
+            next(self.running)
+        except StopIteration:
+            self.running = None
+            return True
+        except BaseException:
+            self.running = None
+            raise
+        self._sliced = runs
+        self.gpu.launch_stalled()
+        return False
+
+    def _launches(self, va: int | None) -> Iterator[None]:
+        """The QMD at va, then the QMDs it schedules in turn, a slice at a time."""
         while va is not None:
             qmd = QMD(self.qmd, self.vas.read(va, self.qmd.layout.size).tobytes(), va)
             try:
-                self._run(qmd)
+                yield from self._run(qmd)
             except (GPUFault, GPUHang, MethodError):
                 raise
             except Error as e:
@@ -205,7 +236,7 @@ class Compute(Engine):
             self._releases(qmd)
             va = self._dependent(qmd)
 
-    def _run(self, q: QMD) -> None:
+    def _run(self, q: QMD) -> Iterator[None]:
         fmt, gpu = q.fmt, self.gpu
         if q.get("QMD_MAJOR_VERSION") != fmt.major:
             raise self.fail(f"the QMD at {q.va:#x} has QMD_MAJOR_VERSION {q.get('QMD_MAJOR_VERSION')}; class "
@@ -225,7 +256,9 @@ class Compute(Engine):
         block = tuple(q.get(f"CTA_THREAD_DIMENSION{k}") for k in range(3))
         grid, block = check_launch(c.prog, grid, block, dynamic, gpu.arch)
         try:
-            run(c, self.vas.memory, grid, block, params, dynamic, gpu.arch, gpu.budget, globals_)
+            for _ in slices(c, self.vas.memory, grid, block, params, dynamic, gpu.arch, gpu.budget, globals_,
+                            slice_s=LAUNCH_SLICE):
+                yield
         except GPUFault as e:
             raise e.named(name) from None
         except GPUHang as e:

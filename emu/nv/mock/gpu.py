@@ -5,13 +5,23 @@ runtime allocates through it and calls this interface; nothing here knows of the
 The clock: ns from time.monotonic_ns(), strictly increasing per GPU (two timestamps a channel writes in order
 differ). Kernels run on the PTX emulator with an instruction budget (`budget`: env MOCKGPU_NV_BUDGET, else the
 executor's default); one that passes it hangs its channel.
+
+A launch runs a slice at a time (compute.py): the doorbell runs the channels until the launch ends or a slice has
+passed, and a launch still running is gone on with by the GPU's worker, a daemon thread that runs the channels a
+slice at a time (holding the machine's lock, as a doorbell does, and letting it go between slices) while one of the
+GPU's channels has a launch under way, as the real GPU runs on while its host only polls memory. The thread ends
+when no launch runs (a finished, faulted or hung one, or a channel torn down), when the GPU is gone, and at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import sys
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -33,6 +43,10 @@ GPFIFO = {"sm_80": nc.AMPERE_CHANNEL_GPFIFO_A, "sm_86": nc.AMPERE_CHANNEL_GPFIFO
 # NV_PFAULT_* of the GPUs' dev_fault.h (hwref ga100 and gh100 agree): an access to no mapping finds no valid PTE
 FAULT_TYPE_PTE = 0x2
 ACCESS_TYPE = {"read": 0x0, "execute": 0x0, "write": 0x1}  # VIRT_READ (an instruction fetch reads), VIRT_WRITE
+GAP = 0.001  # seconds the worker lets go of the lock between slices (a doorbell or an ioctl waiting takes it)
+JOIN = 1.0  # seconds the process's exit waits for a worker to end its slice
+_workers: set[threading.Thread] = set()
+_exiting = threading.Event()
 
 
 class MMUFault(NamedTuple):
@@ -59,6 +73,8 @@ class MockNVGPU:
         self._tokens = itertools.count()
         self._clock = 0
         self.scheduler = scheduler_of(machine)
+        self.lock = getattr(machine, "lock", None) or self.scheduler.lock  # what a doorbell holds
+        self._worker: threading.Thread | None = None
 
     @property
     def budget(self) -> int:
@@ -94,6 +110,18 @@ class MockNVGPU:
         (a token no channel has rings nothing more than that, as it wakes no channel on hardware)."""
         self.scheduler.run()
 
+    def launch_stalled(self) -> None:
+        """A channel's launch did not end in its slice (called under the scheduler's lock): the worker goes on."""
+        if self._worker is None and not _exiting.is_set():
+            self._worker = threading.Thread(target=_work, args=(weakref.ref(self),), daemon=True,
+                                            name=f"usergpu-nv-gpu{self.index}")
+            _workers.add(self._worker)
+            self._worker.start()
+
+    def launching(self) -> bool:
+        """Whether one of the GPU's channels has a launch under way (a hung or stopped channel's is over)."""
+        return any(c.launching for c in self.channels)
+
     def timestamp(self) -> int:
         """The GPU clock in ns: monotonic, and strictly increasing from one reading to the next."""
         self._clock = max(time.monotonic_ns(), self._clock + 1)
@@ -116,3 +144,35 @@ class MockNVGPU:
     def interrupted(self, channel: Channel) -> None:
         for handler in self.interrupt_handlers:
             handler(channel)
+
+
+def _work(ref: weakref.ref) -> None:
+    """The worker of the GPU ref names: the machine's channels run a slice at a time while one of the GPU's has a
+    launch under way."""
+    try:
+        while not _exiting.is_set():
+            time.sleep(GAP)
+            gpu = ref()
+            if gpu is None:
+                return
+            with gpu.lock, gpu.scheduler.lock:
+                if _exiting.is_set() or not gpu.launching():
+                    gpu._worker = None
+                    return
+                try:
+                    gpu.scheduler.run()
+                except Exception as e:  # not a channel's stop (the RM reports those): the work cannot go on
+                    print(f"usergpu mock: GPU {gpu.index} stopped running its channels: {e!r}", file=sys.stderr)
+                    gpu._worker = None
+                    return
+            del gpu
+    finally:
+        _workers.discard(threading.current_thread())
+
+
+@atexit.register
+def _stop_workers() -> None:
+    """At exit the workers end (each after its slice), before the interpreter tears down what they use."""
+    _exiting.set()
+    for worker in list(_workers):
+        worker.join(JOIN)

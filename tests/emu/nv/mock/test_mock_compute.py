@@ -6,6 +6,8 @@ never-ending one (its channel hung), and launches the GPU cannot make, each a ch
 
 from __future__ import annotations
 
+import threading
+import time
 from functools import cache
 
 import numpy as np
@@ -15,7 +17,7 @@ from nvrig import Ring, Space, acquire, release
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
-from usergpu.emu.nv.mock import pushbuf
+from usergpu.emu.nv.mock import compute, pushbuf
 from usergpu.emu.nv.mock.channel import ChannelError
 from usergpu.emu.nv.mock.compute import image_size
 from usergpu.emu.nv.mock.gpu import MockNVGPU
@@ -280,7 +282,7 @@ def test_faulting_kernel_stops_its_channel_alone(launcher):
 
 
 def test_never_ending_kernel_hangs_its_channel(monkeypatch):
-    monkeypatch.setenv("MOCKGPU_NV_BUDGET", "20000")
+    monkeypatch.setenv("MOCKGPU_NV_BUDGET", "2000")
     launcher = Launcher("sm_90")
     flag_va, flag = launcher.space.alloc(16, np.uint32)
     done_va, done = launcher.space.alloc(16, np.uint32)
@@ -288,7 +290,7 @@ def test_never_ending_kernel_hangs_its_channel(monkeypatch):
     ring.submit(launcher.launch_words(launcher.qmd("spin", (1,), (32,), flag_va.to_bytes(8, "little")))
                 + release(done_va, 1))
     assert isinstance(ring.channel.hang, GPUHang) and ring.channel.hang.kernel == "spin"
-    assert "ran 20000 instruction steps" in str(ring.channel.hang) and "MOCKGPU_NV_BUDGET" in str(ring.channel.hang)
+    assert "ran 2000 instruction steps" in str(ring.channel.hang) and "MOCKGPU_NV_BUDGET" in str(ring.channel.hang)
     assert launcher.gpu.hangs == [(ring.channel, ring.channel.hang)] and not ring.errors and ring.channel.error is None
     assert done[0] == 0 and ring.gp_get == 1 and ring.channel.busy  # stalled at its entry for good
     flag[0] = 1
@@ -296,6 +298,47 @@ def test_never_ending_kernel_hangs_its_channel(monkeypatch):
     assert done[0] == 0  # a hung channel never resumes
     Ring(launcher.gpu, launcher.space).submit(release(done_va + 4, 7))
     assert done[1] == 7
+
+
+def _until(done, seconds: float = 10) -> bool:
+    """Whether done() comes true within seconds (the GPU's worker runs meanwhile)."""
+    limit = time.monotonic() + seconds
+    while not done() and time.monotonic() < limit:
+        time.sleep(0.005)
+    return done()
+
+
+def test_a_launch_runs_a_slice_per_doorbell_and_the_worker_goes_on_with_it(monkeypatch):
+    monkeypatch.setattr(compute, "LAUNCH_SLICE", 0.02)
+    launcher = Launcher("sm_90")
+    flag_va, flag = launcher.space.alloc(16, np.uint32)
+    done_va, done = launcher.space.alloc(16, np.uint32)
+    ring = launcher.ring
+    start = time.monotonic()
+    ring.submit(launcher.launch_words(launcher.qmd("spin", (1,), (32,), flag_va.to_bytes(8, "little")))
+                + release(done_va, 1))
+    assert time.monotonic() - start < 1  # the doorbell came back after a slice
+    assert launcher.gpu.launching() and ring.channel.launching and ring.channel.busy and done[0] == 0
+    worker = launcher.gpu._worker
+    assert worker is not None and worker.daemon and worker.is_alive()
+    flag[0] = 1  # the host lets it end: the worker finishes it, then the release after it runs
+    assert _until(lambda: done[0] == 1)
+    assert _until(lambda: not worker.is_alive())  # nothing left to run: the thread ended
+    assert not launcher.gpu.launching() and not ring.channel.busy and not ring.errors and ring.channel.hang is None
+
+
+def test_a_channel_torn_down_stops_its_launch_and_the_worker(monkeypatch):
+    monkeypatch.setattr(compute, "LAUNCH_SLICE", 0.02)
+    launcher = Launcher("sm_90")
+    flag_va, flag = launcher.space.alloc(16, np.uint32)
+    ring = launcher.ring
+    ring.submit(launcher.launch_words(launcher.qmd("spin", (1,), (32,), flag_va.to_bytes(8, "little"))))
+    worker = launcher.gpu._worker
+    assert worker is not None
+    launcher.gpu.destroy_channel(ring.channel)
+    assert _until(lambda: not worker.is_alive())
+    assert not launcher.gpu.launching() and launcher.gpu._worker is None
+    assert not [t for t in threading.enumerate() if t is worker]
 
 
 def test_unmapped_program_and_qmd_are_mmu_faults():
