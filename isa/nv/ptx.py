@@ -96,6 +96,7 @@ class Variable:
     init: bytes | None = None
     extern: bool = False
     line: int = 0
+    symbols: tuple[tuple[int, str], ...] = ()  # (byte offset, name): initializer elements that are a name's address
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,13 @@ class Instruction:
     text: str = ""  # as written, for traces and faults
 
 
+@dataclass(frozen=True)
+class Prototype:
+    """A .callprototype: the return values and parameters an indirect call passes."""
+    returns: tuple[Param, ...]
+    params: tuple[Param, ...]
+
+
 @dataclass
 class Function:
     name: str
@@ -130,6 +138,8 @@ class Function:
     body: list[Instruction] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # label -> index of the instruction after it
     branch_targets: dict[str, list[str]] = field(default_factory=dict)  # name: .branchtargets L0, L1, ...
+    call_targets: dict[str, list[str]] = field(default_factory=dict)  # name: .calltargets f0, f1, ...
+    prototypes: dict[str, Prototype] = field(default_factory=dict)  # name: .callprototype (...) _ (...)
     directives: dict[str, tuple[int, ...]] = field(default_factory=dict)  # maxntid, reqntid, ...
     defined: bool = True
 
@@ -290,11 +300,13 @@ def _size(typ: str, vector: int | None, dims: list[int]) -> tuple[int, int]:
     return TYPE_SIZE[typ] * count, count
 
 
-def _initializer(t: _Tokens, typ: str, size: int, line: int) -> bytes:
-    """= value or = {v, v, ...} (nested braces flattened) as little-endian bytes of typ, zero-filled to size."""
+def _initializer(t: _Tokens, typ: str, size: int, line: int) -> tuple[bytes, tuple[tuple[int, str], ...]]:
+    """= value or = {v, v, ...} (nested braces flattened) as little-endian bytes of typ, zero-filled to size; an
+    element that is a name (a function's or variable's address) is 0 in the bytes and listed as (offset, name)."""
     import struct
 
     values: list[int | float] = []
+    symbols: list[tuple[int, str]] = []
     depth = 0
     while True:
         kind, text, ln = t.peek()
@@ -308,6 +320,9 @@ def _initializer(t: _Tokens, typ: str, size: int, line: int) -> bytes:
             continue
         elif kind in ("num", "fimm"):
             values.append(immediate(text))
+        elif kind == "id" and not text.startswith((".", "%")) and TYPE_SIZE[typ] == 8 and typ[0] != "f":
+            symbols.append((len(values) * 8, text))
+            values.append(0)
         elif text != ",":
             if depth == 0:
                 break
@@ -321,7 +336,7 @@ def _initializer(t: _Tokens, typ: str, size: int, line: int) -> bytes:
                    for v in values)
     if len(out) > size:
         raise CodeObjectError(f"ptx: line {line}: {len(values)} initializers for {size} bytes")
-    return out + bytes(size - len(out))
+    return out + bytes(size - len(out)), tuple(symbols)
 
 
 def _variable(t: _Tokens, space: str, extern: bool, line: int) -> list[Variable]:
@@ -334,13 +349,23 @@ def _variable(t: _Tokens, space: str, extern: bool, line: int) -> list[Variable]
             raise CodeObjectError(f"ptx: line {ln}: expected a variable name, found {name!r}")
         dims, unsized = _dims(t)
         size, count = _size(typ, vector, dims)
-        init = _initializer(t, typ, size, ln) if t.take("=") else None
+        init, symbols = _initializer(t, typ, size, ln) if t.take("=") else (None, ())
         out.append(Variable(name, space, typ, size, align or TYPE_SIZE[typ] * (vector or 1), count, init,
-                            extern or unsized, ln))
+                            extern or unsized, ln, symbols))
         if not t.take(","):
             break
     t.expect(";")
     return out
+
+
+def _prototype(t: _Tokens) -> Prototype:
+    """After .callprototype: [(return values)] _ [(parameters)] [.noreturn ...];"""
+    returns = _params(t) if t.peek()[1] == "(" else []
+    t.expect("_")
+    params = _params(t) if t.peek()[1] == "(" else []
+    while not t.take(";"):
+        t.next()
+    return Prototype(tuple(returns), tuple(params))
 
 
 def _params(t: _Tokens) -> list[Param]:
@@ -413,13 +438,17 @@ class _Body:
             elif text in _LINE_DIRECTIVES:
                 t.next()
                 t.rest_of_line(line)
-            elif kind == "id" and t.peek(1)[1] == ":" and t.peek(2)[1] == ".branchtargets":
-                t.next(), t.next(), t.next()
+            elif kind == "id" and t.peek(1)[1] == ":" and t.peek(2)[1] in (".branchtargets", ".calltargets"):
+                t.next(), t.next()
+                lists = self.fn.branch_targets if t.next()[1] == ".branchtargets" else self.fn.call_targets
                 targets = [t.next()[1]]
                 while t.take(","):
                     targets.append(t.next()[1])
                 t.expect(";")
-                self.fn.branch_targets[text] = targets
+                lists[self.unique(text)] = targets
+            elif kind == "id" and t.peek(1)[1] == ":" and t.peek(2)[1] == ".callprototype":
+                t.next(), t.next(), t.next()
+                self.fn.prototypes[self.unique(text)] = _prototype(t)
             elif kind == "id" and t.peek(1)[1] == ":":
                 t.next()
                 t.next()

@@ -1,5 +1,6 @@
-"""Control flow, barriers and warp-level instructions: bra, call, ret, exit, trap, bar/barrier (sync and red),
-membar/fence, shfl.sync, vote.sync, match.sync, activemask, redux.sync.
+"""Control flow, barriers and warp-level instructions: bra, call (direct, or through a function's address), ret,
+exit, trap, bar/barrier (sync and red; barrier.cluster's arrive and wait), membar/fence, shfl.sync, vote.sync,
+match.sync, activemask, redux.sync.
 
 A warp instruction sees the lanes of each warp that execute it together (the executor runs the lanes at the same
 instruction at once, and reconverges divergent lanes at the lowest PC first).
@@ -10,9 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from usergpu.emu.nv.ptx.operands import NP
+from usergpu.emu.nv.ptx.program import Call, Program, call_of, callees
 from usergpu.emu.nv.ptx.semantics import STOP, Inst, Op
-from usergpu.emu.nv.ptx.state import BAR, EXIT, WARP
+from usergpu.emu.nv.ptx.state import BAR, EXIT, RUN, WARP, LaneFault
 from usergpu.isa.nv import ptx
+
+CLUSTER_BARRIER = -1  # bar_id of a lane at barrier.cluster.wait
+DIRECT = -2  # State.site of a thread in an address-taken function it entered by a direct call (-1: not in it)
 
 
 class Trap(Exception):
@@ -43,18 +48,78 @@ def brx(ins: Inst) -> Op:
 
 
 def call(ins: Inst) -> Op:
-    ops = list(ins.ops)
-    if isinstance(ops[0], ptx.Group):
-        ops.pop(0)
-    callee = ops[0]
-    if not isinstance(callee, ptx.Sym):
-        raise ins.o.error("indirect calls are not supported")
-    name = callee.name
+    c = call_of(ins.ins)
+    if not c.direct:
+        return _indirect(ins, c)
+    name = c.callee.name
     entry = ins.prog.entry[name]
+    indirect = name in ins.prog.functions.values()
 
     def run(st, sel):
         st.ret[name][sel] = st.p + 1
+        if indirect:  # running, entered by no indirect call: its ret copies nothing back
+            st.site[name][sel] = DIRECT
         return entry
+    return run
+
+
+Moves = list[tuple[int, int, int]]  # (from, to, bytes) in each lane's parameter space
+
+
+def _moves(prog: Program, fn: str, c: Call, callee: str) -> tuple[Moves, Moves] | str:
+    """(the copies of an indirect call's arguments into callee's parameters, those of callee's return values into
+    the call's), or why callee cannot take the call."""
+    f = prog.module.functions[callee]
+    if len(c.args) != len(f.params) or len(c.rets) != len(f.returns):
+        return (f"{callee} takes {len(f.params)} parameters and {len(f.returns)} return values; the call gives "
+                f"{len(c.args)} and {len(c.rets)}")
+    own = prog.module.functions[fn].variables
+
+    def pairs(vars_, formals, inward: bool) -> Moves:
+        out = []
+        for var, formal in zip(vars_, formals, strict=True):
+            mine = prog.place(fn, var.name, 0).address
+            theirs = prog.place(callee, formal.name, 0).address
+            size = min(formal.size, own[var.name].size if var.name in own else formal.size)
+            out.append((mine, theirs, size) if inward else (theirs, mine, size))
+        return out
+    return pairs(c.args, f.params, True), pairs(c.rets, f.returns, False)
+
+
+def _copy(st, moves: Moves, lanes: np.ndarray) -> None:
+    for src, dst, size in moves:
+        st.store("param", np.uint64(dst), st.load("param", np.uint64(src), size, lanes), lanes)
+
+
+def _indirect(ins: Inst, c: Call) -> Op:
+    """call through an address: each lane enters the function at its address (a fault when none is there)."""
+    prog = ins.prog
+    target = ins.o.get(c.callee, "u64")
+    allowed = set(callees(prog, ins.index))
+    at = {address: name for address, name in prog.functions.items() if name in allowed}
+    moves = {name: _moves(prog, ins.fn, c, name) for name in at.values()}
+    site = ins.index
+
+    def run(st, sel):
+        lanes = np.arange(st.n)[sel]
+        address = np.broadcast_to(np.asarray(target(st, sel)).astype(np.uint64), (len(lanes),))
+        out = np.empty(len(lanes), np.int64)
+        for a in np.unique(address):
+            mine = address == a
+            name = at.get(int(a))
+            why = "no function of the module is at this address" if name is None else moves[name]
+            if isinstance(why, str):
+                raise LaneFault(int(lanes[mine][0]), int(a), "call", why)
+            group = lanes[mine]
+            inside = st.site[name][group] != -1
+            if inside.any():  # its parameters and registers have one place per thread
+                raise LaneFault(int(group[inside][0]), int(a), "call", f"{name} is running already in this thread: "
+                                "recursive device functions are not supported by the emulator")
+            _copy(st, why[0], group)
+            st.ret[name][group] = st.p + 1
+            st.site[name][group] = site
+            out[mine] = prog.entry[name]
+        return out
     return run
 
 
@@ -62,7 +127,23 @@ def ret(ins: Inst) -> Op:
     if ins.fn == ins.prog.kernel.name:
         return exit(ins)
     name = ins.fn
-    return lambda st, sel: st.ret[name][sel]
+    prog = ins.prog
+    if name not in prog.functions.values():
+        return lambda st, sel: st.ret[name][sel]
+    back: dict[int, Moves] = {}  # the indirect calls that can reach name -> the copies of its return values
+    for i, code in enumerate(prog.code):
+        if code.opcode.split(".")[0] == "call" and not (c := call_of(code)).direct and name in callees(prog, i):
+            moves = _moves(prog, prog.owner[i], c, name)
+            back[i] = moves[1] if not isinstance(moves, str) else []
+
+    def run(st, sel):
+        lanes = np.arange(st.n)[sel]
+        sites = st.site[name][lanes]
+        for s in np.unique(sites[sites >= 0]):
+            _copy(st, back[int(s)], lanes[sites == s])
+        st.site[name][sel] = -1
+        return st.ret[name][sel]
+    return run
 
 
 def exit(ins: Inst) -> Op:
@@ -93,6 +174,8 @@ membar = fence = nanosleep = pmevent = _nothing
 def bar(ins: Inst) -> Op:
     """bar.sync / barrier.sync / bar.red: the lanes wait (status BAR) until the block's lanes all arrive (or the
     count operand's number); the executor releases them (release below)."""
+    if ins.has("cluster"):
+        return _cluster_barrier(ins)
     if ins.has("arrive"):
         raise ins.o.error("bar.arrive is not supported")
     if ins.has("warp"):  # bar.warp.sync: the warp's lanes are together already
@@ -121,14 +204,47 @@ def bar(ins: Inst) -> Op:
 barrier = bar
 
 
+def _cluster_barrier(ins: Inst) -> Op:
+    """barrier.cluster.arrive counts the thread's arrivals; barrier.cluster.wait waits (status BAR) until every
+    thread of the cluster that has not exited has arrived as often (release below)."""
+    if ins.has("arrive"):
+        def arrive(st, sel):
+            st.cluster_phase[sel] += 1
+        return arrive
+    if not ins.has("wait"):
+        raise ins.o.error("barrier.cluster is .arrive or .wait")
+    site = ins.index
+
+    def wait(st, sel):
+        st.status[sel] = BAR
+        st.pc[sel] = st.p + 1
+        st.bar_site[sel] = site
+        st.bar_id[sel] = CLUSTER_BARRIER
+        return STOP
+    return wait
+
+
+def _release_cluster(st, waiting: np.ndarray) -> bool:
+    at = waiting & (st.bar_id == CLUSTER_BARRIER)
+    if not at.any():
+        return False
+    live = st.status != EXIT
+    cluster = st.cluster_of_block[st.blk]
+    least = np.full(len(st.cluster_rows), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(least, cluster[live], st.cluster_phase[live])
+    go = at & (st.cluster_phase <= least[cluster])
+    st.status[go] = RUN
+    return bool(go.any())
+
+
 def release(st) -> bool:
     """Release every barrier all of whose lanes have arrived; True when some did."""
     waiting = st.status == BAR
     if not waiting.any():
         return False
     live = np.bincount(st.blk[st.status != EXIT], minlength=st.blocks)
-    released = False
-    for ident in np.unique(st.bar_id[waiting]):
+    released = _release_cluster(st, waiting)
+    for ident in np.unique(st.bar_id[waiting & (st.bar_id != CLUSTER_BARRIER)]):
         at = waiting & (st.bar_id == ident)
         arrived = np.bincount(st.blk[at], minlength=st.blocks)
         want = live.copy()

@@ -1,4 +1,8 @@
-"""ld, st, atom and red in every state space (global, shared, local, param, const, generic) and vector width.
+"""ld, st, atom and red in every state space (global, shared, local, param, const, generic; .shared::cluster for
+another CTA's shared memory) and vector width; cp.async; mapa and getctarank.
+
+cp.async copies at issue: PTX lets a thread that reads the destination before cp.async.wait_group see either the
+old or the new bytes, and after it the new, which a copy done at once gives; commit and wait are then nothing.
 
 An atomic runs lane by lane where lanes hit the same address (in lane order, each seeing the one before), and all
 at once where they do not: the rounds are as many as the most lanes on one address.
@@ -10,8 +14,9 @@ import numpy as np
 
 from usergpu.emu.nv.ptx import fp
 from usergpu.emu.nv.ptx.operands import NP, UINT
-from usergpu.emu.nv.ptx.program import LOCAL_WINDOW, SHARED_WINDOW
-from usergpu.emu.nv.ptx.semantics import Inst, Op, _decode, _encode
+from usergpu.emu.nv.ptx.program import CLUSTER_SHARED, LOCAL_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW
+from usergpu.emu.nv.ptx.semantics import Inst, Op, UnsupportedPTX, _decode, _encode
+from usergpu.emu.nv.ptx.state import LaneFault
 from usergpu.isa.nv import ptx
 
 SPACES = ("global", "shared", "local", "param", "const")
@@ -19,8 +24,10 @@ GENERIC_OF = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
 
 
 def _space(ins: Inst) -> str:
-    space = next((m for m in ins.mods if m in SPACES), "generic")
-    return "shared" if space == "shared" or ins.has("shared::cta") else space
+    """The instruction's state space: .shared, .shared::cta and .shared::cluster are all shared memory (an
+    address says whose)."""
+    space = next((m.split("::")[0] for m in ins.mods if m.split("::")[0] in SPACES), "generic")
+    return space
 
 
 def _address(ins: Inst, op) -> tuple:
@@ -153,9 +160,7 @@ def _atomic(ins: Inst, returns: bool) -> Op:
         a = np.broadcast_to(np.asarray(addr(st, sel), np.uint64), (count,))
         bv = np.broadcast_to(np.asarray(b(st, sel)).astype(NP[t]), (count,))
         cv = np.broadcast_to(np.asarray(c(st, sel)).astype(NP[t]), (count,))
-        # shared addresses of different blocks are different words
-        key = a.astype(np.uint64) ^ (st.blk[lanes].astype(np.uint64) << np.uint64(48)) if space in (
-            "shared", "generic") else a
+        key = st.atomic_key(space, a, lanes)  # shared addresses of different blocks are different words
         old_all = np.empty(count, NP[t])
         left = np.arange(count)
         while len(left):
@@ -169,3 +174,101 @@ def _atomic(ins: Inst, returns: bool) -> Op:
         if dst is not None:
             dst(st, sel, old_all)
     return run
+
+
+# ---- cp.async ----------------------------------------------------------------------------------------------------
+CP_SIZES = (4, 8, 16)
+
+
+def cp(ins: Inst) -> Op:
+    """cp.async.ca/.cg.shared{::cta}.global [dst], [src], cp-size{, src-size | ignore-src}{, cache-policy}: cp-size
+    bytes into shared memory, the first src-size of them (all, or none where ignore-src is true) from global memory
+    and the rest zeros; cp.async.commit_group / wait_group / wait_all."""
+    if not ins.has("async") or ins.has("bulk", "mbarrier", "tensor", "reduce"):
+        raise UnsupportedPTX(ins.ins, ins.prog.kernel.name, "of cp, only cp.async's copy to shared memory and its "
+                             "groups are")
+    if ins.has("commit_group", "wait_group", "wait_all"):
+        return lambda st, sel: None
+    size_op = ins.ops[2] if len(ins.ops) > 2 else None
+    if not isinstance(size_op, ptx.Imm) or size_op.value not in CP_SIZES or (ins.has("cg") and size_op.value != 16):
+        raise ins.o.error("cp.async's cp-size is 4, 8 or 16 (16 with .cg)")
+    size = int(size_op.value)
+    dst, src = ins.o.address(ins.ops[0]), ins.o.address(ins.ops[1])
+    extra = list(ins.ops[3:len(ins.ops) - ins.has("L2::cache_hint")])
+    count = _source_bytes(ins, extra[0], size) if extra else (lambda st, sel: np.int64(size))
+
+    def run(st, sel):
+        lanes = np.arange(st.n)[sel]
+        n = np.broadcast_to(np.asarray(count(st, sel)).astype(np.int64), (len(lanes),))
+        if (n > size).any():
+            i = int(np.argmax(n > size))
+            raise LaneFault(int(lanes[i]), int(np.broadcast_to(src(st, sel), (len(lanes),))[i]), "read",
+                            f"cp.async's src-size {n[i]} is more than its cp-size {size}")
+        data = np.zeros((len(lanes), size), np.uint8)
+        at = np.broadcast_to(np.asarray(src(st, sel), np.uint64), (len(lanes),))
+        for k in np.unique(n[n > 0]):
+            these = n == k
+            data[these, :k] = st.load("global", at[these], int(k), lanes[these])
+        st.store("shared", dst(st, sel), data, sel)
+    return run
+
+
+def _source_bytes(ins: Inst, op, size: int):
+    """A getter of the bytes cp.async reads per lane: src-size, or for the ignore-src predicate none or all."""
+    if isinstance(op, ptx.Reg) and ins.prog.registers.get(ins.o.key(op)[0]) == "pred":
+        ignore = ins.o.get(op, "pred")
+        return lambda st, sel: np.where(ignore(st, sel), 0, size)
+    return ins.o.get(op, "u32")
+
+
+# ---- distributed shared memory -----------------------------------------------------------------------------------
+def _shared_place(ins: Inst, generic: bool):
+    """A function (st, sel, address) -> (the offset in its CTA's shared memory, that CTA's rank in the cluster) for
+    a .shared::cta or .shared::cluster address, or (generic) one in the shared window."""
+    base = np.uint64(SHARED_WINDOW if generic else 0)
+    low = np.uint64((1 << RANK_SHIFT) - 1)
+
+    def place(st, sel, x):
+        lanes = np.arange(st.n)[sel]
+        x = np.broadcast_to(np.asarray(x).astype(np.uint64), (len(lanes),))
+        outside = (x < base) | (x >= base + np.uint64(WINDOW))
+        if outside.any():
+            i = int(np.argmax(outside))
+            raise LaneFault(int(lanes[i]), int(x[i]), ins.base, "not an address of shared memory")
+        off = x - base
+        far = off >= np.uint64(CLUSTER_SHARED)
+        rank = np.where(far, (off >> np.uint64(RANK_SHIFT)) & np.uint64(0x7F), st.cluster_ctarank[lanes])
+        return np.where(far, off & low, off), rank.astype(np.uint64)
+    return place
+
+
+def mapa(ins: Inst) -> Op:
+    """mapa{.shared::cluster}.u32/u64 d, a, rank: the address in CTA rank of the cluster of what a addresses in
+    its own (generic without .shared::cluster)."""
+    generic = not ins.has("shared::cluster")
+    t = ins.t
+    a = _address(ins, ins.ops[1])[0] if isinstance(ins.ops[1], ptx.Sym | ptx.Addr) else ins.o.get(ins.ops[1], t)
+    rank = ins.o.get(ins.ops[2], "u32")
+    place = _shared_place(ins, generic)
+    base = np.uint64(SHARED_WINDOW if generic else 0)
+    dst = ins.dst(t)
+
+    def run(st, sel):
+        lanes = np.arange(st.n)[sel]
+        off, _ = place(st, sel, a(st, sel))
+        r = np.broadcast_to(np.asarray(rank(st, sel)).astype(np.uint64), (len(lanes),))
+        bad = (r >= np.uint64(st.cluster_size)) | (off >= np.uint64(1 << RANK_SHIFT))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise LaneFault(int(lanes[i]), int(off[i]), "mapa", f"CTA rank {r[i]} of a cluster of "
+                            f"{st.cluster_size} CTAs" if r[i] >= st.cluster_size else "past shared memory")
+        dst(st, sel, (base + (np.uint64(CLUSTER_SHARED) | (r << np.uint64(RANK_SHIFT)) | off)).astype(NP[t]))
+    return run
+
+
+def getctarank(ins: Inst) -> Op:
+    """getctarank{.shared::cluster}.u32/u64 d, a: the rank in the cluster of the CTA whose shared memory a is in."""
+    a = ins.o.get(ins.ops[1], ins.t)
+    place = _shared_place(ins, not ins.has("shared::cluster"))
+    dst = ins.dst("u32")
+    return lambda st, sel: dst(st, sel, place(st, sel, a(st, sel))[1].astype(np.uint32))

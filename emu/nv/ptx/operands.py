@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from usergpu.emu.nv.ptx.program import Program
+from usergpu.emu.nv.ptx.program import Program, function_address
 from usergpu.errors import CodeObjectError
 from usergpu.isa.nv import ptx
 
@@ -154,14 +154,19 @@ class Operands:
         axis = "xyz".index(comp) if comp else 0
         dt = NP[t]
         per_lane = {"tid": lambda st: st.tid[axis], "ctaid": lambda st: st.ctaid[axis],
-                    "laneid": lambda st: st.laneid, "warpid": lambda st: st.warpid, "smid": lambda st: st.smid}
+                    "laneid": lambda st: st.laneid, "warpid": lambda st: st.warpid, "smid": lambda st: st.smid,
+                    "clusterid": lambda st: st.clusterid[axis], "cluster_ctaid": lambda st: st.cluster_ctaid[axis],
+                    "cluster_ctarank": lambda st: st.cluster_ctarank}
         uniform = {"ntid": lambda st: st.ntid[axis], "nctaid": lambda st: st.nctaid[axis],
                    "nwarpid": lambda st: 64, "nsmid": lambda st: st.sm_count, "gridid": lambda st: 1,
                    "clock": lambda st: st.steps * 4 & 0xFFFFFFFF, "clock64": lambda st: st.steps * 4,
                    "clock_hi": lambda st: st.steps * 4 >> 32 & 0xFFFFFFFF,
                    "globaltimer": lambda st: st.time_ns + st.steps, "globaltimer_lo": lambda st:
                    (st.time_ns + st.steps) & 0xFFFFFFFF, "globaltimer_hi": lambda st: (st.time_ns + st.steps) >> 32,
-                   "dynamic_smem_size": lambda st: st.dynamic_shared, "total_smem_size": lambda st: st.shared_size}
+                   "dynamic_smem_size": lambda st: st.dynamic_shared, "total_smem_size": lambda st: st.shared_size,
+                   "nclusterid": lambda st: st.nctaid[axis] // st.cluster[axis],
+                   "cluster_nctaid": lambda st: st.cluster[axis], "cluster_nctarank": lambda st: st.cluster_size,
+                   "is_explicit_cluster": lambda st: int(st.explicit_cluster)}
         masks = {"lanemask_eq": lambda lane: 1 << lane, "lanemask_lt": lambda lane: (1 << lane) - 1,
                  "lanemask_le": lambda lane: (2 << lane) - 1, "lanemask_gt": lambda lane: ~((2 << lane) - 1),
                  "lanemask_ge": lambda lane: ~((1 << lane) - 1)}
@@ -188,6 +193,9 @@ class Operands:
             return lambda st, sel: np.uint64(st.globals[name]) + off
         if place.space in ("shared", "local", "param"):
             at = np.uint64(place.address) + off
+            return lambda st, sel: at
+        if place.space == "func" and base.name in self.prog.functions.values():  # mov.u64 %rd, f: its address
+            at = np.uint64(function_address(self.prog.module, base.name)) + off
             return lambda st, sel: at
         raise self.error(f"{base.name} ({place.space}) has no address")
 

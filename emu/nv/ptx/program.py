@@ -3,12 +3,14 @@ with every name resolved to a place (a register, a shared/local/param/global add
 
 Device functions are not recursive in what this links (a call graph cycle is refused), so each function's
 registers, local variables and parameters have one static place per thread: a call writes its arguments straight
-into the callee's parameters, and the caller's return-value variable is the callee's.
+into the callee's parameters, and the caller's return-value variable is the callee's. An indirect call (through a
+function's address: `mov.u64 %rd, f;` or a .global initialised with f) has variables of its own, copied into the
+callee's parameters at the call and back from its return values at its ret.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -18,6 +20,10 @@ from usergpu.isa.nv import ptx
 SHARED_WINDOW = 0x0000_7E00_0000_0000  # generic addresses of the block's shared memory (cvta.shared)
 LOCAL_WINDOW = 0x0000_7D00_0000_0000  # generic addresses of the thread's local memory (cvta.local)
 WINDOW = 1 << 32
+CLUSTER_SHARED = 1 << 31  # a .shared::cluster address of another CTA's shared memory: this bit, its rank << 24,
+RANK_SHIFT = 24  # and the offset in that CTA's shared memory (mapa makes one; cvta.shared's window holds it too)
+FUNC_WINDOW = 0x0000_7C00_0000_0000  # a device function's address (mov.u64 %rd, f): FUNC_WINDOW + 16 * its index
+FUNC_STRIDE = 16
 
 
 def _align(x: int, a: int) -> int:
@@ -45,6 +51,7 @@ class Program:
     local_size: int = 0
     param_size: int = 0  # per thread: the kernel's parameters, then every callee's and call sequence's
     globals: dict[str, ptx.Variable] = field(default_factory=dict)  # module .global/.const variables
+    functions: dict[int, str] = field(default_factory=dict)  # address -> linked function whose address is taken
     # each instruction's place in a reverse post-order of the control-flow graph: the executor runs the lanes
     # lowest in it first, so lanes wait at a join (a loop's latch, an if's end) for those still on the way there
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -60,17 +67,72 @@ class Program:
         return f"{fn}:{name}"
 
 
-def _callees(fn: ptx.Function) -> list[str]:
-    return [ins.operands[1 if isinstance(ins.operands[0], ptx.Group) else 0].name for ins in fn.body
-            if ins.opcode.split(".")[0] == "call" and ins.operands]
+@dataclass(frozen=True)
+class Call:
+    """A call's operands: call [(rets),] callee[, (args)][, prototype or .calltargets list]."""
+    rets: tuple
+    callee: ptx.Sym | ptx.Reg
+    args: tuple
+    via: ptx.Sym | None  # an indirect call's .callprototype or .calltargets label
+
+    @property
+    def direct(self) -> bool:
+        return isinstance(self.callee, ptx.Sym)
+
+
+def call_of(ins: ptx.Instruction) -> Call:
+    ops = list(ins.operands)
+    rets = ops.pop(0).items if ops and isinstance(ops[0], ptx.Group) else ()
+    if not ops or not isinstance(ops[0], ptx.Sym | ptx.Reg):
+        raise CodeObjectError(f"ptx: line {ins.line}: a call names a function or a register holding its address "
+                              f"({ins.text})")
+    callee = ops.pop(0)
+    args = ops.pop(0).items if ops and isinstance(ops[0], ptx.Group) else ()
+    return Call(rets, callee, args, ops[0] if ops and isinstance(ops[0], ptx.Sym) else None)
+
+
+def _is_call(ins: ptx.Instruction) -> bool:
+    return ins.opcode.split(".")[0] == "call"
+
+
+def function_address(module: ptx.Module, name: str) -> int:
+    return FUNC_WINDOW + FUNC_STRIDE * list(module.functions).index(name)
+
+
+def _names(op) -> list[str]:
+    """The symbols an operand names (an address's base, a vector's items)."""
+    if isinstance(op, ptx.Sym):
+        return [op.name]
+    if isinstance(op, ptx.Addr):
+        return _names(op.base)
+    if isinstance(op, ptx.Vec | ptx.Group):
+        return [n for x in op.items for n in _names(x)]
+    return []
+
+
+def _uses(module: ptx.Module, fn: ptx.Function) -> tuple[list[str], list[tuple[str, str]]]:
+    """(the functions fn calls directly, (each function whose address it takes, where))"""
+    direct, taken = [], []
+    for ins in fn.body:
+        ops = ins.operands
+        if _is_call(ins) and ops:
+            c = call_of(ins)
+            if c.direct:
+                direct.append(c.callee.name)
+            ops = (*c.rets, *c.args)
+        taken += [(n, f"line {ins.line}") for op in ops for n in _names(op) if n in module.functions]
+    return direct, taken
 
 
 def _reachable(module: ptx.Module, kernel: str) -> list[str]:
-    """The kernel, then every function it calls (directly or not), each once; a cycle is refused."""
+    """The kernel, then every function it calls (directly or not) or takes the address of, and those whose address
+    a module variable holds, each once; a cycle of direct calls is refused."""
     order: list[str] = []
     state: dict[str, int] = {}
+    taken = [(name, f"line {v.line}") for v in module.variables.values() for _, name in v.symbols
+             if name in module.functions]
 
-    def visit(name: str, via: str) -> None:
+    def visit(name: str, via: str, at: str = "") -> None:
         if state.get(name) == 1:
             raise CodeObjectError(f"ptx: {name} calls itself (through {via}): recursive device functions are not "
                                   "supported by the emulator")
@@ -78,15 +140,35 @@ def _reachable(module: ptx.Module, kernel: str) -> list[str]:
             return
         fn = module.functions.get(name)
         if fn is None or not fn.defined:
-            raise CodeObjectError(f"ptx: {via} calls {name}, which the module does not define")
+            raise CodeObjectError(f"ptx: {via} calls {name}, which the module does not define" if via else
+                                  f"ptx: {at}: the address of {name} is taken, but the module does not define it")
         state[name] = 1
         order.append(name)
-        for callee in _callees(fn):
+        direct, addresses = _uses(module, fn)
+        taken.extend(addresses)
+        for callee in direct:
             visit(callee, name)
         state[name] = 2
 
     visit(kernel, kernel)
+    while taken:
+        name, at = taken.pop()
+        visit(name, "", at)
     return order
+
+
+def _with_addresses(module: ptx.Module, v: ptx.Variable) -> ptx.Variable:
+    """A variable whose initializer names functions, with their addresses in its bytes."""
+    if not v.symbols:
+        return v
+    init = bytearray(v.init or b"")
+    for offset, name in v.symbols:
+        f = module.functions.get(name)
+        if f is None or f.entry:
+            raise CodeObjectError(f"ptx: line {v.line}: the initializer of {v.name} names {name}: the emulator "
+                                  "initialises variables with numbers and device functions' addresses only")
+        init[offset:offset + 8] = function_address(module, name).to_bytes(8, "little")
+    return replace(v, init=bytes(init))
 
 
 def link(module: ptx.Module, kernel: str) -> Program:
@@ -95,7 +177,7 @@ def link(module: ptx.Module, kernel: str) -> Program:
     shared, param = 0, 0
     for name, v in module.variables.items():
         if v.space in ("global", "const"):
-            prog.globals[name] = v
+            prog.globals[name] = _with_addresses(module, v)
             prog.places[("", name)] = Place(v.space, 0, name)
         elif v.space == "shared":  # module-scope shared variables belong to every block
             shared, place = _static(shared, v)
@@ -131,6 +213,8 @@ def link(module: ptx.Module, kernel: str) -> Program:
                 raise CodeObjectError(f"ptx: line {v.line}: .{v.space} variables inside a function are not supported")
     for name in prog.entry:
         prog.places[("", name)] = Place("func", prog.entry[name], name)
+        if not module.functions[name].entry:
+            prog.functions[function_address(module, name)] = name
     prog.dynamic_shared_at = _align(shared, 16)
     for owner, v in extern_shared:
         prog.places[(owner, v.name)] = Place("shared", prog.dynamic_shared_at, v.name)
@@ -142,6 +226,18 @@ def link(module: ptx.Module, kernel: str) -> Program:
     return prog
 
 
+def callees(prog: Program, i: int) -> list[str]:
+    """The functions the call at i can enter: its callee, or for an indirect call those of its .calltargets list
+    (any function whose address is taken without one)."""
+    c = call_of(prog.code[i])
+    if c.direct:
+        return [c.callee.name]
+    fn = prog.module.functions[prog.owner[i]]
+    if c.via is not None and c.via.name in fn.call_targets:
+        return [name for name in fn.call_targets[c.via.name] if name in prog.entry]
+    return list(prog.functions.values())
+
+
 def _successors(prog: Program, i: int, returns: dict[str, list[int]]) -> list[int]:
     """Where control can go after instruction i: a call goes into its callee, a callee's ret to its call sites."""
     ins = prog.code[i]
@@ -151,8 +247,7 @@ def _successors(prog: Program, i: int, returns: dict[str, list[int]]) -> list[in
         target = prog.place(prog.owner[i], ins.operands[0].name, ins.line).address
         return [target, *after] if ins.guard is not None else [target]
     if base == "call":
-        callee = ins.operands[1 if isinstance(ins.operands[0], ptx.Group) else 0].name
-        return [prog.entry[callee]]
+        return [prog.entry[name] for name in callees(prog, i)]
     if base == "ret" and prog.owner[i] != prog.kernel.name:
         return [*returns.get(prog.owner[i], []), *(after if ins.guard is not None else [])]
     if base in ("ret", "exit", "trap"):
@@ -166,9 +261,9 @@ def _reverse_postorder(prog: Program) -> np.ndarray:
     n = len(prog.code)
     returns: dict[str, list[int]] = {}
     for i, ins in enumerate(prog.code):
-        if ins.opcode.split(".")[0] == "call":
-            callee = ins.operands[1 if isinstance(ins.operands[0], ptx.Group) else 0].name
-            returns.setdefault(callee, []).append(i + 1)
+        if _is_call(ins):
+            for callee in callees(prog, i):
+                returns.setdefault(callee, []).append(i + 1)
     post: list[int] = []
     seen = np.zeros(n, bool)
     for root in range(n):
@@ -199,18 +294,19 @@ def _static(offset: int, v: ptx.Variable) -> tuple[int, Place]:
 def _bind_calls(prog: Program) -> None:
     """Each call's argument and return-value variables are the callee's parameters (see the module doc)."""
     for ins, owner in zip(prog.code, prog.owner, strict=True):
-        if ins.opcode.split(".")[0] != "call":
+        if not _is_call(ins):
             continue
-        ops = list(ins.operands)
-        rets = ops.pop(0).items if isinstance(ops[0], ptx.Group) else ()
-        callee = prog.module.functions[ops.pop(0).name]
-        args = ops.pop(0).items if ops and isinstance(ops[0], ptx.Group) else ()
-        if len(args) != len(callee.params) or len(rets) != len(callee.returns):
+        c = call_of(ins)
+        if any(not isinstance(var, ptx.Sym) for var in (*c.args, *c.rets)):
+            raise CodeObjectError(f"ptx: line {ins.line}: a call's arguments must be .param variables")
+        if not c.direct:  # an indirect call's variables are its own (placed by _unbound_params)
+            continue
+        callee = prog.module.functions[c.callee.name]
+        if len(c.args) != len(callee.params) or len(c.rets) != len(callee.returns):
             raise CodeObjectError(f"ptx: line {ins.line}: {callee.name} takes {len(callee.params)} parameters and "
-                                  f"{len(callee.returns)} return values; the call gives {len(args)} and {len(rets)}")
-        for var, formal in zip((*args, *rets), (*callee.params, *callee.returns), strict=True):
-            if not isinstance(var, ptx.Sym):
-                raise CodeObjectError(f"ptx: line {ins.line}: a call's arguments must be .param variables")
+                                  f"{len(callee.returns)} return values; the call gives {len(c.args)} and "
+                                  f"{len(c.rets)}")
+        for var, formal in zip((*c.args, *c.rets), (*callee.params, *callee.returns), strict=True):
             prog.places[(owner, var.name)] = prog.places[(callee.name, formal.name)]
 
 

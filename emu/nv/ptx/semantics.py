@@ -719,9 +719,6 @@ def _slct(ins: Inst) -> Op:
 # ---- moves and conversions -------------------------------------------------------------------------------------
 def _mov(ins: Inst) -> Op:
     t = ins.t
-    src = ins.ops[1]
-    if isinstance(src, ptx.Sym) and ins.o.space_of(src) == "func":
-        raise ins.o.error("function addresses (indirect calls) are not supported")
     return _op(ins, lambda a: a, t)
 
 
@@ -883,7 +880,8 @@ TABLE: dict[str, Callable[[Inst], Op]] = {
     "testp": _testp, "copysign": _copysign,
     "setp": _setp, "set": _set, "selp": _selp, "slct": _slct,
     "mov": _mov, "cvt": _cvt, "cvta": _cvta,
-    **{name: _lazy("memops", name) for name in ("ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu")},
+    **{name: _lazy("memops", name) for name in ("ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu", "cp",
+                                                  "mapa", "getctarank")},
     **{name: _lazy("control", name) for name in (
         "bra", "brx", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier", "membar", "fence", "nanosleep",
         "shfl", "vote", "match", "activemask", "redux", "pmevent")},

@@ -4,6 +4,10 @@ bounds-checked.
 
 A batch's lanes are its blocks' threads, block after block, each block's in linear thread order (x fastest), so
 lane // 32 within a block is its warp and lane % 32 its %laneid, as on the hardware.
+
+Blocks form clusters (sm_90) of the cluster shape, (1, 1, 1) when the launch gives none and the kernel has no
+.reqnctapercluster; a batch holds whole clusters, so a CTA reaches the shared memory of the others of its cluster
+(a .shared::cluster address: CLUSTER_SHARED | rank << RANK_SHIFT | offset) and barrier.cluster waits for them.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import functools
 import numpy as np
 
 from usergpu.emu.memory import Memory, MemoryFault
-from usergpu.emu.nv.ptx.program import LOCAL_WINDOW, SHARED_WINDOW, WINDOW, Program
+from usergpu.emu.nv.ptx.program import CLUSTER_SHARED, LOCAL_WINDOW, RANK_SHIFT, SHARED_WINDOW, WINDOW, Program
+from usergpu.errors import LaunchError
 
 RUN, BAR, EXIT = 0, 1, 2  # a lane's status
 WARP = 32
@@ -47,10 +52,34 @@ def _lanes(ntid: tuple[int, int, int], nctaid: tuple[int, int, int], first: int,
     return out
 
 
+def _clusters(ctaid: np.ndarray, nctaid: tuple[int, int, int], cluster: tuple[int, int, int]) -> tuple[np.ndarray, ...]:
+    """Per block: %clusterid, %cluster_ctaid, %cluster_ctarank, and its cluster's number within the blocks given."""
+    c = np.array(cluster, np.uint32)[:, None]
+    clusterid, local = ctaid // c, ctaid % c
+    rank = local[0] + local[1] * cluster[0] + local[2] * cluster[0] * cluster[1]
+    ncl = [n // k for n, k in zip(nctaid, cluster, strict=True)]
+    cid = clusterid.astype(np.int64)
+    linear = cid[0] + cid[1] * ncl[0] + cid[2] * ncl[0] * ncl[1]
+    _, number = np.unique(linear, return_inverse=True)
+    return clusterid, local, rank.astype(np.uint32), number.astype(np.int64)
+
+
+def cluster_shape(prog: Program, nctaid: tuple[int, int, int], cluster: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The launch's cluster shape: the one given, else the kernel's .reqnctapercluster; checked against the grid."""
+    if tuple(cluster) == (1, 1, 1) and prog.kernel.directives.get("reqnctapercluster"):
+        cluster = (*prog.kernel.directives["reqnctapercluster"], 1, 1)[:3]
+    cluster = tuple(int(x) for x in cluster)
+    if any(k < 1 or n % k for n, k in zip(nctaid, cluster, strict=True)):
+        raise LaunchError(f"kernel {prog.kernel.name}: a grid of {nctaid} blocks is not whole clusters of {cluster}")
+    return cluster
+
+
 class State:
     def __init__(self, prog: Program, mem: Memory, first: int, nb: int, ntid: tuple[int, int, int],
-                 nctaid: tuple[int, int, int], params: bytes, dynamic_shared: int, sm_count: int):
-        """The nb blocks from number first (in grid order, x fastest) of a launch of nctaid blocks of ntid."""
+                 nctaid: tuple[int, int, int], params: bytes, dynamic_shared: int, sm_count: int,
+                 cluster: tuple[int, int, int] = (1, 1, 1)):
+        """The nb blocks from number first (in grid order, x fastest) of a launch of nctaid blocks of ntid, in
+        clusters of cluster blocks (each cluster whole among the nb)."""
         self.prog, self.mem = prog, mem
         self.ntid, self.nctaid = ntid, nctaid
         per = ntid[0] * ntid[1] * ntid[2]
@@ -81,6 +110,24 @@ class State:
         self.param = self.param.reshape(-1)
         self.steps = 0
         self.lane_steps = 0
+        self.site = {name: np.full(n, -1, np.int64) for name in prog.functions.values()}  # indirect call sites
+        self._cluster_geometry(first, nb, cluster)
+
+    def _cluster_geometry(self, first: int, nb: int, cluster: tuple[int, int, int]) -> None:
+        self.cluster = cluster_shape(self.prog, self.nctaid, cluster)
+        self.explicit_cluster = self.cluster != (1, 1, 1)
+        self.cluster_size = size = self.cluster[0] * self.cluster[1] * self.cluster[2]
+        block_ctaid = self.ctaid[:, ::self.per_block]
+        clusterid, local, rank, number = _clusters(block_ctaid, self.nctaid, self.cluster)
+        counts = np.bincount(number)
+        if (counts != size).any():
+            raise LaunchError(f"kernel {self.prog.kernel.name}: blocks {first}..{first + nb - 1} of the grid do not "
+                              f"hold whole clusters of {self.cluster} (a batch of blocks must)")
+        self.clusterid, self.cluster_ctaid = clusterid[:, self.blk], local[:, self.blk]
+        self.cluster_ctarank, self.cluster_of_block = rank[self.blk], number
+        self.cluster_rows = np.zeros((len(counts), size), np.int64)  # (cluster, rank) -> the block's row
+        self.cluster_rows[number, rank] = np.arange(nb)
+        self.cluster_phase = np.zeros(self.n, np.int64)  # barrier.cluster.arrive's per thread
 
     # ---- registers -------------------------------------------------------------------------------------------
     def register(self, key: str, dtype: np.dtype) -> np.ndarray:
@@ -116,6 +163,8 @@ class State:
         if space in ("global", "const"):
             return self._global(addr, nbytes, sel, "read")
         buf, size, rows = self._rows(space, sel)
+        if space == "shared":
+            addr, rows = self.shared_rows(addr, sel, "read")
         self._check(addr, nbytes, size, sel, space, "read", 0)
         flat = rows * size + addr.astype(np.int64)
         return buf[flat[:, None] + np.arange(nbytes)]
@@ -133,9 +182,39 @@ class State:
                 raise self._fault(e, addr, sel) from None
             return
         buf, size, rows = self._rows(space, sel)
+        if space == "shared":
+            addr, rows = self.shared_rows(addr, sel, "write")
         self._check(addr, data.shape[1], size, sel, space, "write", 0)
         flat = rows * size + addr.astype(np.int64)
         buf[flat[:, None] + np.arange(data.shape[1])] = data
+
+    def shared_rows(self, addr: np.ndarray, sel, access: str) -> tuple[np.ndarray, np.ndarray]:
+        """(the offset in its CTA's shared memory, that CTA's row) of each selected lane's shared address: its own
+        CTA's, or for a .shared::cluster address the CTA of that rank in its cluster."""
+        rows = self.blk[sel]
+        far = addr >= np.uint64(CLUSTER_SHARED)
+        if not far.any():
+            return addr, rows
+        rank = ((addr >> np.uint64(RANK_SHIFT)) & np.uint64(0x7F)).astype(np.int64)
+        out = far & (rank >= self.cluster_size)
+        if out.any():
+            i = int(np.flatnonzero(out)[0])
+            raise LaneFault(int(np.arange(self.n)[sel][i]), int(addr[i]), access,
+                            f"a .shared::cluster address of CTA rank {rank[i]}, outside the cluster of "
+                            f"{self.cluster_size} CTAs")
+        offset = np.where(far, addr & np.uint64((1 << RANK_SHIFT) - 1), addr)
+        target = self.cluster_rows[self.cluster_of_block[rows], np.minimum(rank, self.cluster_size - 1)]
+        return offset, np.where(far, target, rows)
+
+    def atomic_key(self, space: str, addr: np.ndarray, sel) -> np.ndarray:
+        """Per selected lane, a key that two lanes share exactly when their atomics reach the same byte (shared
+        memory is per CTA; a .shared::cluster address names another CTA's)."""
+        if space not in ("shared", "generic"):
+            return addr
+        base = np.uint64(SHARED_WINDOW if space == "generic" else 0)
+        inside = (addr >= base) & (addr < base + np.uint64(WINDOW))
+        offset, rows = self.shared_rows(np.where(inside, addr - base, np.uint64(0)), sel, "atomic")
+        return np.where(inside, np.uint64(1 << 63) | (rows.astype(np.uint64) << np.uint64(33)) | offset, addr)
 
     def _global(self, addr: np.ndarray, nbytes: int, sel, access: str) -> np.ndarray:
         try:

@@ -9,6 +9,7 @@ import itertools
 import math
 
 import numpy as np
+import ptx_cases_async
 import ptx_refs as R
 from ptx_harness import Case, float_edges, int_edges, rng
 
@@ -328,4 +329,4 @@ def atomics() -> list[Case]:
 
 
 def cases() -> list[Case]:
-    return loads() + stores() + spaces() + moves() + atomics()
+    return loads() + stores() + spaces() + moves() + atomics() + ptx_cases_async.cases()
