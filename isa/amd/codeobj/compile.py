@@ -16,7 +16,7 @@ from pathlib import Path
 
 from usergpu.errors import CompileError, ToolchainError
 from usergpu.isa import elf
-from usergpu.isa.amd.codeobj import libclc
+from usergpu.isa.amd.codeobj import libclc, printf
 
 CLANG, LLD = "clang-22", "ld.lld-22"
 TIMEOUT_S = 300
@@ -71,6 +71,12 @@ def compile_opencl(src: str, arch: str, options: list[str] | None = None) -> byt
                 "-nogpulib", "-cl-kernel-arg-info", *options, "-c", cl, "-o", obj]
         _run(argv, arch, tmp)
         if needed := undefined_symbols(Path(obj).read_bytes()):
-            _run(argv[:-4] + libclc.link_options(clang, Path(tmp), options, needed) + argv[-4:], arch, tmp)
+            # printf's lowering calls __printf_alloc, no libclc function: usergpu's is included before the source
+            # (the lowering runs after -mlink-builtin-bitcode has linked, so it must be in the module already)
+            extra = printf.compile_options(Path(tmp), libclc.code_object_version(options)) \
+                if printf.ALLOC_SYMBOL in needed else []
+            if rest := [n for n in needed if n != printf.ALLOC_SYMBOL]:
+                extra += libclc.link_options(clang, Path(tmp), options, rest)
+            _run(argv[:-4] + extra + argv[-4:], arch, tmp)
         _run([lld, "-shared", "--no-undefined", obj, "-o", out], arch, tmp)
         return Path(out).read_bytes()
