@@ -26,35 +26,90 @@ __UG void __threadfence_block(void) { __nvvm_membar_cta(); }
 __UG void __threadfence(void) { __nvvm_membar_gl(); }
 __UG void __threadfence_system(void) { __nvvm_membar_sys(); }
 
-// warp vote, match and shuffle (width: the sub-warp size, as CUDA's __shfl_*_sync take it)
+// CUDA's built-in vector types (vector_types.h): the 2- and 4-element ones aligned to their size (at most 16 bytes),
+// the 1- and 3-element ones to their element; make_<type>(...) builds each
+#define __UG_VEC(N, T, A2, A4)                                                                                   \
+  struct N##1 { T x; };                                                                                          \
+  struct __attribute__((aligned(A2))) N##2 { T x, y; };                                                          \
+  struct N##3 { T x, y, z; };                                                                                    \
+  struct __attribute__((aligned(A4))) N##4 { T x, y, z, w; };                                                    \
+  static __host__ __device__ inline N##1 make_##N##1(T x) { return {x}; }                                        \
+  static __host__ __device__ inline N##2 make_##N##2(T x, T y) { return {x, y}; }                                \
+  static __host__ __device__ inline N##3 make_##N##3(T x, T y, T z) { return {x, y, z}; }                        \
+  static __host__ __device__ inline N##4 make_##N##4(T x, T y, T z, T w) { return {x, y, z, w}; }
+__UG_VEC(char, signed char, 2, 4) __UG_VEC(uchar, unsigned char, 2, 4)
+__UG_VEC(short, short, 4, 8) __UG_VEC(ushort, unsigned short, 4, 8)
+__UG_VEC(int, int, 8, 16) __UG_VEC(uint, unsigned, 8, 16)
+__UG_VEC(long, long, 16, 16) __UG_VEC(ulong, unsigned long, 16, 16)
+__UG_VEC(longlong, long long, 16, 16) __UG_VEC(ulonglong, unsigned long long, 16, 16)
+__UG_VEC(float, float, 8, 16) __UG_VEC(double, double, 16, 16)
+#undef __UG_VEC
+
+// dim3 (a uint3 whose unnamed components are 1) and the uint3 and dim3 that threadIdx ... gridDim convert to
+struct dim3 {
+  unsigned x, y, z;
+  __host__ __device__ constexpr dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1) : x(x), y(y), z(z) {}
+  __host__ __device__ constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  __host__ __device__ constexpr operator uint3() const { return {x, y, z}; }
+};
+#define __UG_BUILTIN_VAR(V)                                                                                      \
+  __device__ inline __cuda_builtin_##V##_t::operator uint3() const { return {x, y, z}; }                       \
+  __device__ inline __cuda_builtin_##V##_t::operator dim3() const { return {x, y, z}; }
+__UG_BUILTIN_VAR(threadIdx) __UG_BUILTIN_VAR(blockIdx) __UG_BUILTIN_VAR(blockDim) __UG_BUILTIN_VAR(gridDim)
+#undef __UG_BUILTIN_VAR
+
+// warp vote, match, reduce and shuffle, for every type CUDA has them (64-bit values as two 32-bit halves)
+struct __ug_halves { unsigned lo, hi; };
 __UG unsigned __activemask(void) { return __nvvm_activemask(); }
 __UG unsigned __ballot_sync(unsigned m, int p) { return __nvvm_vote_ballot_sync(m, p); }
 __UG int __any_sync(unsigned m, int p) { return __nvvm_vote_any_sync(m, p); }
 __UG int __all_sync(unsigned m, int p) { return __nvvm_vote_all_sync(m, p); }
 __UG int __uni_sync(unsigned m, int p) { return __nvvm_vote_uni_sync(m, p); }
-__UG unsigned __match_any_sync(unsigned m, unsigned v) { return __nvvm_match_any_sync_i32(m, v); }
-__UG unsigned __match_any_sync(unsigned m, __ug_u64 v) { return __nvvm_match_any_sync_i64(m, v); }
-#define __UG_SHFL(T, SUFFIX, CAST, UNCAST)                                                                       \
-  __UG T __shfl_sync(unsigned m, T v, int l, int w = 32) {                                                       \
-    return UNCAST(__nvvm_shfl_sync_idx_##SUFFIX(m, CAST(v), l, ((32 - w) << 8) | 0x1f));                         \
-  }                                                                                                              \
-  __UG T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) {                                               \
-    return UNCAST(__nvvm_shfl_sync_up_##SUFFIX(m, CAST(v), d, (32 - w) << 8));                                   \
-  }                                                                                                              \
-  __UG T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) {                                             \
-    return UNCAST(__nvvm_shfl_sync_down_##SUFFIX(m, CAST(v), d, ((32 - w) << 8) | 0x1f));                        \
-  }                                                                                                              \
-  __UG T __shfl_xor_sync(unsigned m, T v, int l, int w = 32) {                                                   \
-    return UNCAST(__nvvm_shfl_sync_bfly_##SUFFIX(m, CAST(v), l, ((32 - w) << 8) | 0x1f));                        \
+// width: the sub-warp size; the builtins' c operand packs 32 - width (segment mask) and the lane clamp
+#define __UG_SHFL(NAME, BUILTIN, LANE, CLAMP)                                                                    \
+  template <class T> __UG T __ug##NAME(unsigned m, T v, LANE l, int w) {                                        \
+    int c = ((32 - w) << 8) | CLAMP;                                                                             \
+    if constexpr (sizeof(T) == 4) {                                                                              \
+      return __builtin_bit_cast(T, BUILTIN(m, __builtin_bit_cast(int, v), l, c));                                \
+    } else {                                                                                                     \
+      __ug_halves h = __builtin_bit_cast(__ug_halves, v);                                                        \
+      h = {(unsigned)BUILTIN(m, (int)h.lo, l, c), (unsigned)BUILTIN(m, (int)h.hi, l, c)};                        \
+      return __builtin_bit_cast(T, h);                                                                           \
+    }                                                                                                            \
   }
-#define __UG_SAME(x) (x)
-#define __UG_TO_INT(x) ((int)(x))
-#define __UG_TO_UNSIGNED(x) ((unsigned)(x))
-__UG_SHFL(int, i32, __UG_SAME, __UG_SAME)
-__UG_SHFL(unsigned, i32, __UG_TO_INT, __UG_TO_UNSIGNED)
-__UG_SHFL(float, f32, __UG_SAME, __UG_SAME)
+__UG_SHFL(__shfl_sync, __nvvm_shfl_sync_idx_i32, int, 0x1f)
+__UG_SHFL(__shfl_up_sync, __nvvm_shfl_sync_up_i32, unsigned, 0)
+__UG_SHFL(__shfl_down_sync, __nvvm_shfl_sync_down_i32, unsigned, 0x1f)
+__UG_SHFL(__shfl_xor_sync, __nvvm_shfl_sync_bfly_i32, int, 0x1f)
+#undef __UG_SHFL
+template <class T> __UG unsigned __ug_match_any(unsigned m, T v) {
+  if constexpr (sizeof(T) == 4) return __nvvm_match_any_sync_i32(m, __builtin_bit_cast(unsigned, v));
+  else return __nvvm_match_any_sync_i64(m, __builtin_bit_cast(long long, v));
+}
+template <class T> __UG unsigned __ug_match_all(unsigned m, T v, int *pred) {
+  if constexpr (sizeof(T) == 4) return __nvvm_match_all_sync_i32p(m, __builtin_bit_cast(unsigned, v), pred);
+  else return __nvvm_match_all_sync_i64p(m, __builtin_bit_cast(long long, v), pred);
+}
+#define __UG_WARP(T)                                                                                             \
+  __UG T __shfl_sync(unsigned m, T v, int l, int w = 32) { return __ug__shfl_sync(m, v, l, w); }                 \
+  __UG T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return __ug__shfl_up_sync(m, v, d, w); }      \
+  __UG T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return __ug__shfl_down_sync(m, v, d, w); }  \
+  __UG T __shfl_xor_sync(unsigned m, T v, int l, int w = 32) { return __ug__shfl_xor_sync(m, v, l, w); }         \
+  __UG unsigned __match_any_sync(unsigned m, T v) { return __ug_match_any(m, v); }                               \
+  __UG unsigned __match_all_sync(unsigned m, T v, int *pred) { return __ug_match_all(m, v, pred); }
+__UG_WARP(int) __UG_WARP(unsigned) __UG_WARP(long) __UG_WARP(unsigned long) __UG_WARP(long long)
+__UG_WARP(unsigned long long) __UG_WARP(float) __UG_WARP(double)
+#undef __UG_WARP
+// redux.sync (sm_80): add, min and max for int and unsigned, the bitwise ones for unsigned
+#define __UG_REDUCE(OP, T, BUILTIN) __UG T __reduce_##OP##_sync(unsigned m, T v) { return BUILTIN(v, m); }
+__UG_REDUCE(add, int, __nvvm_redux_sync_add) __UG_REDUCE(add, unsigned, __nvvm_redux_sync_add)
+__UG_REDUCE(min, int, __nvvm_redux_sync_min) __UG_REDUCE(min, unsigned, __nvvm_redux_sync_umin)
+__UG_REDUCE(max, int, __nvvm_redux_sync_max) __UG_REDUCE(max, unsigned, __nvvm_redux_sync_umax)
+__UG_REDUCE(and, unsigned, __nvvm_redux_sync_and) __UG_REDUCE(or, unsigned, __nvvm_redux_sync_or)
+__UG_REDUCE(xor, unsigned, __nvvm_redux_sync_xor)
+#undef __UG_REDUCE
 
-// integer intrinsics
+// integer intrinsics (CUDA Math API)
 __UG int __popc(unsigned x) { return __builtin_popcount(x); }
 __UG int __popcll(__ug_u64 x) { return __builtin_popcountll(x); }
 __UG int __clz(int x) { return x ? __builtin_clz(x) : 32; }
@@ -62,11 +117,57 @@ __UG int __clzll(long long x) { return x ? __builtin_clzll(x) : 64; }
 __UG unsigned __brev(unsigned x) { return __builtin_bitreverse32(x); }
 __UG __ug_u64 __brevll(__ug_u64 x) { return __builtin_bitreverse64(x); }
 __UG int __ffs(int x) { return x ? __builtin_ctz(x) + 1 : 0; }
+__UG int __ffsll(long long x) { return x ? __builtin_ctzll(x) + 1 : 0; }
+__UG int __mul24(int a, int b) { return __nvvm_mul24_i(a, b); }
+__UG unsigned __umul24(unsigned a, unsigned b) { return __nvvm_mul24_ui(a, b); }
 __UG int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
 __UG unsigned __umulhi(unsigned a, unsigned b) { return __nvvm_mulhi_ui(a, b); }
-__UG unsigned __byte_perm(unsigned a, unsigned b, unsigned s) { return __nvvm_prmt(a, b, s); }
-__UG unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) { return ((unsigned)((((__ug_u64)hi << 32) | lo) << (s & 31) >> 32)); }
-__UG unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) { return (unsigned)((((__ug_u64)hi << 32) | lo) >> (s & 31)); }
+__UG long long __mul64hi(long long a, long long b) { return __nvvm_mulhi_ll(a, b); }
+__UG __ug_u64 __umul64hi(__ug_u64 a, __ug_u64 b) { return __nvvm_mulhi_ull(a, b); }
+__UG unsigned __sad(int a, int b, unsigned c) { return (unsigned)__nvvm_sad_i(a, b, (int)c); }
+__UG unsigned __usad(unsigned a, unsigned b, unsigned c) { return __nvvm_sad_ui(a, b, c); }
+// halving adds: the sum taken in 64 bits cannot overflow
+__UG int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); }
+__UG int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
+__UG unsigned __uhadd(unsigned a, unsigned b) { return (unsigned)(((__ug_u64)a + b) >> 1); }
+__UG unsigned __urhadd(unsigned a, unsigned b) { return (unsigned)(((__ug_u64)a + b + 1) >> 1); }
+// __byte_perm reads 3 bits of each of the low 4 selector nibbles; PTX prmt would read bit 3 as "replicate the sign"
+__UG unsigned __byte_perm(unsigned a, unsigned b, unsigned s) { return __nvvm_prmt(a, b, s & 0x7777u); }
+// funnel shifts of hi:lo: _l/_r take the shift modulo 32 (shf.*.wrap), _lc/_rc clamp it to 32 (shf.*.clamp)
+__UG unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) { return __builtin_elementwise_fshl(hi, lo, s); }
+__UG unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) { return __builtin_elementwise_fshr(hi, lo, s); }
+__UG unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned s) {
+  unsigned d;
+  asm("shf.l.clamp.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(lo), "r"(hi), "r"(s));
+  return d;
+}
+__UG unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned s) {
+  unsigned d;
+  asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(lo), "r"(hi), "r"(s));
+  return d;
+}
+// dot products of bytes (dp4a) and of half-words with the low or high bytes (dp2a), accumulated into c
+#define __UG_DOT(NAME, PTX, T)                                                                                \
+  __UG T NAME(T a, T b, T c) {                                                                                   \
+    T d;                                                                                                         \
+    asm(PTX " %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));                                              \
+    return d;                                                                                                    \
+  }
+__UG_DOT(__dp4a, "dp4a.s32.s32", int) __UG_DOT(__dp4a, "dp4a.u32.u32", unsigned)
+__UG_DOT(__dp2a_lo, "dp2a.lo.s32.s32", int) __UG_DOT(__dp2a_lo, "dp2a.lo.u32.u32", unsigned)
+__UG_DOT(__dp2a_hi, "dp2a.hi.s32.s32", int) __UG_DOT(__dp2a_hi, "dp2a.hi.u32.u32", unsigned)
+#undef __UG_DOT
+__UG int __dp4a(char4 a, char4 b, int c) { return __dp4a(__builtin_bit_cast(int, a), __builtin_bit_cast(int, b), c); }
+__UG unsigned __dp4a(uchar4 a, uchar4 b, unsigned c) {
+  return __dp4a(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b), c);
+}
+#define __UG_DOT2(NAME)                                                                                          \
+  __UG int NAME(short2 a, char4 b, int c) { return NAME(__builtin_bit_cast(int, a), __builtin_bit_cast(int, b), c); } \
+  __UG unsigned NAME(ushort2 a, uchar4 b, unsigned c) {                                                          \
+    return NAME(__builtin_bit_cast(unsigned, a), __builtin_bit_cast(unsigned, b), c);                            \
+  }
+__UG_DOT2(__dp2a_lo) __UG_DOT2(__dp2a_hi)
+#undef __UG_DOT2
 
 // single-instruction float intrinsics (approximate, as CUDA documents them)
 __UG float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
@@ -106,33 +207,167 @@ extern "C" __device__ double __nv_fma(double, double, double);
 __UG float fmaf(float a, float b, float c) { return __nv_fmaf(a, b, c); }
 __UG double fma(double a, double b, double c) { return __nv_fma(a, b, c); }
 
-// bit casts
+// conversions in each IEEE rounding (CUDA's _rn/_rz/_ru/_rd are PTX's rn/rz/rp/rm); float to integer clamps to
+// the destination's range
+#define __UG_ROUNDED(NAME, FROM, TO, NV)                                                                         \
+  __UG TO NAME##_rn(FROM x) { return __nvvm_##NV##_rn(x); }                                                      \
+  __UG TO NAME##_rz(FROM x) { return __nvvm_##NV##_rz(x); }                                                      \
+  __UG TO NAME##_ru(FROM x) { return __nvvm_##NV##_rp(x); }                                                      \
+  __UG TO NAME##_rd(FROM x) { return __nvvm_##NV##_rm(x); }
+__UG_ROUNDED(__float2int, float, int, f2i) __UG_ROUNDED(__float2uint, float, unsigned, f2ui)
+__UG_ROUNDED(__float2ll, float, long long, f2ll) __UG_ROUNDED(__float2ull, float, __ug_u64, f2ull)
+__UG_ROUNDED(__double2int, double, int, d2i) __UG_ROUNDED(__double2uint, double, unsigned, d2ui)
+__UG_ROUNDED(__double2ll, double, long long, d2ll) __UG_ROUNDED(__double2ull, double, __ug_u64, d2ull)
+__UG_ROUNDED(__double2float, double, float, d2f)
+__UG_ROUNDED(__int2float, int, float, i2f) __UG_ROUNDED(__uint2float, unsigned, float, ui2f)
+__UG_ROUNDED(__ll2float, long long, float, ll2f) __UG_ROUNDED(__ull2float, __ug_u64, float, ull2f)
+__UG_ROUNDED(__ll2double, long long, double, ll2d) __UG_ROUNDED(__ull2double, __ug_u64, double, ull2d)
+#undef __UG_ROUNDED
+__UG double __int2double_rn(int x) { return __nvvm_i2d_rn(x); }
+__UG double __uint2double_rn(unsigned x) { return __nvvm_ui2d_rn(x); }
+
+// bit casts and the halves of a double
 __UG int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
 __UG float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
 __UG unsigned __float_as_uint(float x) { return __builtin_bit_cast(unsigned, x); }
 __UG float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }
 __UG long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
 __UG double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
+__UG int __double2hiint(double x) { return __nvvm_d2i_hi(x); }
+__UG int __double2loint(double x) { return __nvvm_d2i_lo(x); }
+__UG double __hiloint2double(int hi, int lo) { return __nvvm_lohi_i2d(lo, hi); }
 
-// atomics (relaxed, device scope: atom.* as CUDA's atomicAdd ... lower to)
-#define __UG_ATOMIC(NAME, T, OP)                                                                                 \
-  __UG T NAME(T *p, T v) { return __atomic_##OP(p, v, __ATOMIC_RELAXED); }
-#define __UG_ATOMICS(T)                                                                                          \
-  __UG_ATOMIC(atomicAdd, T, fetch_add) __UG_ATOMIC(atomicSub, T, fetch_sub) __UG_ATOMIC(atomicExch, T, exchange_n) \
-  __UG_ATOMIC(atomicMin, T, fetch_min) __UG_ATOMIC(atomicMax, T, fetch_max) __UG_ATOMIC(atomicAnd, T, fetch_and) \
-  __UG_ATOMIC(atomicOr, T, fetch_or) __UG_ATOMIC(atomicXor, T, fetch_xor)                                        \
-  __UG T atomicCAS(T *p, T cmp, T v) {                                                                           \
-    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                          \
-    return cmp;                                                                                                  \
+// classification
+#define __UG_CLASSIFY(T)                                                                                         \
+  __UG bool isfinite(T x) { return __builtin_isfinite(x); }                                                      \
+  __UG bool isnan(T x) { return __builtin_isnan(x); }                                                            \
+  __UG bool isinf(T x) { return __builtin_isinf(x); }                                                            \
+  __UG bool signbit(T x) { return __builtin_signbit(x); }
+__UG_CLASSIFY(float) __UG_CLASSIFY(double)
+#undef __UG_CLASSIFY
+
+// loads through the non-coherent cache (__ldg) and with a cache hint, stores with a cache hint, for the types
+// CUDA lists: PTX moves the value's bytes (1 to 16) and the bits come back as the type
+struct __ug_b128 { __ug_u64 lo, hi; };
+#define __UG_LOAD_W(Q, BITS, R, C, U)                                                                            \
+  if constexpr (sizeof(T) * 8 == BITS) {                                                                         \
+    R v;                                                                                                         \
+    asm volatile("ld.global." Q ".u" #BITS " %0, [%1];" : "=" C(v) : "l"(p) : "memory");                         \
+    return __builtin_bit_cast(T, (U)v);                                                                          \
+  } else
+#define __UG_LOAD(NAME, Q)                                                                                       \
+  template <class T> __UG T __ug##NAME(const T *p) {                                                             \
+    __UG_LOAD_W(Q, 8, unsigned, "r", unsigned char)                                                              \
+    __UG_LOAD_W(Q, 16, unsigned short, "h", unsigned short)                                                      \
+    __UG_LOAD_W(Q, 32, unsigned, "r", unsigned)                                                                  \
+    __UG_LOAD_W(Q, 64, __ug_u64, "l", __ug_u64)                                                                  \
+    {                                                                                                            \
+      __ug_b128 v;                                                                                               \
+      asm volatile("ld.global." Q ".v2.u64 {%0, %1}, [%2];" : "=l"(v.lo), "=l"(v.hi) : "l"(p) : "memory");      \
+      return __builtin_bit_cast(T, v);                                                                           \
+    }                                                                                                            \
   }
-__UG_ATOMICS(int)
-__UG_ATOMICS(unsigned)
-__UG_ATOMICS(__ug_u64)
-__UG float atomicAdd(float *p, float v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-__UG double atomicAdd(double *p, double v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-__UG float atomicExch(float *p, float v) { return __int_as_float(atomicExch((int *)p, __float_as_int(v))); }
-__UG unsigned atomicInc(unsigned *p, unsigned v) { return __nvvm_atom_inc_gen_ui(p, v); }
-__UG unsigned atomicDec(unsigned *p, unsigned v) { return __nvvm_atom_dec_gen_ui(p, v); }
+#define __UG_STORE_W(Q, BITS, R, C)                                                                              \
+  if constexpr (sizeof(T) * 8 == BITS) {                                                                         \
+    asm volatile("st.global." Q ".u" #BITS " [%0], %1;" ::"l"(p), C((R)__builtin_bit_cast(__ug_u##BITS, v))    \
+                 : "memory");                                                                                    \
+  } else
+#define __UG_STORE(NAME, Q)                                                                                      \
+  template <class T> __UG void __ug##NAME(T *p, T v) {                                                           \
+    __UG_STORE_W(Q, 8, unsigned, "r") __UG_STORE_W(Q, 16, unsigned short, "h")                                   \
+    __UG_STORE_W(Q, 32, unsigned, "r") __UG_STORE_W(Q, 64, __ug_u64, "l")                                        \
+    {                                                                                                            \
+      __ug_b128 b = __builtin_bit_cast(__ug_b128, v);                                                            \
+      asm volatile("st.global." Q ".v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(b.lo), "l"(b.hi) : "memory");        \
+    }                                                                                                            \
+  }
+typedef unsigned char __ug_u8;
+typedef unsigned short __ug_u16;
+typedef unsigned __ug_u32;
+__UG_LOAD(__ldg, "nc") __UG_LOAD(__ldcg, "cg") __UG_LOAD(__ldca, "ca") __UG_LOAD(__ldcs, "cs")
+__UG_LOAD(__ldlu, "lu") __UG_LOAD(__ldcv, "cv")
+__UG_STORE(__stwb, "wb") __UG_STORE(__stcg, "cg") __UG_STORE(__stcs, "cs") __UG_STORE(__stwt, "wt")
+#define __UG_LDST(T)                                                                                             \
+  __UG T __ldg(const T *p) { return __ug__ldg(p); }                                                              \
+  __UG T __ldcg(const T *p) { return __ug__ldcg(p); }                                                            \
+  __UG T __ldca(const T *p) { return __ug__ldca(p); }                                                            \
+  __UG T __ldcs(const T *p) { return __ug__ldcs(p); }                                                            \
+  __UG T __ldlu(const T *p) { return __ug__ldlu(p); }                                                            \
+  __UG T __ldcv(const T *p) { return __ug__ldcv(p); }                                                            \
+  __UG void __stwb(T *p, T v) { __ug__stwb(p, v); }                                                              \
+  __UG void __stcg(T *p, T v) { __ug__stcg(p, v); }                                                              \
+  __UG void __stcs(T *p, T v) { __ug__stcs(p, v); }                                                              \
+  __UG void __stwt(T *p, T v) { __ug__stwt(p, v); }
+__UG_LDST(char) __UG_LDST(signed char) __UG_LDST(unsigned char) __UG_LDST(short) __UG_LDST(unsigned short)
+__UG_LDST(int) __UG_LDST(unsigned) __UG_LDST(long) __UG_LDST(unsigned long) __UG_LDST(long long)
+__UG_LDST(unsigned long long) __UG_LDST(float) __UG_LDST(double)
+__UG_LDST(char2) __UG_LDST(char4) __UG_LDST(uchar2) __UG_LDST(uchar4) __UG_LDST(short2) __UG_LDST(short4)
+__UG_LDST(ushort2) __UG_LDST(ushort4) __UG_LDST(int2) __UG_LDST(int4) __UG_LDST(uint2) __UG_LDST(uint4)
+__UG_LDST(longlong2) __UG_LDST(ulonglong2) __UG_LDST(float2) __UG_LDST(float4) __UG_LDST(double2)
+#undef __UG_LDST
+#undef __UG_LOAD
+#undef __UG_LOAD_W
+#undef __UG_STORE
+#undef __UG_STORE_W
+
+// atomics, relaxed, at device scope and (suffixes _block, _system) at block and system scope (atom, atom.cta,
+// atom.sys): each row is CUDA's function and type, then the __nvvm_atom builtin's operation and type it lowers to
+#define __UG_ATOMIC_RMW(X)                                                                                       \
+  X(atomicAdd, int, add, i, int) X(atomicAdd, unsigned, add, i, int) X(atomicAdd, __ug_u64, add, ll, long long) \
+  X(atomicAdd, float, add, f, float) X(atomicAdd, double, add, d, double)                                        \
+  X(atomicExch, int, xchg, i, int) X(atomicExch, unsigned, xchg, i, int)                                         \
+  X(atomicExch, __ug_u64, xchg, ll, long long) X(atomicExch, float, xchg, i, int)                                \
+  X(atomicMin, int, min, i, int) X(atomicMin, long long, min, ll, long long)                                     \
+  X(atomicMax, int, max, i, int) X(atomicMax, long long, max, ll, long long)                                     \
+  X(atomicInc, unsigned, inc, ui, unsigned) X(atomicDec, unsigned, dec, ui, unsigned)                            \
+  X(atomicAnd, int, and, i, int) X(atomicAnd, unsigned, and, i, int) X(atomicAnd, __ug_u64, and, ll, long long) \
+  X(atomicOr, int, or, i, int) X(atomicOr, unsigned, or, i, int) X(atomicOr, __ug_u64, or, ll, long long)       \
+  X(atomicXor, int, xor, i, int) X(atomicXor, unsigned, xor, i, int) X(atomicXor, __ug_u64, xor, ll, long long)
+// unsigned min and max: clang-22 lowers __nvvm_atom_{cta,sys}_{min,max}_gen_{ui,ull} to signed atom.*.s32/.s64,
+// so the scoped ones are written in PTX
+#define __UG_ATOMIC_UNSIGNED(X)                                                                                  \
+  X(atomicMin, unsigned, min, ui, unsigned, "u32", "r") X(atomicMin, __ug_u64, min, ull, __ug_u64, "u64", "l")  \
+  X(atomicMax, unsigned, max, ui, unsigned, "u32", "r") X(atomicMax, __ug_u64, max, ull, __ug_u64, "u64", "l")
+#define __UG_ATOMIC_CAS(X)                                                                                       \
+  X(int, i, int) X(unsigned, i, int) X(__ug_u64, ll, long long) X(unsigned short, us, unsigned short)
+#define __UG_RMW(SUFFIX, SCOPE, NAME, T, OP, S, B)                                                               \
+  __UG T NAME##SUFFIX(T *p, T v) {                                                                               \
+    return __builtin_bit_cast(T, __nvvm_atom##SCOPE##_##OP##_gen_##S((B *)p, __builtin_bit_cast(B, v)));          \
+  }
+#define __UG_CAS(SUFFIX, SCOPE, T, S, B)                                                                         \
+  __UG T atomicCAS##SUFFIX(T *p, T cmp, T v) {                                                                   \
+    return __builtin_bit_cast(T, __nvvm_atom##SCOPE##_cas_gen_##S((B *)p, __builtin_bit_cast(B, cmp),            \
+                                                                  __builtin_bit_cast(B, v)));                    \
+  }
+#define __UG_RMW_PTX(SUFFIX, SCOPE, NAME, T, OP, W, C)                                                          \
+  __UG T NAME##SUFFIX(T *p, T v) {                                                                               \
+    T old;                                                                                                       \
+    asm volatile("atom." SCOPE "." #OP "." W " %0, [%1], %2;" : "=" C(old) : "l"(p), C(v) : "memory");           \
+    return old;                                                                                                  \
+  }
+#define __UG_UNSIGNED3(NAME, T, OP, S, B, W, C)                                                                  \
+  __UG_RMW(, , NAME, T, OP, S, B) __UG_RMW_PTX(_block, "cta", NAME, T, OP, W, C)                                 \
+  __UG_RMW_PTX(_system, "sys", NAME, T, OP, W, C)
+// atomicSub is an add of the negated value (two's complement, so INT_MIN too)
+#define __UG_SUB(SUFFIX, SCOPE, T) __UG T atomicSub##SUFFIX(T *p, T v) { return atomicAdd##SUFFIX(p, (T)(0u - v)); }
+#define __UG_SCOPES(M, ...) M(, , __VA_ARGS__) M(_block, _cta, __VA_ARGS__) M(_system, _sys, __VA_ARGS__)
+#define __UG_RMW3(...) __UG_SCOPES(__UG_RMW, __VA_ARGS__)
+#define __UG_CAS3(...) __UG_SCOPES(__UG_CAS, __VA_ARGS__)
+__UG_ATOMIC_RMW(__UG_RMW3)
+__UG_ATOMIC_CAS(__UG_CAS3)
+__UG_ATOMIC_UNSIGNED(__UG_UNSIGNED3)
+__UG_SCOPES(__UG_SUB, int) __UG_SCOPES(__UG_SUB, unsigned)
+#undef __UG_ATOMIC_RMW
+#undef __UG_ATOMIC_CAS
+#undef __UG_ATOMIC_UNSIGNED
+#undef __UG_RMW_PTX
+#undef __UG_UNSIGNED3
+#undef __UG_RMW
+#undef __UG_CAS
+#undef __UG_SUB
+#undef __UG_SCOPES
+#undef __UG_RMW3
+#undef __UG_CAS3
 
 // timers
 __UG long long clock64(void) { return __nvvm_read_ptx_sreg_clock64(); }

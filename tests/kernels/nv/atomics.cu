@@ -25,7 +25,7 @@ extern "C" __global__ void global_ops(const int *a, int *si, unsigned *su, unsig
   atomicOr(&su[5], 1u << (u >> 27));
   atomicXor(&su[6], u * 2654435761u);
   atomicAdd(&s64[0], w);
-  atomicSub(&s64[1], w >> 3);
+  atomicAdd(&s64[1], 0 - (w >> 3));  // CUDA has no 64-bit atomicSub: add the two's complement
   atomicMin(&s64[2], w);
   atomicMax(&s64[3], w);
   atomicAnd(&s64[4], w | 0xfffefffffffeffffull);

@@ -2,6 +2,7 @@
 // turns into bfe (constant shift-and-mask, sign-extending shifts) and bfi (a byte-vector element insert).
 #include "nv.h"
 
+// a clang vector of bytes, not CUDA's uchar4 struct: an element insert into it is what clang lowers to bfi
 typedef unsigned char u8x4 __attribute__((ext_vector_type(4)));
 
 extern "C" __global__ void intrinsics(const unsigned *a, const unsigned *b, const unsigned long long *c,

@@ -1,6 +1,6 @@
 // Float special values (NaN, infinities, signed zeros, denormals, extremes) through IEEE arithmetic, min/max and
-// conversions. Out-of-range float-to-integer conversions use CUDA's __float2int_rz family (the __nvvm builtins
-// behind it): PTX cvt.rzi clamps to the destination range and turns NaN into 0 (a C cast would be undefined).
+// conversions. Out-of-range float-to-integer conversions use CUDA's __float2int_rz family (the prelude's, PTX
+// cvt.rzi and friends): it clamps to the destination range and turns NaN into 0 (a C cast would be undefined).
 #include "nv.h"
 
 extern "C" __global__ void special_arith(const float *a, const float *b, const float *c, float *out, int n) {
@@ -32,17 +32,17 @@ extern "C" __global__ void float_to_int(const float *a, const double *b, int *o3
   if (i >= n) return;
   float x = a[i];
   double d = b[i];
-  o32[5 * i] = __nvvm_f2i_rz(x);
-  o32[5 * i + 1] = __nvvm_f2i_rn(x);
-  o32[5 * i + 2] = __nvvm_f2i_rm(x);
-  o32[5 * i + 3] = __nvvm_f2i_rp(x);
-  o32[5 * i + 4] = __nvvm_d2i_rz(d);
-  ou32[2 * i] = __nvvm_f2ui_rz(x);
-  ou32[2 * i + 1] = __nvvm_d2ui_rz(d);
-  o64[2 * i] = __nvvm_f2ll_rz(x);
-  o64[2 * i + 1] = __nvvm_d2ll_rz(d);
-  ou64[2 * i] = __nvvm_f2ull_rz(x);
-  ou64[2 * i + 1] = __nvvm_d2ull_rz(d);
+  o32[5 * i] = __float2int_rz(x);
+  o32[5 * i + 1] = __float2int_rn(x);
+  o32[5 * i + 2] = __float2int_rd(x);
+  o32[5 * i + 3] = __float2int_ru(x);
+  o32[5 * i + 4] = __double2int_rz(d);
+  ou32[2 * i] = __float2uint_rz(x);
+  ou32[2 * i + 1] = __double2uint_rz(d);
+  o64[2 * i] = __float2ll_rz(x);
+  o64[2 * i + 1] = __double2ll_rz(d);
+  ou64[2 * i] = __float2ull_rz(x);
+  ou64[2 * i + 1] = __double2ull_rz(d);
 }
 
 // in-range C casts both ways, rounding to nearest even where the integer has more bits than the mantissa
