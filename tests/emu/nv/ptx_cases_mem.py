@@ -1,7 +1,8 @@
 """Cases for memory: ld/st in the global, shared, local, const and param spaces and through generic addresses
 (cvta to and from shared and local), every width and vector form (v2/v4), sign and zero extension into wider
 registers, cache and memory-order qualifiers; mov (immediates, vector packing, variable addresses); prefetch;
-atom and red with every operation and type in global and shared memory (CAS, inc/dec wrap, packed halves)."""
+atom and red with every operation and type in global and shared memory (CAS, inc/dec wrap, packed halves); and
+ptx_cases_async's (cp.async, mapa/getctarank, barrier.cluster, indirect calls)."""
 
 from __future__ import annotations
 

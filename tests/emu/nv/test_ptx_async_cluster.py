@@ -2,7 +2,8 @@
 one yet): the cluster special registers; distributed shared memory (mapa, ld/st/atom/red .shared::cluster, and
 generic addresses of another CTA's shared memory); barrier.cluster waiting for every thread of the cluster that
 has not exited; .reqnctapercluster; batches that are not whole clusters refused. Also cp.async groups seen by
-other threads after wait_group and a barrier. Every program assembles with ptxas for sm_90."""
+other threads after wait_group and a barrier, and clang-22's PTX for a table of function pointers and cp.async.
+Every program assembles with ptxas for sm_90."""
 
 from __future__ import annotations
 
@@ -344,3 +345,35 @@ def test_ptxas_accepts(text: str) -> None:
     from usergpu import assemble_ptx
 
     assemble_ptx(text, "sm_90")
+
+
+CUDA = r"""
+__device__ __noinline__ int twice(int x) { return 2 * x; }
+__device__ __noinline__ int square(int x) { return x * x; }
+typedef int (*fn_t)(int);
+__device__ fn_t table[2] = {twice, square};
+extern "C" __global__ void apply(int *out) { int i = threadIdx.x; out[i] = table[i & 1](i); }
+extern "C" __global__ void stage(const int *in, int *out) {
+  __shared__ int s[128];
+  unsigned dst = (unsigned)(unsigned long long)__cvta_generic_to_shared(&s[threadIdx.x]);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(in + threadIdx.x));
+  asm volatile("cp.async.commit_group;");
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+  out[threadIdx.x] = s[127 - threadIdx.x];
+}
+"""
+
+
+@pytest.mark.skipif(not nv_corpus.has_toolchain(), reason="needs clang-22 (Debian) and ptxas (PyPI nvidia-cuda-nvcc)")
+def test_clang_function_pointer_table_and_cp_async_run() -> None:
+    """What clang-22 makes of a __device__ table of function pointers (a .global initialised with the functions,
+    a call through a .callprototype) and of cp.async in inline PTX."""
+    import usergpu
+
+    ptx = usergpu.compile_cuda(CUDA, "sm_90")
+    out, = launch(ptx, "apply", (1, 1, 1), (8, 1, 1), [np.zeros(8, np.int32)])
+    assert out.tolist() == [0, 1, 4, 9, 8, 25, 12, 49]
+    src = np.arange(128, dtype=np.int32) * 3
+    _, out = launch(ptx, "stage", (1, 1, 1), (128, 1, 1), [src, np.zeros(128, np.int32)])
+    assert (out == src[::-1]).all()
