@@ -37,8 +37,9 @@ _ARCH = re.compile(r"sm_(\d+)[af]?$")
 # a function the module declares but does not define: `.extern .func (...) name(...);` or `.func name(...);`
 _DECLARED = re.compile(r"^\s*(?:\.extern\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*;", re.M)
 _COMMENT = re.compile(r"//[^\n]*")
-# PTX text: comments and blank space, then .version (the PTX ISA's first directive)
-_PTX_START = re.compile(rb"\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*\.version\s", re.S)
+# PTX text: comments and blank space, then .version (the PTX ISA's first directive); each comment taken whole (an
+# atomic group), so that a .version inside one does not count
+_PTX_START = re.compile(rb"\s*(?:(?>//[^\n]*|/\*.*?\*/)\s*)*\.version\s", re.S)
 _TARGET = re.compile(r"^\s*\.target\s+(sm_\d+[af]?)", re.M)
 _DEFINED = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*\{", re.M)
 

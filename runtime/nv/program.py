@@ -1,9 +1,9 @@
-"""NVIDIA programs: a cubin loaded into GPU memory whole (its sections where the file has them, space for its NOBITS
-sections after, relocations applied), its kernels callable with buffers and scalars. A call packs the parameters
-where the cubin's KPARAM_INFO puts them (typed by the PTX where the cubin carries it: isa/nv/params.py) into
-constant bank 0 at the offset the cubin gives (EIATTR_PARAM_CBANK), with the block and grid sizes where the arch's
-SASS reads them, builds the QMD and launches it on the compute channel between two timestamps; the core Kernel
-(runtime/program.py) ends it."""
+"""NVIDIA programs: a cubin (or PTX text, assembled for the GPU's arch as the driver's JIT does) loaded into GPU memory
+whole (its sections where the file has them, space for its NOBITS sections after, relocations applied), its kernels
+callable with buffers and scalars. A call packs the parameters where the cubin's KPARAM_INFO puts them (typed by the
+PTX and the C parameters it names where the cubin carries it: isa/nv/params.py) into constant bank 0 at the offset
+the cubin gives (EIATTR_PARAM_CBANK), with the block and grid sizes where the arch's SASS reads them, builds the QMD
+and launches it on the compute channel between two timestamps; the core Kernel (runtime/program.py) ends it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import re
 import struct
 
 from usergpu.errors import CodeObjectError, LaunchError
-from usergpu.isa.nv import cubin, params, ptx
+from usergpu.isa.nv import cubin, param_types, params, ptx
+from usergpu.isa.nv.compile import assemble_for, is_ptx
 from usergpu.isa.nv.cubin import sm_number
 from usergpu.isa.nv.launch_check import check_launch, find_kernel
 from usergpu.runtime import program
@@ -61,14 +62,15 @@ def relocate(co: cubin.Cubin, image: bytearray, where: dict[str, int], base: int
 
 
 class NVProgram(program.Program):
-    def __init__(self, dev, code_object: bytes):
+    def __init__(self, dev, code_object: bytes | str):
         self.dev = dev
-        self.co = cubin.parse(bytes(code_object))
+        self.co = cubin.parse(_cubin_of(code_object, dev))
         if sm_number(self.co.arch) != sm_number(dev.arch):
             raise CodeObjectError(f"the cubin is built for {self.co.arch}; {dev!r} runs {dev.arch} (assemble it for "
                                   f"{dev.arch})")
         module = ptx.parse(self.co.ptx) if self.co.ptx is not None else None
-        layouts = {name: params.of_cubin(k, module) for name, k in self.co.kernels.items()}
+        c_params = param_types.read(self.co.ptx)
+        layouts = {name: params.of_cubin(k, module, c_params.get(name)) for name, k in self.co.kernels.items()}
         image, where = load_image(self.co)
         self.buf = Buffer(dev, len(image), "vram")
         relocate(self.co, image, where, self.buf.va)
@@ -140,6 +142,17 @@ class NVKernel(program.Kernel):
         pb = Pushbuffer().timestamp(times).memory_barrier().launch(work).timestamp(times + 16)
         self.dev.compute.submit(pb.signal(self.dev.timeline, value))
         return "compute", times
+
+
+def _cubin_of(code: bytes | str, dev) -> bytes:
+    """A cubin as given; PTX text assembled for the device's arch, as the driver JIT-assembles PTX that
+    cuModuleLoadData is given."""
+    if is_ptx(code):
+        return assemble_for(code, dev.arch)
+    if isinstance(code, str):
+        raise CodeObjectError(f"{dev!r} loads a cubin (bytes) or PTX text; this str is not PTX (PTX begins with "
+                              f".version): {code[:40]!r}")
+    return bytes(code)
 
 
 def _addresses(args: list) -> list:

@@ -14,7 +14,7 @@ import pytest
 
 import usergpu
 from usergpu.emu.nv.mock.machine import mock_nv_hal
-from usergpu.errors import CodeObjectError, DriverError, GPUFault, GPUHang, RMError
+from usergpu.errors import CodeObjectError, CompileError, DriverError, GPUFault, GPUHang, LaunchError, RMError
 from usergpu.isa.nv.releases import BRANCHES
 
 pytestmark = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
@@ -274,3 +274,50 @@ def test_a_closed_device_gives_everything_back_and_its_buffers_refuse_use(nv):
     with pytest.raises(BufferError, match="closed"):
         buf.copyout()
     assert dev.driver.client.root not in clients  # the RM client and every object under it freed
+
+
+# ---- the kernel's C parameter types (issue 31) and PTX loaded as the driver's JIT loads it -----------------------
+@pytest.mark.parametrize(("index", "value", "says"), [
+    (0, np.zeros(300), r"argument 0 \(a\) of vadd is float\*: expected an array of float32, got float64"),
+    (3, 300.0, r"argument 3 \(n\) of vadd is unsigned int: expected an integer, got the float 300.0"),
+    (3, -1, r"argument 3 \(n\) of vadd is unsigned int: -1 is outside 0..4294967295"),
+    (3, np.int32(300), r"argument 3 \(n\) of vadd is unsigned int: expected uint32, got a int32 scalar"),
+])
+def test_usergpu_launch_on_mock_nv_refuses_what_the_kernels_c_types_cannot_take(index, value, says, nv):
+    dev = nv()
+    args = [np.arange(300, dtype=np.float32), np.ones(300, np.float32), np.zeros(300, np.float32), 300]
+    args[index] = value
+    with pytest.raises(LaunchError, match=says):
+        usergpu.launch(cubin("sm_90"), "vadd", (2, 1, 1), (256, 1, 1), args, device=dev)
+    with pytest.raises(LaunchError, match=says):  # a Buffer-free check on the kernel itself, as Kernel.check does
+        dev.load(cubin("sm_90")).kernel("vadd").check(args)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_ptx_loads_assembled_for_the_gpus_arch_as_the_drivers_jit_does(arch, nv):
+    dev = nv()
+    text = usergpu.compile_cuda(KERNELS, arch)
+    prog = dev.load(text.decode())  # a str of PTX as well as its bytes
+    assert prog.co.arch == "sm_90" and prog.co.ptx == text.decode()
+    buf = dev.alloc(4096)
+    prog.kernel("fill")(buf, np.uint32(7), grid=(1, 1, 1), block=(32, 1, 1))
+    assert (buf.copyout(np.uint32, 32) == 7 + np.arange(32)).all()
+    n = 300
+    a = np.arange(n, dtype=np.float32)
+    _, _, c = usergpu.launch(text, "vadd", (2, 1, 1), (256, 1, 1), [a, a, np.zeros(n, np.float32), n], device=dev)
+    assert (c == 2 * a).all()
+    with pytest.raises(LaunchError, match=r"argument 0 \(a\) of vadd is float\*: expected an array of float32"):
+        usergpu.launch(text, "vadd", (2, 1, 1), (256, 1, 1), [a.astype(np.float64), a, a, n], device=dev)
+
+
+def test_ptx_the_gpu_cannot_run_and_text_that_is_not_ptx_are_refused(nv, monkeypatch):
+    monkeypatch.setenv("MOCKGPU_NV_ARCH", "sm_86")
+    dev = nv()
+    with pytest.raises(CodeObjectError, match="the PTX targets sm_90; the GPU is sm_86, which is older"):
+        dev.load(usergpu.compile_cuda(KERNELS, "sm_90"))
+    with pytest.raises(CodeObjectError, match="the PTX targets sm_80a; the GPU is sm_86, which lacks its arch-spec"):
+        dev.load(usergpu.compile_cuda(KERNELS, "sm_80").replace(b".target sm_80", b".target sm_80a"))
+    with pytest.raises(CodeObjectError, match="this str is not PTX"):
+        dev.load('extern "C" __global__ void k() {}')
+    with pytest.raises(CompileError, match="ptxas"):
+        dev.load(b".version 8.7\n.target sm_86\n.address_size 64\n.visible .entry k() { bogus; }\n")
