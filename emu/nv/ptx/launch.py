@@ -17,15 +17,17 @@ import numpy as np
 from usergpu.emu.memory import Memory
 from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET, Compiled, execute
 from usergpu.emu.nv.ptx.program import Program, link
-from usergpu.emu.nv.ptx.state import State
+from usergpu.emu.nv.ptx.state import State, cluster_shape
 from usergpu.errors import GPUHang, LaunchError
 from usergpu.isa.nv import launch_check, ptx
+from usergpu.isa.nv.cubin import sm_number
 from usergpu.isa.nv.launch_check import ARCHS
 from usergpu.isa.nv.params import of_ptx, pack
 
 BATCH_LANES = 16384  # threads run together (whole blocks; at least one block)
 TIMEOUT = 30.0  # seconds a bare launch may run before it is a GPUHang
 SLICE = 0.1  # seconds between a bare launch's looks at its timeout
+CLUSTER_MAX = 16  # blocks a cluster may hold (8 is CUDA's portable size; 16 with the non-portable attribute)
 
 
 def module_of(code: bytes | str) -> ptx.Module:
@@ -81,18 +83,41 @@ def map_globals(prog: Program, mem: Memory) -> dict[str, int]:
             for name, v in prog.globals.items()}
 
 
+def check_cluster(prog: Program, grid: tuple, cluster: tuple, arch: str) -> tuple[int, int, int]:
+    """The launch's cluster shape (cluster_shape: the one given, else .reqnctapercluster), which only sm_90 and
+    later have, of at most CLUSTER_MAX blocks."""
+    cluster = cluster_shape(prog, tuple(grid), tuple(cluster))
+    size = cluster[0] * cluster[1] * cluster[2]
+    if size > 1 and sm_number(arch) < 90:
+        raise LaunchError(f"kernel {prog.kernel.name}: clusters of {cluster} blocks need sm_90 or later, not {arch}")
+    if size > CLUSTER_MAX:
+        raise LaunchError(f"kernel {prog.kernel.name}: a cluster of {cluster} is {size} blocks, more than "
+                          f"{CLUSTER_MAX}")
+    return cluster
+
+
+def _blocks_per_batch(grid: tuple, block: tuple, cluster: tuple) -> int:
+    """As many blocks as BATCH_LANES threads hold, in whole runs of clusters: blocks are numbered x fastest, so
+    whole clusters come in runs of cluster-deep planes, of cluster-high rows, or of cluster-wide spans."""
+    run = grid[0] * grid[1] * cluster[2] if cluster[2] > 1 else grid[0] * cluster[1] if cluster[1] > 1 else cluster[0]
+    return max(run, BATCH_LANES // (block[0] * block[1] * block[2]) // run * run)
+
+
 def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shared: int = 0,
            arch: str = "sm_90", budget: int = DEFAULT_BUDGET, globals_: dict[str, int] | None = None,
-           stats: dict | None = None, slice_s: float | None = None) -> Iterator[State]:
-    """Every block of the grid, in batches of whole blocks, on the emulator; with slice_s, yields the batch's State
-    each time it has run that many seconds without ending (the next step goes on from there)."""
+           stats: dict | None = None, slice_s: float | None = None,
+           cluster: tuple = (1, 1, 1)) -> Iterator[State]:
+    """Every block of the grid, in batches of whole blocks (of whole clusters), on the emulator; with slice_s,
+    yields the batch's State each time it has run that many seconds without ending (the next step goes on from
+    there)."""
     globals_ = map_globals(c.prog, mem) if globals_ is None else globals_
+    cluster = check_cluster(c.prog, grid, cluster, arch)
     total = grid[0] * grid[1] * grid[2]
-    per = max(1, BATCH_LANES // (block[0] * block[1] * block[2]))
+    per = _blocks_per_batch(grid, block, cluster)
     sms = ARCHS.get(arch, ARCHS["sm_90"])[0]
     start = time.time_ns()
     for i in range(0, total, per):
-        st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms)
+        st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms, cluster)
         st.globals, st.time_ns = globals_, start
         while True:
             with np.errstate(all="ignore"):  # a GPU's overflow, NaN and division by zero are values, not warnings
@@ -105,9 +130,10 @@ def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, s
 
 
 def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shared: int = 0, arch: str = "sm_90",
-        budget: int = DEFAULT_BUDGET, globals_: dict[str, int] | None = None, stats: dict | None = None) -> None:
+        budget: int = DEFAULT_BUDGET, globals_: dict[str, int] | None = None, stats: dict | None = None,
+        cluster: tuple = (1, 1, 1)) -> None:
     """The whole launch at once (slices with no slice)."""
-    for _ in slices(c, mem, grid, block, params, shared, arch, budget, globals_, stats):
+    for _ in slices(c, mem, grid, block, params, shared, arch, budget, globals_, stats, cluster=cluster):
         pass
 
 
@@ -118,11 +144,12 @@ def pack_params(prog: Program, args: list, address_of) -> bytes:
 
 def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int = 0, arch: str | None = None,
            budget: int = DEFAULT_BUDGET, stats: dict | None = None,
-           timeout: float | None = TIMEOUT) -> list[np.ndarray]:
+           timeout: float | None = TIMEOUT, cluster: tuple = (1, 1, 1)) -> list[np.ndarray]:
     """Run a kernel of PTX (or of a cubin carrying its PTX) on the emulator. grid counts blocks, block threads per
     block; numpy arrays are copied in and the list of them (after the kernel) is returned in argument order;
     shared is the dynamic shared memory in bytes. A stats dict receives the steps and lane-instructions run. A
-    launch running past timeout seconds (None: no limit) or budget steps in a batch of blocks is a GPUHang."""
+    launch running past timeout seconds (None: no limit) or budget steps in a batch of blocks is a GPUHang.
+    cluster: blocks per cluster (sm_90), (1, 1, 1) for none (then a kernel's .reqnctapercluster gives it)."""
     if not isinstance(code, bytes | bytearray | str):
         raise LaunchError(f"PTX or a cubin is bytes or str, not {type(code).__name__}")
     module = module_of(code)
@@ -138,10 +165,11 @@ def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int 
 
     params = pack_params(c.prog, list(args), address_of)
     if timeout is None:
-        run(c, mem, grid, block, params, shared, arch, budget, stats=stats)
+        run(c, mem, grid, block, params, shared, arch, budget, stats=stats, cluster=cluster)
         return arrays
     limit = time.monotonic() + timeout
-    for st in slices(c, mem, grid, block, params, shared, arch, budget, stats=stats, slice_s=min(SLICE, timeout)):
+    for st in slices(c, mem, grid, block, params, shared, arch, budget, stats=stats, slice_s=min(SLICE, timeout),
+                     cluster=cluster):
         if time.monotonic() >= limit:
             ins = c.prog.code[st.p]
             raise GPUHang(f"ran {timeout:g} s without ending (line {ins.line}: {ins.text})", c.prog.kernel.name,

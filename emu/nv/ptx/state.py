@@ -52,16 +52,32 @@ def _lanes(ntid: tuple[int, int, int], nctaid: tuple[int, int, int], first: int,
     return out
 
 
-def _clusters(ctaid: np.ndarray, nctaid: tuple[int, int, int], cluster: tuple[int, int, int]) -> tuple[np.ndarray, ...]:
-    """Per block: %clusterid, %cluster_ctaid, %cluster_ctarank, and its cluster's number within the blocks given."""
+@functools.lru_cache(maxsize=256)
+def _cluster_layout(kernel: str, ntid: tuple[int, int, int], nctaid: tuple[int, int, int], first: int, nb: int,
+                    cluster: tuple[int, int, int]) -> tuple[np.ndarray, ...]:
+    """Per lane %clusterid, %cluster_ctaid and %cluster_ctarank, per block its cluster's number among the nb blocks
+    from number first, and (cluster, rank) -> the block's row: the launch's shape decides them, so they are worked
+    out once per shape (read-only)."""
+    blk, _, ctaid = _lanes(ntid, nctaid, first, nb, 1)[:3]
+    per = ntid[0] * ntid[1] * ntid[2]
     c = np.array(cluster, np.uint32)[:, None]
-    clusterid, local = ctaid // c, ctaid % c
-    rank = local[0] + local[1] * cluster[0] + local[2] * cluster[0] * cluster[1]
+    block_ctaid = ctaid[:, ::per]
+    clusterid, local = block_ctaid // c, block_ctaid % c
+    rank = (local[0] + local[1] * cluster[0] + local[2] * cluster[0] * cluster[1]).astype(np.uint32)
     ncl = [n // k for n, k in zip(nctaid, cluster, strict=True)]
     cid = clusterid.astype(np.int64)
-    linear = cid[0] + cid[1] * ncl[0] + cid[2] * ncl[0] * ncl[1]
-    _, number = np.unique(linear, return_inverse=True)
-    return clusterid, local, rank.astype(np.uint32), number.astype(np.int64)
+    _, number = np.unique(cid[0] + cid[1] * ncl[0] + cid[2] * ncl[0] * ncl[1], return_inverse=True)
+    size = cluster[0] * cluster[1] * cluster[2]
+    counts = np.bincount(number)
+    if (counts != size).any():
+        raise LaunchError(f"kernel {kernel}: blocks {first}..{first + nb - 1} of the grid do not hold whole clusters "
+                          f"of {cluster} (a batch of blocks must)")
+    rows = np.zeros((len(counts), size), np.int64)
+    rows[number, rank] = np.arange(nb)
+    out = (clusterid[:, blk], local[:, blk], rank[blk], number.astype(np.int64), rows)
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 def cluster_shape(prog: Program, nctaid: tuple[int, int, int], cluster: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -116,17 +132,9 @@ class State:
     def _cluster_geometry(self, first: int, nb: int, cluster: tuple[int, int, int]) -> None:
         self.cluster = cluster_shape(self.prog, self.nctaid, cluster)
         self.explicit_cluster = self.cluster != (1, 1, 1)
-        self.cluster_size = size = self.cluster[0] * self.cluster[1] * self.cluster[2]
-        block_ctaid = self.ctaid[:, ::self.per_block]
-        clusterid, local, rank, number = _clusters(block_ctaid, self.nctaid, self.cluster)
-        counts = np.bincount(number)
-        if (counts != size).any():
-            raise LaunchError(f"kernel {self.prog.kernel.name}: blocks {first}..{first + nb - 1} of the grid do not "
-                              f"hold whole clusters of {self.cluster} (a batch of blocks must)")
-        self.clusterid, self.cluster_ctaid = clusterid[:, self.blk], local[:, self.blk]
-        self.cluster_ctarank, self.cluster_of_block = rank[self.blk], number
-        self.cluster_rows = np.zeros((len(counts), size), np.int64)  # (cluster, rank) -> the block's row
-        self.cluster_rows[number, rank] = np.arange(nb)
+        self.cluster_size = self.cluster[0] * self.cluster[1] * self.cluster[2]
+        (self.clusterid, self.cluster_ctaid, self.cluster_ctarank, self.cluster_of_block,
+         self.cluster_rows) = _cluster_layout(self.prog.kernel.name, self.ntid, self.nctaid, first, nb, self.cluster)
         self.cluster_phase = np.zeros(self.n, np.int64)  # barrier.cluster.arrive's per thread
 
     # ---- registers -------------------------------------------------------------------------------------------

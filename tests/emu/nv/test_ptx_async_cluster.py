@@ -1,5 +1,5 @@
-"""sm_90 thread block clusters on the PTX emulator, a State built with the cluster shape (launch.py does not take
-one yet): the cluster special registers; distributed shared memory (mapa, ld/st/atom/red .shared::cluster, and
+"""sm_90 thread block clusters on the PTX emulator, a State built with the cluster shape or a launch given one: the
+cluster special registers; distributed shared memory (mapa, ld/st/atom/red .shared::cluster, and
 generic addresses of another CTA's shared memory); barrier.cluster waiting for every thread of the cluster that
 has not exited; .reqnctapercluster; batches that are not whole clusters refused. Also cp.async groups seen by
 other threads after wait_group and a barrier, and clang-22's PTX for a table of function pointers and cp.async.
@@ -104,6 +104,26 @@ def test_cluster_special_registers() -> None:
     n = len(SPECIALS) + 1
     out, = run(_specials_kernel(), grid, (32, 1, 1), cluster, [np.zeros(16 * 32 * n, np.uint32)])
     np.testing.assert_array_equal(out.reshape(-1, n), _specials_expected(grid, 32, cluster, 1))
+
+
+@pytest.mark.parametrize("cluster", [(3, 1, 1), (2, 2, 1), (1, 2, 2)])
+def test_a_launch_in_clusters_runs_batches_of_whole_clusters(cluster) -> None:
+    """Blocks of 1,024 threads: a batch holds 16 blocks at most, so a grid of 48 runs in several batches, each of
+    whole clusters (runs of whole cluster spans, rows or planes)."""
+    grid, n = (6, 4, 2), len(SPECIALS) + 1
+    out, = launch(_specials_kernel(), "k", grid, (1024, 1, 1), [np.zeros(48 * 1024 * n, np.uint32)], cluster=cluster)
+    np.testing.assert_array_equal(out.reshape(-1, n), _specials_expected(grid, 1024, cluster, 1))
+
+
+@pytest.mark.parametrize(("grid", "cluster", "arch", "why"), [
+    ((6, 1, 1), (4, 1, 1), "sm_90", "is not whole clusters of (4, 1, 1)"),
+    ((8, 1, 1), (2, 1, 1), "sm_89", "clusters of (2, 1, 1) blocks need sm_90 or later"),
+    ((32, 1, 1), (32, 1, 1), "sm_90", "is 32 blocks, more than 16"),
+])
+def test_a_launch_refuses_clusters_it_cannot_have(grid, cluster, arch, why) -> None:
+    with pytest.raises(LaunchError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        launch(_specials_kernel().replace("sm_90", arch), "k", grid, (32, 1, 1), [np.zeros(32 * 32 * 16, np.uint32)],
+               arch=arch, cluster=cluster)
 
 
 def test_reqnctapercluster_is_the_cluster_of_a_launch_without_one() -> None:
