@@ -369,6 +369,41 @@ __UG_SCOPES(__UG_SUB, int) __UG_SCOPES(__UG_SUB, unsigned)
 #undef __UG_RMW3
 #undef __UG_CAS3
 
+// generic addresses as shared- and global-window addresses (cvta.to.shared / cvta.to.global)
+__UG __SIZE_TYPE__ __cvta_generic_to_shared(const void *p) {
+  return (__SIZE_TYPE__)(const __attribute__((address_space(3))) void *)p;
+}
+__UG __SIZE_TYPE__ __cvta_generic_to_global(const void *p) {
+  return (__SIZE_TYPE__)(const __attribute__((address_space(1))) void *)p;
+}
+
+// cuda_pipeline_primitives.h (sm_80): an asynchronous copy of 4, 8 or 16 bytes from global to shared memory whose
+// last zfill bytes are zeros (cp.async with a src-size), committed as a group, waited for until at most `prior`
+// groups are pending
+#define __UG_CP_ASYNC(N, CACHE)                                                                                 \
+  asm volatile("cp.async." CACHE ".shared.global [%0], [%1], " #N ", %2;" ::"l"(d), "l"(s), "r"(n) : "memory")
+__UG void __pipeline_memcpy_async(void *dst_shared, const void *src_global, __SIZE_TYPE__ size_and_align,
+                                  __SIZE_TYPE__ zfill = 0)
+    __attribute__((diagnose_if(size_and_align != 4 && size_and_align != 8 && size_and_align != 16,
+                               "__pipeline_memcpy_async copies 4, 8 or 16 bytes", "error")))
+    __attribute__((diagnose_if(zfill > size_and_align, "zfill is more than the bytes copied", "error"))) {
+  __SIZE_TYPE__ d = __cvta_generic_to_shared(dst_shared), s = __cvta_generic_to_global(src_global);
+  unsigned n = (unsigned)(size_and_align - zfill);
+  if (size_and_align == 16) __UG_CP_ASYNC(16, "cg");
+  else if (size_and_align == 8) __UG_CP_ASYNC(8, "ca");
+  else __UG_CP_ASYNC(4, "ca");
+}
+#undef __UG_CP_ASYNC
+__UG void __pipeline_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__UG void __pipeline_wait_prior(__SIZE_TYPE__ prior) {  // wait_group takes a constant: 0..7, or 8 for more
+  switch (prior) {
+#define __UG_WAIT(N) case N: asm volatile("cp.async.wait_group " #N ";" ::: "memory"); return;
+    __UG_WAIT(0) __UG_WAIT(1) __UG_WAIT(2) __UG_WAIT(3) __UG_WAIT(4) __UG_WAIT(5) __UG_WAIT(6) __UG_WAIT(7)
+#undef __UG_WAIT
+  default: asm volatile("cp.async.wait_group 8;" ::: "memory");
+  }
+}
+
 // timers
 __UG long long clock64(void) { return __nvvm_read_ptx_sreg_clock64(); }
 __UG int clock(void) { return __nvvm_read_ptx_sreg_clock(); }

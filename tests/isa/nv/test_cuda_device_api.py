@@ -172,6 +172,29 @@ extern "C" __global__ void reduce(const int *in, int *oi, unsigned *ou, int lane
     gu[14] = atomicInc##S(gu + 15, 17u); gu[16] = atomicDec##S(gu + 17, 17u); gu[18] = atomicDec##S(gu + 19, 17u); \
   }
 ATOMICS(atomics_device, ) ATOMICS(atomics_block, _block) ATOMICS(atomics_system, _system)
+
+// the pipeline primitives: a 16-byte copy with zfill 0, 4, 8 or 12 in one group, 8- and 4-byte copies in a second
+extern "C" __global__ void pipeline(const int4 *src, int *out) {
+  __shared__ int4 s16[64];
+  __shared__ unsigned long long s8[64];
+  __shared__ unsigned s4[64];
+  int t = threadIdx.x;
+  s16[t] = make_int4(-1, -1, -1, -1);
+  s8[t] = ~0ull;
+  s4[t] = ~0u;
+  __syncthreads();
+  __pipeline_memcpy_async(&s16[t], &src[t], 16, (t & 3) * 4);
+  __pipeline_commit();
+  __pipeline_memcpy_async(&s8[t], (const char *)src + 1024 + 8 * t, 8);
+  __pipeline_memcpy_async(&s4[t], (const char *)src + 1536 + 4 * t, 4, t == 5 ? 4 : 0);
+  __pipeline_commit();
+  __pipeline_wait_prior(1);
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  int j = (t + 1) & 63, *o = out + 8 * t;  // a neighbour's copies, seen after the wait and the barrier
+  o[0] = s16[j].x; o[1] = s16[j].y; o[2] = s16[j].z; o[3] = s16[j].w;
+  o[4] = (int)s8[j]; o[5] = (int)(s8[j] >> 32); o[6] = s4[j];
+}
 """
 
 
@@ -516,3 +539,36 @@ def test_scoped_atomics_lower_to_their_scope_and_unsigned_ones_compare_unsigned(
     assert len(ops) >= 32 and all(op.startswith(f"{ptx_scope}.") for op in ops), ops
     assert {op for op in ops if ".min." in op or ".max." in op} == {
         f"{ptx_scope}.{m}.{t}" for m in ("min", "max") for t in ("s32", "u32", "s64", "u64")}
+
+
+# ---- pipeline primitives --------------------------------------------------------------------------------------
+def test_pipeline_memcpy_async_copies_zero_fills_and_waits_for_its_groups():
+    src = np.arange(512, dtype=np.int32) * 3 - 700
+    out = run("pipeline", [src, np.zeros(512, np.int32)], block=64)[1].reshape(64, 8)
+    for t in range(64):
+        j = (t + 1) % 64
+        copied = 4 - j % 4  # zfill (j % 4) * 4 bytes
+        want = [*src[4 * j:4 * j + copied], *[0] * (4 - copied), src[256 + 2 * j], src[257 + 2 * j],
+                0 if j == 5 else src[384 + j], 0]
+        assert out[t].tolist() == want, t
+    text = ptx().decode()
+    for line in ("cp.async.cg.shared.global [%rd{}], [%rd{}], 16, %r{};", "cp.async.ca.shared.global [%rd{}], "
+                 "[%rd{}], 8, %r{};", "cp.async.commit_group;", "cp.async.wait_group 1;", "cp.async.wait_group 0;"):
+        assert re.search(re.escape(line).replace(r"\{\}", r"\d+"), text), line
+
+
+@pytest.mark.parametrize(("call", "why"), [("__pipeline_memcpy_async(d, s, 12)", "copies 4, 8 or 16 bytes"),
+                                           ("__pipeline_memcpy_async(d, s, 8, 9)", "zfill is more than")])
+def test_a_pipeline_copy_of_a_size_cp_async_lacks_is_a_compile_error(call, why):
+    src = f"extern \"C\" __global__ void k(const int *s) {{ __shared__ int d[4]; {call}; }}"
+    with pytest.raises(usergpu.CompileError, match=why):
+        usergpu.compile_cuda(src, ARCH)
+
+
+@pytest.mark.skipif(not nv_corpus.tool("bin/ptxas"), reason=nv_corpus.TOOLCHAIN)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_api_kernels_assemble_with_ptxas(arch):
+    """ptxas accepts the PTX the prelude's inline asm writes (cache operators, shf.clamp, dp2a, cp.async, atom)."""
+    text = usergpu.compile_cuda(SOURCE, arch)
+    elf = usergpu.assemble_ptx(text, arch)
+    assert elf[:4] == b"\x7fELF" and b".text.pipeline\0" in elf and b".text.atomics_system\0" in elf
