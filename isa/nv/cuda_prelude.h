@@ -133,6 +133,8 @@ __UG unsigned __uhadd(unsigned a, unsigned b) { return (unsigned)(((__ug_u64)a +
 __UG unsigned __urhadd(unsigned a, unsigned b) { return (unsigned)(((__ug_u64)a + b + 1) >> 1); }
 // __byte_perm reads 3 bits of each of the low 4 selector nibbles; PTX prmt would read bit 3 as "replicate the sign"
 __UG unsigned __byte_perm(unsigned a, unsigned b, unsigned s) { return __nvvm_prmt(a, b, s & 0x7777u); }
+// the position of the offset-th set bit of mask counted from bit base, upwards (offset > 0) or downwards (< 0)
+__UG unsigned __fns(unsigned mask, unsigned base, int offset) { return __nvvm_fns(mask, base, offset); }
 // funnel shifts of hi:lo: _l/_r take the shift modulo 32 (shf.*.wrap), _lc/_rc clamp it to 32 (shf.*.clamp)
 __UG unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) { return __builtin_elementwise_fshl(hi, lo, s); }
 __UG unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) { return __builtin_elementwise_fshr(hi, lo, s); }

@@ -69,6 +69,11 @@ extern "C" __global__ void ints(const int *a, const int *b, const unsigned *s, c
   r64[0] = __mul64hi(p, q); r64[1] = __umul64hi(p, q); r64[2] = __brevll(p);
 }
 
+extern "C" __global__ void fns(const unsigned *mask, const unsigned *base, const int *offset, unsigned *o) {
+  int i = gid();
+  o[i] = __fns(mask[i], base[i], offset[i]);
+}
+
 // each result array holds one function's results for every thread (row j, column i)
 #define ROUNDINGS(NAME, X) NAME##_rn(X), NAME##_rz(X), NAME##_ru(X), NAME##_rd(X)
 #define PUT(A, O) for (int j = 0; j < (int)(sizeof(A) / sizeof(A[0])); j++) O[j * n + i] = A[j];
@@ -311,6 +316,32 @@ def test_integer_intrinsics_match_their_definitions():
                                                                                                    strict=True))
                 if g != e]
     assert not bad, bad[:10]
+
+
+def _fns(mask: int, base: int, offset: int) -> int:
+    """PTX fns: the offset-th set bit at or past base, upwards for offset > 0, downwards for < 0; base itself for
+    offset 0 when it is set; 0xffffffff when there is none."""
+    if offset == 0:
+        return base if mask >> base & 1 else M32
+    step = 1 if offset > 0 else -1
+    found = [p for p in range(base, 32 if step > 0 else -1, step) if mask >> p & 1]
+    return found[abs(offset) - 1] if len(found) >= abs(offset) else M32
+
+
+def test_fns_finds_the_nth_set_bit_both_ways():
+    from usergpu.emu.nv.ptx.semantics import UnsupportedPTX
+
+    # the PTX ISA's own examples of fns
+    assert [_fns(0xAAAAAAAA, b, o) for b, o in ((3, 1), (3, -1), (2, 1), (2, -1))] == [3, 3, 3, 1]
+    rng = np.random.default_rng(6)
+    mask = np.uint32([0xAAAAAAAA, 0xAAAAAAAA, 0xAAAAAAAA, 0xAAAAAAAA, 0, M32, 1, 1 << 31, *rng.integers(0, 2**32, 56)])
+    base = np.uint32([3, 3, 2, 2, 0, 31, 0, 31, *rng.integers(0, 32, 56)])
+    offset = np.int32([1, -1, 1, -1, 0, 32, 0, -1, *rng.integers(-33, 34, 56)])
+    try:
+        out = run("fns", [mask, base, offset, np.zeros(64, np.uint32)], block=64)[3]
+    except UnsupportedPTX as e:
+        pytest.skip(f"the PTX emulator has no fns: {e}")
+    assert out.tolist() == [_fns(*map(int, v)) for v in zip(mask, base, offset, strict=True)]
 
 
 # ---- conversions, bit casts, classification ------------------------------------------------------------------
