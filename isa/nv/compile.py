@@ -11,7 +11,6 @@ PTX emulator can run a cubin through the PTX it came from.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -33,6 +32,8 @@ NV_PACKAGE = "nvidia-cuda-nvcc"  # PyPI: ptxas and libdevice (pip install 'userg
 LIBCLC_NVPTX = Path("/usr/lib/clc/nvptx64--nvidiacl.bc")  # Debian libclc-22
 PTX_SECTION = ".usergpu.ptx"
 _COMMON = ("-O2", "-S", "-Xclang", "-target-feature", "-Xclang", f"+{PTX_ISA}")
+# the declarations (-skip-function-bodies: a template's body multiplies the dump tenfold) as JSON, for param_types
+AST_DUMP = ("-fsyntax-only", "-Xclang", "-skip-function-bodies", "-Xclang", "-ast-dump=json")
 _ARCH = re.compile(r"sm_(\d+)[af]?$")
 # a function the module declares but does not define: `.extern .func (...) name(...);` or `.func name(...);`
 _DECLARED = re.compile(r"^\s*(?:\.extern\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*;", re.M)
@@ -73,16 +74,23 @@ def nvidia_tool(name: str) -> Path:
                          "(pip install 'usergpu[nv]'; make test does)")
 
 
-def _run(argv: list[str], arch: str, tmp: str, tool: str | None = None) -> str:
-    """The tool's standard output; CompileError with its diagnostics when it fails."""
-    tool = tool or Path(argv[0]).name
+def _run(argv: list[str], arch: str, tmp: str, tool: str | None = None) -> None:
+    """The tool run; CompileError with its diagnostics when it fails."""
+    _wait(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), arch, tmp,
+          tool or Path(argv[0]).name)
+
+
+def _wait(proc: subprocess.Popen, arch: str, tmp: str, tool: str, errors: Path | None = None) -> None:
+    """proc ended; CompileError with its diagnostics (its stderr pipe's, or the file errors it wrote them to) when
+    it failed or ran past TIMEOUT_S."""
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         raise CompileError(arch, tool, f"timed out after {TIMEOUT_S} s") from None
-    if res.returncode:
-        raise CompileError(arch, tool, (res.stderr or res.stdout).replace(f"{tmp}/", ""))
-    return res.stdout
+    if proc.returncode:
+        raise CompileError(arch, tool, (errors.read_text() if errors else err or out).replace(f"{tmp}/", ""))
 
 
 def undefined_functions(ptx: str) -> list[str]:
@@ -92,23 +100,32 @@ def undefined_functions(ptx: str) -> list[str]:
 
 
 def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
-    """PTX from clang, its kernels' C parameters in comment lines (param_types); compiled again with libdevice
-    linked when the first result still calls functions it does not define."""
+    """PTX from clang, its kernels' C parameters in comment lines (param_types: from clang's AST, dumped while the
+    PTX compiles); compiled again with libdevice linked when the first result still calls functions it does not
+    define."""
     with tempfile.TemporaryDirectory(prefix="usergpu-nv-") as tmp:
-        path, out = Path(tmp, f"kernel{suffix}"), Path(tmp, "kernel.ptx")
+        path, out, ast, errors = (Path(tmp, name) for name in (f"kernel{suffix}", "kernel.ptx", "ast.json", "ast.err"))
         path.write_text(src)
-        ast = _run([*(a for a in argv if a != "-S"), "-fsyntax-only", "-Xclang", "-ast-dump=json", str(path)], arch,
-                   tmp)
-        argv = [*argv, str(path), "-o", str(out)]
-        _run(argv, arch, tmp)
-        ptx = out.read_text()
-        if undefined_functions(ptx):
-            libdevice = nvidia_tool("nvvm/libdevice/libdevice.10.bc")
-            _run([*argv[:-3], "-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(libdevice), *argv[-3:]], arch, tmp)
+        with open(ast, "w") as sink, open(errors, "w") as diagnostics:  # files, not pipes: megabytes never wait
+            dump = subprocess.Popen([*(a for a in argv if a != "-S"), *AST_DUMP, str(path)], stdout=sink,
+                                    stderr=diagnostics)
+        try:
+            argv = [*argv, str(path), "-o", str(out)]
+            _run(argv, arch, tmp)
             ptx = out.read_text()
-            if missing := undefined_functions(ptx):
-                raise CompileError(arch, CLANG, f"the kernel calls functions nothing defines: {', '.join(missing)}")
-        return ptx + param_types.comment(param_types.from_ast(json.loads(ast)))
+            if undefined_functions(ptx):
+                libdevice = nvidia_tool("nvvm/libdevice/libdevice.10.bc")
+                _run([*argv[:-3], "-Xclang", "-mlink-builtin-bitcode", "-Xclang", str(libdevice), *argv[-3:]], arch,
+                     tmp)
+                ptx = out.read_text()
+                if missing := undefined_functions(ptx):
+                    raise CompileError(arch, CLANG, f"the kernel calls functions nothing defines: {', '.join(missing)}")
+        except BaseException:
+            dump.kill()
+            dump.wait()
+            raise
+        _wait(dump, arch, tmp, f"{CLANG} -ast-dump", errors)
+        return ptx + param_types.comment(param_types.from_ast_json(ast.read_text()))
 
 
 def compile_cuda(src: str, arch: str = "sm_90", options: list[str] | None = None) -> bytes:

@@ -57,8 +57,9 @@ def _resolved(qual: dict, typedefs: dict[str, str]) -> str | None:
 
 
 def from_ast(ast: dict) -> dict[str, list[CParam]]:
-    """The kernels of clang's JSON AST (-Xclang -ast-dump=json) by the name the PTX gives them (their mangled
-    name), each with its parameters' names and types."""
+    """The kernels of clang's JSON AST (-Xclang -ast-dump=json; -skip-function-bodies keeps it small) by the name
+    the PTX gives them (their mangled name), each with its parameters' names and types. A template kernel only a
+    body instantiates is not there: its mangled name still says its types."""
     typedefs: dict[str, str] = {}
     kernels: dict[str, list[CParam]] = {}
     stack = [ast]
@@ -69,12 +70,22 @@ def from_ast(ast: dict) -> dict[str, list[CParam]]:
         if kind in ("TypedefDecl", "TypeAliasDecl") and "name" in node:
             typedefs[node["name"]] = _resolved(node.get("type", {}), typedefs) or node["name"]
         elif kind == "FunctionDecl" and node.get("mangledName") and any(i.get("kind") in KERNEL_ATTRS for i in inner):
-            body = any(i.get("kind") == "CompoundStmt" for i in inner)
-            if body or node["mangledName"] not in kernels:  # the definition's names over a declaration's
-                kernels[node["mangledName"]] = [CParam(p.get("name"), _resolved(p.get("type", {}), typedefs))
-                                                for p in inner if p.get("kind") == "ParmVarDecl"]
+            found = [CParam(p.get("name"), _resolved(p.get("type", {}), typedefs))
+                     for p in inner if p.get("kind") == "ParmVarDecl"]
+            had = kernels.get(node["mangledName"], [])
+            if sum(p.name is not None for p in found) >= sum(p.name is not None for p in had):
+                kernels[node["mangledName"]] = found  # of a kernel declared twice, the declaration naming more
         stack.extend(reversed(inner))  # in source order: a typedef before its use
     return kernels
+
+
+def from_ast_json(text: str) -> dict[str, list[CParam]]:
+    """from_ast of clang's JSON AST text, parsing only the top-level declarations that hold a kernel or a typedef
+    (clang writes each at four spaces' indent): a prelude's hundreds of inline functions are most of the text."""
+    items = text.split("\n    {\n")[1:]
+    wanted = [json.loads("{" + item[:item.rindex("\n    }")] + "}") for item in items if any(
+        f'"{kind}"' in item for kind in (*KERNEL_ATTRS, "TypedefDecl", "TypeAliasDecl"))]
+    return from_ast({"inner": wanted}) if items else from_ast(json.loads(text))
 
 
 def comment(kernels: dict[str, list[CParam]]) -> str:
