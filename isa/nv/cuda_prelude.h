@@ -1,6 +1,7 @@
 // usergpu's CUDA prelude: what CUDA C device code needs when clang-22 compiles it with no CUDA toolkit
-// (-nocudainc). The qualifiers, clang's own built-in variables (threadIdx, blockIdx, ...), and the device
-// functions of CUDA's programming guide that lower to one PTX instruction, written over clang's __nvvm_* builtins.
+// (-nocudainc). The qualifiers, clang's own built-in variables (threadIdx, blockIdx, ...), and CUDA's device API:
+// vector types, integer intrinsics, rounding conversions, cached loads and stores, warp functions, atomics and the
+// pipeline primitives, written over clang's __nvvm_* builtins or inline PTX where clang has no builtin.
 // Math functions (expf, sinf, ...) are NVIDIA's libdevice (__nv_*), linked when a kernel calls them.
 #pragma once
 #define __global__ __attribute__((global))
