@@ -439,9 +439,9 @@ def test_cache_hint_loads_and_stores_move_every_byte_of_every_type_and_no_other(
     starts = [0]
     for size in LDST_SIZES:
         starts.append((starts[-1] + 10 * size + 15) & ~15)
-    src = np.random.default_rng(2).integers(0, 256, starts[-1] + 64, dtype=np.uint8)
-    out = run("loads_stores", [src, np.full(len(src), 0xA5, np.uint8)], block=1)[1]
-    want = np.full(len(src), 0xA5, np.uint8)
+    src = np.random.default_rng(2).integers(-128, 128, starts[-1] + 64, dtype=np.int8)
+    out = run("loads_stores", [src, np.full(len(src), -91, np.int8)], block=1)[1]
+    want = np.full(len(src), -91, np.int8)
     for k, size in zip(starts, LDST_SIZES, strict=False):
         want[k:k + 10 * size] = src[k:k + 10 * size]
     assert np.array_equal(out, want), np.flatnonzero(out != want)[:16]
@@ -452,8 +452,9 @@ def test_cache_hint_loads_and_stores_move_every_byte_of_every_type_and_no_other(
 
 
 # ---- warp functions -------------------------------------------------------------------------------------------
-WARP_TYPES = {"int": np.uint32, "unsigned": np.uint32, "long": np.uint64, "ulong": np.uint64,
-              "longlong": np.uint64, "ulonglong": np.uint64, "float": np.uint32, "double": np.uint64}
+# each kernel's element type as numpy's; the values are made and compared as unsigned bits of that size
+WARP_TYPES = {"int": np.int32, "unsigned": np.uint32, "long": np.int64, "ulong": np.uint64, "longlong": np.int64,
+              "ulonglong": np.uint64, "float": np.float32, "double": np.float64}
 
 
 def _shuffle_sources(lane: int) -> list[int]:
@@ -473,7 +474,8 @@ def _shuffle_sources(lane: int) -> list[int]:
 
 @pytest.mark.parametrize("name", list(WARP_TYPES))
 def test_warp_shuffles_and_matches_carry_every_bit_of_each_type(name):
-    bits = WARP_TYPES[name]
+    dtype = WARP_TYPES[name]
+    bits = np.uint32 if np.dtype(dtype).itemsize == 4 else np.uint64
     rng = np.random.default_rng(3)
     v = rng.integers(0, np.iinfo(bits).max, 71, dtype=np.uint64).astype(bits)
     nan = {np.uint32: [0x7FC00000, 0, 0x7FC00000, 0x80000000, 0x7FC00001],
@@ -481,7 +483,9 @@ def test_warp_shuffles_and_matches_carry_every_bit_of_each_type(name):
     v[64:69] = nan  # match compares bits: equal NaNs match, +0 and -0 do not
     v[69], v[70] = v[64], v[65]
     v[:4] = [v[4] ^ (1 << 40 if bits is np.uint64 else 1 << 20)] * 4  # values differing in one half only
-    out, masks = run(f"warp_{name}", [v, np.zeros(8 * 64, bits), np.zeros(3 * 64, np.uint32)], block=64)[1:]
+    out, masks = run(f"warp_{name}", [v.view(dtype), np.zeros(8 * 64, dtype), np.zeros(3 * 64, np.uint32)],
+                     block=64)[1:]
+    out = out.view(bits)
     want = [v[32 * (t // 32) + s] for t in range(64) for s in _shuffle_sources(t % 32)]
     assert out.tolist() == [int(x) for x in want]
     any_ = [sum(1 << k for k in range(32) if v[64 + k % 5] == v[64 + lane % 5]) for lane in range(32)]
