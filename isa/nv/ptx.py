@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from usergpu.errors import CodeObjectError
+from usergpu.isa.text import text_of
 
 # a PTX fundamental type's size in bytes
 TYPE_SIZE = {
@@ -203,6 +204,11 @@ class _Tokens:
         return self.items[self.i + k] if self.i + k < len(self.items) else ("eof", "", self.line)
 
     @property
+    def last_line(self) -> int:
+        """The line of the token taken last."""
+        return self.items[self.i - 1][2] if self.i else self.line
+
+    @property
     def line(self) -> int:
         return self.items[min(self.i, len(self.items) - 1)][2] if self.items else 0
 
@@ -239,21 +245,31 @@ class _Tokens:
         return out
 
 
+class NotANumber(ValueError):
+    """A literal that is no number; parse names its line."""
+
+
 def _int(text: str) -> int:
-    text = text.rstrip("U")
-    return int(text, 16 if text[:2] in ("0x", "0X") else 2 if text[:2] in ("0b", "0B") else 8
-               if len(text) > 1 and text[0] == "0" else 10)
+    digits = text.rstrip("U")
+    try:
+        return int(digits, 16 if digits[:2] in ("0x", "0X") else 2 if digits[:2] in ("0b", "0B") else 8
+                   if len(digits) > 1 and digits[0] == "0" else 10)
+    except ValueError:
+        raise NotANumber(f"{text!r} is not an integer") from None
 
 
 def immediate(text: str) -> int | float:
     """An integer or float literal's value; 0f/0d literals are floats by their bits."""
     import struct
 
-    if text[:2] in ("0f", "0F"):
-        return struct.unpack("<f", int(text[2:], 16).to_bytes(4, "little"))[0]
-    if text[:2] in ("0d", "0D"):
-        return struct.unpack("<d", int(text[2:], 16).to_bytes(8, "little"))[0]
-    return float(text) if "." in text else _int(text)
+    try:
+        if text[:2] in ("0f", "0F"):
+            return struct.unpack("<f", int(text[2:], 16).to_bytes(4, "little"))[0]
+        if text[:2] in ("0d", "0D"):
+            return struct.unpack("<d", int(text[2:], 16).to_bytes(8, "little"))[0]
+        return float(text) if "." in text else _int(text)
+    except (ValueError, OverflowError):
+        raise NotANumber(f"{text!r} is not a number") from None
 
 
 def _declaration(t: _Tokens) -> tuple[int, str, int | None, list[int], str | None]:
@@ -577,12 +593,14 @@ class _Body:
 
 def parse(text: str | bytes) -> Module:
     """A PTX module's directives, variables and functions; CodeObjectError (with the line) when malformed."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode()
-        except UnicodeDecodeError as e:
-            raise CodeObjectError(f"ptx: not text (byte {e.start} is not UTF-8)") from None
-    t = _Tokens(text)
+    t = _Tokens(text_of(text, "ptx"))
+    try:
+        return _module(t)
+    except NotANumber as e:
+        raise CodeObjectError(f"ptx: line {t.last_line}: {e}") from None
+
+
+def _module(t: _Tokens) -> Module:
     version, target, address_size = None, [], 64
     variables: dict[str, Variable] = {}
     functions: dict[str, Function] = {}
@@ -598,7 +616,7 @@ def parse(text: str | bytes) -> Module:
         elif word == ".target":
             target = [w for w in t.rest_of_line(line) if w != ","]
         elif word == ".address_size":
-            address_size = int(t.rest_of_line(line)[0])
+            address_size = t.number()
         elif word in (".file", ".loc"):
             t.rest_of_line(line)
         elif word == ".section":  # debug sections: skipped whole

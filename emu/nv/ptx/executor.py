@@ -25,7 +25,7 @@ from usergpu.emu.memory import MemoryFault
 from usergpu.emu.nv.ptx import semantics
 from usergpu.emu.nv.ptx.control import Trap, release
 from usergpu.emu.nv.ptx.operands import storage
-from usergpu.emu.nv.ptx.program import Program
+from usergpu.emu.nv.ptx.program import Program, fall_through
 from usergpu.emu.nv.ptx.state import BAR, RUN, LaneFault, State
 from usergpu.errors import CodeObjectError, GPUFault, GPUHang
 
@@ -45,14 +45,15 @@ class Compiled:
                 self.guards.append(None)
                 continue
             place = prog.place(fn, ins.guard.name, ins.line)
+            if place.space != "reg":
+                raise CodeObjectError(f"ptx: line {ins.line}: the guard {ins.guard.name} is a {place.space}, not a "
+                                      f"predicate register ({ins.text})")
             self.guards.append((place.name, storage(prog.registers[place.name]), ins.guard.negate))
-        # what follows each instruction: the next one, or for a function's last the PC past the code that stands for
-        # falling off that function's end (end + its number), first in the order so it is reported at once
+        # what follows each instruction (fall_through); the PCs past the code come first in the order, so a lane
+        # falling off a function's end is reported at once
         self.end = len(prog.code)
         self.functions = list(prog.entry)
-        number = {name: k for k, name in enumerate(self.functions)}
-        self.next = [i + 1 if i + 1 < self.end and prog.owner[i + 1] == fn else self.end + number[fn]
-                     for i, fn in enumerate(prog.owner)]
+        self.next = [fall_through(prog, i) for i in range(self.end)]
         self.order = np.concatenate([prog.order, np.full(len(self.functions), -1, np.int64)])
 
     def op(self, p: int):
