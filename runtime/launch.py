@@ -25,7 +25,7 @@ def open_device(name: str | Device | None) -> Device:
     return _devices[key]
 
 
-def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device: str | Device | None = None,
+def launch(co: bytes | str, kernel: str, grid: tuple, block: tuple, args: list, device: str | Device | None = None,
            stats: dict | None = None, shared: int = 0) -> list[np.ndarray]:
     """Run a kernel of a code object (an AMDGPU ELF; a cubin on an NVIDIA device) on a device ($DEV by default):
     numpy arrays become device buffers, copied in before and back out after; the list of them (after the kernel)
@@ -34,10 +34,10 @@ def launch(co: bytes, kernel: str, grid: tuple, block: tuple, args: list, device
     buffer ends where its pages do, so a kernel writing past the array faults. The code object stays loaded on the
     device for the next launch. stats receives the kernel's time in seconds from the GPU's timestamps. shared:
     dynamic shared memory bytes (an NVIDIA kernel's extern __shared__ array)."""
-    if not isinstance(co, bytes | bytearray):
-        raise CodeObjectError(f"a code object is bytes (an ELF file's contents), not {type(co).__name__}")
+    if not isinstance(co, bytes | bytearray | str):
+        raise CodeObjectError(f"a code object is bytes (an ELF file's contents) or PTX text, not {type(co).__name__}")
     dev = open_device(device)
-    k = dev.program(bytes(co)).kernel(kernel)
+    k = dev.program(co.encode() if isinstance(co, str) else bytes(co)).kernel(kernel)
     k.check(list(args))
     bufs = []
     try:

@@ -21,7 +21,6 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from usergpu.errors import CodeObjectError, CompileError, ToolchainError
-from usergpu.isa.nv import param_types
 from usergpu.isa.text import text_of
 
 CLANG = "clang-22"
@@ -34,6 +33,8 @@ PTX_SECTION = ".usergpu.ptx"
 _COMMON = ("-O2", "-S", "-Xclang", "-target-feature", "-Xclang", f"+{PTX_ISA}")
 # the declarations (-skip-function-bodies: a template's body multiplies the dump tenfold) as JSON, for param_types
 AST_DUMP = ("-fsyntax-only", "-Xclang", "-skip-function-bodies", "-Xclang", "-ast-dump=json")
+# device functions CUDA's driver gives every module (clang lowers printf to vprintf), run by the PTX emulator
+DRIVER_FUNCTIONS = frozenset({"vprintf"})
 _ARCH = re.compile(r"sm_(\d+)[af]?$")
 # a function the module declares but does not define: `.extern .func (...) name(...);` or `.func name(...);`
 _DECLARED = re.compile(r"^\s*(?:\.extern\s+)?\.func\s+(?:\([^)]*\)\s*)?(\w+)\s*\([^)]*\)\s*;", re.M)
@@ -94,9 +95,10 @@ def _wait(proc: subprocess.Popen, arch: str, tmp: str, tool: str, errors: Path |
 
 
 def undefined_functions(ptx: str) -> list[str]:
-    """The functions a PTX module calls but does not define (libdevice's __nv_* when a kernel uses math)."""
+    """The functions a PTX module calls but does not define (libdevice's __nv_* when a kernel uses math), but for
+    those CUDA's driver gives every module."""
     code = _COMMENT.sub("", ptx)
-    return sorted(set(_DECLARED.findall(code)) - set(_DEFINED.findall(code)))
+    return sorted(set(_DECLARED.findall(code)) - set(_DEFINED.findall(code)) - DRIVER_FUNCTIONS)
 
 
 def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
@@ -125,6 +127,8 @@ def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
             dump.wait()
             raise
         _wait(dump, arch, tmp, f"{CLANG} -ast-dump", errors)
+        from usergpu.isa.nv import param_types  # here: it loads numpy, which disasm and the CLI do not need
+
         return ptx + param_types.comment(param_types.from_ast_json(ast.read_text()))
 
 

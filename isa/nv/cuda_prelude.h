@@ -412,3 +412,7 @@ __UG long long clock64(void) { return __nvvm_read_ptx_sreg_clock64(); }
 __UG int clock(void) { return __nvvm_read_ptx_sreg_clock(); }
 __UG __ug_u64 __globaltimer(void) { return __nvvm_read_ptx_sreg_globaltimer(); }
 #undef __UG
+
+// printf: clang lowers a device call to vprintf(format, arguments), which the driver gives (usergpu's emulator runs it)
+extern "C" __device__ int printf(const char *, ...);
+extern "C" __device__ int vprintf(const char *, const char *);

@@ -12,7 +12,7 @@ import struct
 
 from usergpu.errors import CodeObjectError, LaunchError
 from usergpu.isa.nv import cubin, param_types, params, ptx
-from usergpu.isa.nv.compile import assemble_for, is_ptx
+from usergpu.isa.nv.compile import DRIVER_FUNCTIONS, assemble_for, is_ptx
 from usergpu.isa.nv.cubin import sm_number
 from usergpu.isa.nv.launch_check import check_launch, find_kernel
 from usergpu.runtime import program
@@ -42,8 +42,10 @@ def load_image(co: cubin.Cubin) -> tuple[bytearray, dict[str, int]]:
     return image, where
 
 
-def relocate(co: cubin.Cubin, image: bytearray, where: dict[str, int], base: int) -> None:
-    """Apply the relocations the driver applies at load: absolute addresses of symbols in the loaded image."""
+def relocate(co: cubin.Cubin, image: bytearray, where: dict[str, int], base: int, from_ptx: bool = False) -> None:
+    """Apply the relocations the driver applies at load: absolute addresses of symbols in the loaded image. A call
+    of a function CUDA's driver links from its own library (vprintf) is left 0 where the GPU runs the cubin's PTX
+    (the mock GPU's emulator runs those functions itself); elsewhere usergpu has no code for it."""
     symbols = {s.name: s for s in co.symbols}
     for r in co.relocations:
         if r.name not in RELOCATIONS:
@@ -51,6 +53,11 @@ def relocate(co: cubin.Cubin, image: bytearray, where: dict[str, int], base: int
                                   f"{', '.join(RELOCATIONS)}")
         sym = symbols.get(r.symbol)
         section = sym.section if sym is not None and sym.section else r.symbol
+        if r.symbol in DRIVER_FUNCTIONS and section not in where:
+            if not from_ptx:
+                raise CodeObjectError(f"the cubin calls {r.symbol}, which CUDA's driver links from its own library: "
+                                      "usergpu has no device code for it (the mock GPUs run it)")
+            continue
         if section not in where:
             raise CodeObjectError(f"relocation {r.name} at {r.target}+{r.offset:#x} names {r.symbol!r}, which is "
                                   "in no section of the cubin")
@@ -73,9 +80,14 @@ class NVProgram(program.Program):
         layouts = {name: params.of_cubin(k, module, c_params.get(name)) for name, k in self.co.kernels.items()}
         image, where = load_image(self.co)
         self.buf = Buffer(dev, len(image), "vram")
-        relocate(self.co, image, where, self.buf.va)
+        from_ptx = getattr(dev.hal, "kernels_from_ptx", False)
+        try:
+            relocate(self.co, image, where, self.buf.va, from_ptx)
+        except CodeObjectError:
+            self.buf.free()
+            raise
         self.buf.copyin(bytes(image))
-        if module is None and getattr(dev.hal, "kernels_from_ptx", False):
+        if module is None and from_ptx:
             self.buf.free()
             raise cubin.no_ptx(f"the mock NVIDIA GPU ({dev!r}), on usergpu's PTX emulator,")
         self.kernels = {name: NVKernel(self, k, where, layouts[name]) for name, k in self.co.kernels.items()}

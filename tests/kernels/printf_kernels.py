@@ -1,13 +1,11 @@
-"""OpenCL C kernels calling printf, built for an arch with usergpu's __printf_alloc (isa/amd/codeobj/printf.py
-ALLOC). Kept out of the *.cl corpus, which compile_opencl builds without it."""
+"""OpenCL C kernels calling printf (compile_opencl gives them usergpu's __printf_alloc, isa/amd/codeobj/printf.py
+ALLOC), built once per arch."""
 
 from __future__ import annotations
 
-import tempfile
 from functools import cache
-from pathlib import Path
 
-from usergpu.isa.amd.codeobj import compile_opencl, printf
+from usergpu.isa.amd.codeobj import compile_opencl
 
 SOURCE = r"""// OpenCL C printf: each work-item prints its id and a float, then two lines more in its own order; a
 // second kernel prints every conversion kind the AMD lowering stores differently.
@@ -41,5 +39,4 @@ kernel void kinds(global const char *s, long big) {
 
 @cache
 def printf_kernels(arch: str) -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        return compile_opencl(SOURCE, arch, printf.compile_options(Path(tmp), 6))
+    return compile_opencl(SOURCE, arch)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from usergpu.emu.nv.ptx import printf
 from usergpu.emu.nv.ptx.operands import NP
-from usergpu.emu.nv.ptx.program import Call, Program, call_of, callees
+from usergpu.emu.nv.ptx.program import BUILT_IN, Call, Program, call_of, callees, fall_through
 from usergpu.emu.nv.ptx.semantics import STOP, Inst, Op
 from usergpu.emu.nv.ptx.state import BAR, EXIT, RUN, WARP, LaneFault
 from usergpu.isa.nv import ptx
@@ -52,15 +53,39 @@ def call(ins: Inst) -> Op:
     if not c.direct:
         return _indirect(ins, c)
     name = c.callee.name
+    if name in BUILT_IN and name not in ins.prog.entry:
+        return BUILT_INS[name](ins, c)
     entry = ins.prog.entry[name]
     indirect = name in ins.prog.functions.values()
+    back = fall_through(ins.prog, ins.index)
 
     def run(st, sel):
-        st.ret[name][sel] = st.p + 1
+        st.ret[name][sel] = back
         if indirect:  # running, entered by no indirect call: its ret copies nothing back
             st.site[name][sel] = DIRECT
         return entry
     return run
+
+
+def _vprintf(ins: Inst, c: Call) -> Op:
+    """vprintf(format, arguments): each lane's line (emu/nv/ptx/printf.py); returns how many arguments it took."""
+    if len(c.args) != 2 or len(c.rets) > 1:
+        raise ins.o.error(f"vprintf takes 2 parameters and returns 1 value; the call gives {len(c.args)} and "
+                          f"{len(c.rets)}")
+    fmt_at, buf_at = (np.uint64(ins.prog.place(ins.fn, a.name, ins.ins.line).address) for a in c.args)
+    ret_at = np.uint64(ins.prog.place(ins.fn, c.rets[0].name, ins.ins.line).address) if c.rets else None
+
+    def run(st, sel):
+        lanes = np.arange(st.n)[sel]
+        words = [st.load("param", at, 8, lanes).copy().view(np.uint64).reshape(-1) for at in (fmt_at, buf_at)]
+        counts = printf.vprintf(st, lanes, *words)
+        if ret_at is not None:
+            st.store("param", ret_at, counts.view(np.uint8).reshape(-1, 4), lanes)
+    return run
+
+
+BUILT_INS = {"vprintf": _vprintf}
+assert set(BUILT_INS) == BUILT_IN
 
 
 Moves = list[tuple[int, int, int]]  # (from, to, bytes) in each lane's parameter space
@@ -98,7 +123,7 @@ def _indirect(ins: Inst, c: Call) -> Op:
     allowed = set(callees(prog, ins.index))
     at = {address: name for address, name in prog.functions.items() if name in allowed}
     moves = {name: _moves(prog, ins.fn, c, name) for name in at.values()}
-    site = ins.index
+    site, back = ins.index, fall_through(prog, ins.index)
 
     def run(st, sel):
         lanes = np.arange(st.n)[sel]
@@ -116,7 +141,7 @@ def _indirect(ins: Inst, c: Call) -> Op:
                 raise LaneFault(int(group[inside][0]), int(a), "call", f"{name} is running already in this thread: "
                                 "recursive device functions are not supported by the emulator")
             _copy(st, why[0], group)
-            st.ret[name][group] = st.p + 1
+            st.ret[name][group] = back
             st.site[name][group] = site
             out[mine] = prog.entry[name]
         return out

@@ -15,14 +15,16 @@ from functools import lru_cache
 import numpy as np
 
 from usergpu.emu.memory import Memory
+from usergpu.emu.nv.ptx import printf
 from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET, Compiled, execute
 from usergpu.emu.nv.ptx.program import Program, link
 from usergpu.emu.nv.ptx.state import State, cluster_shape
 from usergpu.errors import GPUHang, LaunchError
-from usergpu.isa.nv import launch_check, ptx
+from usergpu.isa.nv import launch_check, param_types, ptx
 from usergpu.isa.nv.cubin import sm_number
 from usergpu.isa.nv.launch_check import ARCHS
 from usergpu.isa.nv.params import of_ptx, pack
+from usergpu.isa.text import text_of
 
 BATCH_LANES = 16384  # threads run together (whole blocks; at least one block)
 TIMEOUT = 30.0  # seconds a bare launch may run before it is a GPUHang
@@ -30,11 +32,16 @@ SLICE = 0.1  # seconds between a bare launch's looks at its timeout
 CLUSTER_MAX = 16  # blocks a cluster may hold (8 is CUDA's portable size; 16 with the non-portable attribute)
 
 
+def _text(code: bytes | str) -> str | bytes:
+    """The PTX text of PTX (str or bytes) or of a cubin made by assemble_ptx."""
+    if isinstance(code, bytes | bytearray) and bytes(code[:4]) == b"\x7fELF":
+        return _cubin_ptx(bytes(code))
+    return bytes(code) if isinstance(code, bytearray) else code
+
+
 def module_of(code: bytes | str) -> ptx.Module:
     """The PTX module of PTX text or of a cubin made by assemble_ptx."""
-    if isinstance(code, bytes | bytearray) and bytes(code[:4]) == b"\x7fELF":
-        code = _cubin_ptx(bytes(code))
-    return _parse(bytes(code) if isinstance(code, bytearray) else code)
+    return _parse(_text(code))
 
 
 @lru_cache(maxsize=64)
@@ -116,6 +123,7 @@ def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, s
     per = _blocks_per_batch(grid, block, cluster)
     sms = ARCHS.get(arch, ARCHS["sm_90"])[0]
     start = time.time_ns()
+    printed: list[bytes] = []
     for i in range(0, total, per):
         st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms, cluster)
         st.globals, st.time_ns = globals_, start
@@ -124,9 +132,11 @@ def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, s
                 if execute(c, st, budget, deadline=None if slice_s is None else time.monotonic() + slice_s):
                     break
             yield st
+        printed += st.printed
         if stats is not None:
             stats["steps"] = stats.get("steps", 0) + st.steps
             stats["lane_instructions"] = stats.get("lane_instructions", 0) + st.lane_steps
+    printf.flush(printed)  # after the kernel completes, as CUDA's driver prints
 
 
 def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shared: int = 0, arch: str = "sm_90",
@@ -137,9 +147,10 @@ def run(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, shar
         pass
 
 
-def pack_params(prog: Program, args: list, address_of) -> bytes:
-    """The kernel's parameter block: each argument at its parameter's offset, checked against its .param type."""
-    return pack(of_ptx(prog.kernel), args, address_of)
+def pack_params(prog: Program, args: list, address_of, c_params: list | None = None) -> bytes:
+    """The kernel's parameter block: each argument at its parameter's offset, checked against its C type where the
+    PTX names it (compile_cuda's usergpu.params lines), else its .param type."""
+    return pack(of_ptx(prog.kernel, c_params), args, address_of)
 
 
 def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int = 0, arch: str | None = None,
@@ -154,7 +165,8 @@ def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int 
         raise LaunchError(f"PTX or a cubin is bytes or str, not {type(code).__name__}")
     module = module_of(code)
     arch = arch or module.arch or "sm_90"
-    c = compiled(module, find_kernel(module, kernel))
+    name = find_kernel(module, kernel)
+    c = compiled(module, name)
     grid, block = check_launch(c.prog, grid, block, shared, arch)
     mem = Memory()
     arrays: list[np.ndarray] = []
@@ -163,7 +175,7 @@ def launch(code: bytes | str, kernel: str, grid, block, args: list, shared: int 
         arrays.append(np.array(a, copy=True))
         return mem.map(arrays[-1])
 
-    params = pack_params(c.prog, list(args), address_of)
+    params = pack_params(c.prog, list(args), address_of, param_types.read(text_of(_text(code), "ptx")).get(name))
     if timeout is None:
         run(c, mem, grid, block, params, shared, arch, budget, stats=stats, cluster=cluster)
         return arrays

@@ -16,6 +16,7 @@ import numpy as np
 
 from usergpu.errors import CodeObjectError
 from usergpu.isa.nv import ptx
+from usergpu.isa.nv.compile import DRIVER_FUNCTIONS
 
 SHARED_WINDOW = 0x0000_7E00_0000_0000  # generic addresses of the block's shared memory (cvta.shared)
 LOCAL_WINDOW = 0x0000_7D00_0000_0000  # generic addresses of the thread's local memory (cvta.local)
@@ -24,6 +25,7 @@ CLUSTER_SHARED = 1 << 31  # a .shared::cluster address of another CTA's shared m
 RANK_SHIFT = 24  # and the offset in that CTA's shared memory (mapa makes one; cvta.shared's window holds it too)
 FUNC_WINDOW = 0x0000_7C00_0000_0000  # a device function's address (mov.u64 %rd, f): FUNC_WINDOW + 16 * its index
 FUNC_STRIDE = 16
+BUILT_IN = DRIVER_FUNCTIONS  # declared by a module (.extern .func), never defined: control.py runs them in place
 
 
 def _align(x: int, a: int) -> int:
@@ -147,7 +149,8 @@ def _reachable(module: ptx.Module, kernel: str) -> list[str]:
         direct, addresses = _uses(module, fn)
         taken.extend(addresses)
         for callee in direct:
-            visit(callee, name)
+            if not _built_in(module, callee):
+                visit(callee, name)
         state[name] = 2
 
     visit(kernel, kernel)
@@ -155,6 +158,12 @@ def _reachable(module: ptx.Module, kernel: str) -> list[str]:
         name, at = taken.pop()
         visit(name, "", at)
     return order
+
+
+def _built_in(module: ptx.Module, name: str) -> bool:
+    """name is a built-in function the module does not define itself."""
+    fn = module.functions.get(name)
+    return name in BUILT_IN and (fn is None or not fn.defined)
 
 
 def _with_addresses(module: ptx.Module, v: ptx.Variable) -> ptx.Variable:
@@ -226,12 +235,20 @@ def link(module: ptx.Module, kernel: str) -> Program:
     return prog
 
 
+def fall_through(prog: Program, i: int) -> int:
+    """The PC after instruction i: the next one, or past a function's last the PC that stands for falling off that
+    function's end (len(code) + the function's number; the executor reports it)."""
+    if i + 1 < len(prog.code) and prog.owner[i + 1] == prog.owner[i]:
+        return i + 1
+    return len(prog.code) + list(prog.entry).index(prog.owner[i])
+
+
 def callees(prog: Program, i: int) -> list[str]:
     """The functions the call at i can enter: its callee, or for an indirect call those of its .calltargets list
     (any function whose address is taken without one)."""
     c = call_of(prog.code[i])
     if c.direct:
-        return [c.callee.name]
+        return [] if _built_in(prog.module, c.callee.name) else [c.callee.name]
     fn = prog.module.functions[prog.owner[i]]
     if c.via is not None and c.via.name in fn.call_targets:
         return [name for name in fn.call_targets[c.via.name] if name in prog.entry]
@@ -246,8 +263,8 @@ def _successors(prog: Program, i: int, returns: dict[str, list[int]]) -> list[in
     if base == "bra":
         target = prog.place(prog.owner[i], ins.operands[0].name, ins.line).address
         return [target, *after] if ins.guard is not None else [target]
-    if base == "call":
-        return [prog.entry[name] for name in callees(prog, i)]
+    if base == "call":  # a built-in runs in place: on to the next instruction
+        return [prog.entry[name] for name in callees(prog, i)] or after
     if base == "ret" and prog.owner[i] != prog.kernel.name:
         return [*returns.get(prog.owner[i], []), *(after if ins.guard is not None else [])]
     if base in ("ret", "exit", "trap"):
@@ -299,7 +316,7 @@ def _bind_calls(prog: Program) -> None:
         c = call_of(ins)
         if any(not isinstance(var, ptx.Sym) for var in (*c.args, *c.rets)):
             raise CodeObjectError(f"ptx: line {ins.line}: a call's arguments must be .param variables")
-        if not c.direct:  # an indirect call's variables are its own (placed by _unbound_params)
+        if not c.direct or _built_in(prog.module, c.callee.name):  # its variables are its own (_unbound_params)
             continue
         callee = prog.module.functions[c.callee.name]
         if len(c.args) != len(callee.params) or len(c.rets) != len(callee.returns):

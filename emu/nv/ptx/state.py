@@ -127,6 +127,7 @@ class State:
         self.steps = 0
         self.lane_steps = 0
         self.site = {name: np.full(n, -1, np.int64) for name in prog.functions.values()}  # indirect call sites
+        self.printed: list[bytes] = []  # the lines of printf calls, in the order the threads called
         self._cluster_geometry(first, nb, cluster)
 
     def _cluster_geometry(self, first: int, nb: int, cluster: tuple[int, int, int]) -> None:

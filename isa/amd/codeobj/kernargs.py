@@ -3,38 +3,16 @@ the hidden arguments (block counts, group sizes, grid dims, dynamic LDS size) th
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Callable
 
 import numpy as np
 
 from usergpu.errors import LaunchError
+from usergpu.isa import argtypes
 from usergpu.isa.amd.codeobj.kernel import Kernel
 
 POINTER_KINDS = ("global_buffer", "image", "sampler", "queue")
-
-
-# the element types OpenCL C and HIP name in .type_name (vector types by their element: float4 -> float)
-C_TYPES = {"char": np.int8, "signed char": np.int8, "uchar": np.uint8, "unsigned char": np.uint8,
-           "short": np.int16, "ushort": np.uint16, "unsigned short": np.uint16, "int": np.int32,
-           "uint": np.uint32, "unsigned int": np.uint32, "long": np.int64, "ulong": np.uint64,
-           "unsigned long": np.uint64, "long long": np.int64, "unsigned long long": np.uint64, "size_t": np.uint64,
-           "half": np.float16, "_Float16": np.float16, "__half": np.float16, "float": np.float32,
-           "double": np.float64, "int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "uint16_t": np.uint16,
-           "int32_t": np.int32, "uint32_t": np.uint32, "int64_t": np.int64, "uint64_t": np.uint64}
-VECTOR = re.compile(r"^(.*?)(2|3|4|8|16)$")
-
-
-def element_type(type_name: str | None) -> np.dtype | None:
-    """The numpy dtype of a metadata type name's elements ('float*' -> float32, 'int4' -> int32); None when the
-    name is absent or not a scalar or vector type (a struct, void*)."""
-    if not type_name:
-        return None
-    base = type_name.rstrip("*").replace("const ", "").replace("volatile ", "").strip()
-    if base not in C_TYPES and (m := VECTOR.match(base)) and m.group(1) in C_TYPES:
-        base = m.group(1)
-    return np.dtype(C_TYPES[base]) if base in C_TYPES else None
 
 
 def _what(i: int, a) -> str:
@@ -52,35 +30,11 @@ def check_args(k: Kernel, args: list) -> None:
         kinds = ", ".join(a.value_kind for a in explicit)
         raise LaunchError(f"kernel {k.name} takes {len(explicit)} arguments ({kinds}), got {len(args)}")
     for i, (a, v) in enumerate(zip(explicit, args, strict=True)):
-        want = element_type(a.type_name)
-        if isinstance(v, np.ndarray) and v.ndim:
-            if a.value_kind not in POINTER_KINDS and not (a.value_kind == "by_value" and a.size == 8):
-                raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name or a.value_kind} by value: an array "
-                                  "cannot be passed for it")
-            if want is not None and a.type_name.endswith("*") and v.dtype != want:
-                raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected an array of {want}, got "
-                                  f"{v.dtype}")
-        elif a.value_kind == "by_value" and not isinstance(v, bytes | bytearray) and want is not None \
-                and not a.type_name.endswith("*"):
-            _check_scalar(k, i, a, v, want)
-
-
-def _check_scalar(k: Kernel, i: int, a, v, want: np.dtype) -> None:
-    """A by-value scalar of type want: a number of that kind, in range; never bit-cast from another type."""
-    lanes = a.size // want.itemsize
-    if isinstance(v, np.generic):
-        if v.dtype != want:
-            raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected {want}, got a {v.dtype} scalar")
-        return
-    if lanes != 1 or isinstance(v, bool) or not isinstance(v, int | float):
-        raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected a {want} number, got "
-                          f"{type(v).__name__}{' (pass a numpy value or bytes for a vector)' if lanes > 1 else ''}")
-    if want.kind in "iu":
-        if isinstance(v, float):
-            raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: expected an integer, got the float {v}")
-        info = np.iinfo(want)
-        if not info.min <= v <= info.max:
-            raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name}: {v} is outside {info.min}..{info.max}")
+        if isinstance(v, np.ndarray) and v.ndim and a.value_kind not in POINTER_KINDS \
+                and not (a.value_kind == "by_value" and a.size == 8):
+            raise LaunchError(f"{_what(i, a)} of {k.name} is {a.type_name or a.value_kind} by value: an array "
+                              "cannot be passed for it")
+        argtypes.check(f"{_what(i, a)} of {k.name}", a.type_name, a.size, v)
 
 
 def pack_kernargs(k: Kernel, args: list, grid: tuple, block: tuple, address_of: Callable[[object], int | None],

@@ -219,6 +219,7 @@ def test_mma_sync(arch, kernel):
     rng = _rng(kernel)
     (a, av), (b, bv), (c, cv) = make_a(rng, (m, k)), make_b(rng, (k, n)), ACC[t](rng, (m, n))
     c_in = c.view(np.uint16) if t == "f16" else c
+    a, b = (x.view(np.uint8) if x.dtype == np.int8 else x for x in (a, b))  # the kernels take bytes: unsigned char*
     d = launch(_ptx(arch), kernel, 1, 32, [a, b, c_in, np.zeros_like(c_in)])[3]
     want = _round(_product(av, bv, cv), t, satfinite)
     np.testing.assert_array_equal(d.view(f"u{d.itemsize}"), want.view(f"u{want.itemsize}"))

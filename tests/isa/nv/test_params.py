@@ -184,7 +184,6 @@ def test_the_emulator_refuses_what_a_cxx_kernels_mangled_name_says_it_cannot_tak
 
 
 @needs_toolchain
-@pytest.mark.xfail(strict=True, reason="emu/nv/ptx/launch.py does not yet pass param_types.read(...) to of_ptx")
 def test_the_emulator_refuses_a_float64_array_for_an_extern_c_kernels_float_pointer():
     import usergpu.emu.nv
 
