@@ -300,6 +300,27 @@ def _brev(t: str, a):
     return r.astype(UINT[a.dtype.itemsize]).view(a.dtype)
 
 
+def _fns(ins: Inst) -> Op:
+    """fns.b32 d, mask, base, offset: the position of the |offset|-th set bit of mask counting from bit base, up for
+    a positive offset, down for a negative one; offset 0 gives base if its bit is set; 0xffffffff where there is
+    none (or base is not a bit of the word)."""
+    mask, base, offset = ins.o.get(ins.ops[1], "b32"), ins.o.get(ins.ops[2], "s32"), ins.o.get(ins.ops[3], "s32")
+    dst = ins.dst("b32")
+    positions = np.arange(32, dtype=np.int64)
+
+    def run(st, sel):
+        m, b, o = (np.atleast_1d(np.asarray(f(st, sel)).astype(np.int64)) for f in (mask, base, offset))
+        m, b, o = np.broadcast_arrays(m & 0xFFFFFFFF, b, o)
+        b, o = b[:, None], o[:, None]
+        bits = (m[:, None] >> positions) & 1 == 1
+        up, down = bits & (positions >= b), bits & (positions <= b)
+        rank = np.where(o > 0, np.cumsum(up, axis=1), np.cumsum(down[:, ::-1], axis=1)[:, ::-1])
+        hit = np.where(o > 0, up, down) & (rank == np.abs(o)) | ((o == 0) & bits & (positions == b))
+        found = hit.any(axis=1) & (b[:, 0] >= 0) & (b[:, 0] < 32)
+        dst(st, sel, np.where(found, hit.argmax(axis=1), 0xFFFFFFFF).astype(np.uint32))
+    return run
+
+
 def _bfe(ins: Inst) -> Op:
     """bfe: len bits from pos (both taken mod 256), zero- or sign-filled above them; the sign is bit
     min(pos + len - 1, msb) (PTX ISA's pseudocode); len 0 gives 0."""
@@ -871,7 +892,7 @@ TABLE: dict[str, Callable[[Inst], Op]] = {
     "and": _logic("and"), "or": _logic("or"), "xor": _logic("xor"), "not": _not, "cnot": _cnot,
     "shl": lambda i: _shift(i, True), "shr": lambda i: _shift(i, False), "shf": _shf,
     "popc": lambda i: _unary_u32(i, _popc),
-    "clz": lambda i: _unary_u32(i, _clz), "brev": _bits(_brev), "bfind": _bfind, "bfe": _bfe, "bfi": _bfi,
+    "clz": lambda i: _unary_u32(i, _clz), "brev": _bits(_brev), "bfind": _bfind, "fns": _fns, "bfe": _bfe, "bfi": _bfi,
     "prmt": _prmt, "lop3": _lop3,
     "rcp": _approx(lambda x: 1.0 / x, "rcp"), "sqrt": _approx(np.sqrt, "sqrt"),
     "rsqrt": _approx(lambda x: 1.0 / np.sqrt(x), "rsqrt"), "sin": _approx(np.sin, "sin"),

@@ -243,6 +243,14 @@ def bits() -> list[Case]:
             cases.append(Case(name, "bfind", f"{name} %o0, %i0;", (REG[w],), ("b32",),
                               [(x,) for x in int_edges(w, 12)] + [(1 << k,) for k in range(0, w, 5)],
                               lambda a, tt=tt, sa=shiftamt: R.bfind(a, tt, sa)))
+        if w == 32:  # fns: bases inside and outside the word, offsets both ways, past the set bits' count
+            r = rng("fns")
+            masks = [0, 0xFFFFFFFF, 0x80000001, 0x00F0F000] + [r.getrandbits(32) for _ in range(6)]
+            bases = [0, 1, 15, 30, 31, 32, 0xFFFFFFFF]
+            offsets = [0, 1, 2, 5, 31, 32, 33, 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFFFFE0, 0x80000000]
+            lanes = [(m, b, o) for m in masks for b in bases for o in offsets]
+            cases.append(Case("fns.b32", "fns", "fns.b32 %o0, %i0, %i1, %i2;", ("b32", "b32", "b32"), ("b32",),
+                              lanes, R.fns))
         # bfe/bfi: positions and lengths past the width and past 255 (only their low 8 bits count)
         r = rng(f"bfe{w}")
         fields = [0, 1, 4, 7, w // 2, w - 1, w, w + 3, 100, 255, 256, 257, 0xFFFFFFFF]

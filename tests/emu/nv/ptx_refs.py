@@ -365,6 +365,22 @@ def trunc_div(a: int, b: int) -> tuple[int, int]:
     return q, a - q * b
 
 
+def fns(mask: int, base: int, offset: int) -> int:
+    """PTX ISA fns pseudocode: from bit base, step up (offset > 0) or down (offset < 0) to the |offset|-th set bit;
+    offset 0: base itself if set; 0xffffffff if none."""
+    base, offset = base - (base >> 31 << 32), offset - (offset >> 31 << 32)  # both as s32
+    if offset == 0:
+        return base if 0 <= base < 32 and mask >> base & 1 else 0xFFFFFFFF
+    pos, count, step = base, abs(offset) - 1, 1 if offset > 0 else -1
+    while 0 <= pos < 32:
+        if mask >> pos & 1:
+            if not count:
+                return pos
+            count -= 1
+        pos += step
+    return 0xFFFFFFFF
+
+
 def bfe(a: int, pos: int, length: int, t: str) -> int:
     """PTX ISA bfe pseudocode: bits pos.. of a, len of them; past the msb (and for .s types past len) the sign
     bit a[min(pos + len - 1, msb)] (0 for .u types and len 0)."""

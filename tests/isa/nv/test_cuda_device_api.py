@@ -329,18 +329,13 @@ def _fns(mask: int, base: int, offset: int) -> int:
 
 
 def test_fns_finds_the_nth_set_bit_both_ways():
-    from usergpu.emu.nv.ptx.semantics import UnsupportedPTX
-
     # the PTX ISA's own examples of fns
     assert [_fns(0xAAAAAAAA, b, o) for b, o in ((3, 1), (3, -1), (2, 1), (2, -1))] == [3, 3, 3, 1]
     rng = np.random.default_rng(6)
     mask = np.uint32([0xAAAAAAAA, 0xAAAAAAAA, 0xAAAAAAAA, 0xAAAAAAAA, 0, M32, 1, 1 << 31, *rng.integers(0, 2**32, 56)])
     base = np.uint32([3, 3, 2, 2, 0, 31, 0, 31, *rng.integers(0, 32, 56)])
     offset = np.int32([1, -1, 1, -1, 0, 32, 0, -1, *rng.integers(-33, 34, 56)])
-    try:
-        out = run("fns", [mask, base, offset, np.zeros(64, np.uint32)], block=64)[3]
-    except UnsupportedPTX as e:
-        pytest.skip(f"the PTX emulator has no fns: {e}")
+    out = run("fns", [mask, base, offset, np.zeros(64, np.uint32)], block=64)[3]
     assert out.tolist() == [_fns(*map(int, v)) for v in zip(mask, base, offset, strict=True)]
 
 
