@@ -101,13 +101,13 @@ def undefined_functions(ptx: str) -> list[str]:
     return sorted(set(_DECLARED.findall(code)) - set(_DEFINED.findall(code)) - DRIVER_FUNCTIONS)
 
 
-def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
+def _to_ptx(argv: list[str], src: str | bytes, suffix: str, arch: str) -> str:
     """PTX from clang, its kernels' C parameters in comment lines (param_types: from clang's AST, dumped while the
     PTX compiles); compiled again with libdevice linked when the first result still calls functions it does not
     define."""
     with tempfile.TemporaryDirectory(prefix="usergpu-nv-") as tmp:
         path, out, ast, errors = (Path(tmp, name) for name in (f"kernel{suffix}", "kernel.ptx", "ast.json", "ast.err"))
-        path.write_text(src)
+        path.write_text(text_of(src, "CUDA C" if suffix == ".cu" else "OpenCL C"))
         with open(ast, "w") as sink, open(errors, "w") as diagnostics:  # files, not pipes: megabytes never wait
             dump = subprocess.Popen([*(a for a in argv if a != "-S"), *AST_DUMP, str(path)], stdout=sink,
                                     stderr=diagnostics)
@@ -132,7 +132,7 @@ def _to_ptx(argv: list[str], src: str, suffix: str, arch: str) -> str:
         return ptx + param_types.comment(param_types.from_ast_json(ast.read_text()))
 
 
-def compile_cuda(src: str, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
+def compile_cuda(src: str | bytes, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
     """PTX (bytes) for CUDA C device code, for arch (sm_80, sm_86, sm_89, sm_90, sm_120, ...).
 
     Kernels need no CUDA headers: cuda_prelude.h is included first. options go to clang after the defaults (e.g.
@@ -146,7 +146,7 @@ def compile_cuda(src: str, arch: str = "sm_90", options: list[str] | None = None
         return _to_ptx(argv, src, ".cu", arch).encode()
 
 
-def compile_opencl(src: str, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
+def compile_opencl(src: str | bytes, arch: str = "sm_90", options: list[str] | None = None) -> bytes:
     """PTX (bytes) for OpenCL C 2.0 source, for an NVIDIA arch, with libclc's nvptx library for OpenCL's built-in
     functions (and libdevice, which libclc calls for math)."""
     check_arch(arch)

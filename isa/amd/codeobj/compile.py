@@ -17,6 +17,7 @@ from pathlib import Path
 from usergpu.errors import CompileError, ToolchainError
 from usergpu.isa import elf
 from usergpu.isa.amd.codeobj import libclc, printf
+from usergpu.isa.text import text_of
 
 CLANG, LLD = "clang-22", "ld.lld-22"
 TIMEOUT_S = 300
@@ -53,7 +54,7 @@ def undefined_symbols(obj: bytes) -> list[str]:
     return [n[m.end():m.end() + int(m.group(1))] if (m := _MANGLED.match(n)) else n for n in names]
 
 
-def compile_opencl(src: str, arch: str, options: list[str] | None = None) -> bytes:
+def compile_opencl(src: str | bytes, arch: str, options: list[str] | None = None) -> bytes:
     """The ELF code object for OpenCL C 2.0 source, for arch (gfx1100, gfx1200, gfx942, gfx950, or any clang knows).
 
     options go to clang after the defaults (e.g. ['-I', dir], ['-mcode-object-version=5']). The metadata names
@@ -65,7 +66,7 @@ def compile_opencl(src: str, arch: str, options: list[str] | None = None) -> byt
     options = list(options or [])
     with tempfile.TemporaryDirectory(prefix="usergpu-cl-") as tmp:
         cl, obj, out = (str(Path(tmp, name)) for name in ("kernel.cl", "kernel.o", "kernel.hsaco"))
-        Path(cl).write_text(src)
+        Path(cl).write_text(text_of(src, "OpenCL C"))
         # relative paths in options (-I dir) stay relative to the caller's working directory
         argv = [clang, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}", "-O2",
                 "-nogpulib", "-cl-kernel-arg-info", *options, "-c", cl, "-o", obj]
