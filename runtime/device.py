@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import os
 from collections import OrderedDict, deque
+from collections.abc import Callable
 
 from usergpu.drivers.hal import HAL
 from usergpu.drivers.memobj import Memory
@@ -74,6 +75,7 @@ class Device(abc.ABC):
         self.driver = self.open_driver()
         self.arch, self.timeout = self.driver.arch, timeout
         self.timeline_value = 0
+        self.on_synchronize: dict[object, Callable[[], None]] = {}  # what must run once the GPU is idle (printf)
         self._pending: list[tuple[str, str, int, dict, int]] = []  # launches not yet read: name, queue, times, args,
         # and the timeline value they end at
         self._spans: deque[Span] = deque(maxlen=SPANS)
@@ -242,6 +244,9 @@ class Device(abc.ABC):
             self._spans.append(Span(name, start / self.clock_hz, (end - start) / self.clock_hz, {"queue": queue,
                                                                                                **args}))
         self._pending.clear()
+        done, self.on_synchronize = self.on_synchronize, {}
+        for run in done.values():
+            run()
 
     def profiled(self, name: str, queue: str, times: int, args: dict, value: int) -> None:
         """A launch whose (start, end) timestamps the GPU writes at times, read at the next synchronize; the

@@ -57,6 +57,7 @@ class Program(program.Program):
     def free(self) -> None:
         for k in self.kernels.values():
             if k.printf_buffer is not None:
+                self.dev.on_synchronize.pop(k, None)
                 k.printf_buffer.free()
         super().free()
 
@@ -73,16 +74,24 @@ class Kernel(program.Kernel):
 
     def __call__(self, *args, wait: bool = True, **launch) -> float | None:
         """The launch (see runtime.program.Kernel); a kernel calling printf prints what its threads wrote once it is
-        waited for (a launch not waited for prints with the next one that is)."""
+        waited for (a launch not waited for prints at the device's next synchronize, or with the next launch of it
+        that is waited for)."""
         try:
             seconds = super().__call__(*args, wait=wait, **launch)
         except (GPUFault, GPUHang):
             if self.printf_buffer is not None:  # a kernel the GPU stopped prints nothing
                 printf.reset(self.printf_buffer.view())
             raise
-        if wait and self.printf_buffer is not None:
-            printf.drain(self.printf_buffer.view(), self.printf_table)
+        if self.printf_buffer is not None:
+            if wait:
+                self.dev.on_synchronize.pop(self, None)
+                self._print()
+            else:
+                self.dev.on_synchronize[self] = self._print
         return seconds
+
+    def _print(self) -> None:
+        printf.drain(self.printf_buffer.view(), self.printf_table)
 
     def check(self, args: list) -> None:
         """The arguments against the kernel's metadata, before anything runs (LaunchError)."""

@@ -50,6 +50,17 @@ def test_a_launch_not_waited_for_prints_with_the_next_waited_one(dev, capsys):
     assert sorted(capsys.readouterr().out.splitlines()) == ["0:0", "0:0", "1:0", "1:0"]
 
 
+def test_a_launch_not_waited_for_prints_at_synchronize(dev, capsys):
+    k = dev.load(printf_kernels(dev.arch)).kernels["ordered"]
+    n = dev.alloc(4)
+    n.copyin(np.array([2], np.int32))
+    k(n, grid=(1, 1, 1), block=(2, 1, 1), wait=False)
+    dev.synchronize()
+    assert sorted(capsys.readouterr().out.splitlines()) == ["0:0", "0:1", "1:0", "1:1"]
+    dev.synchronize()  # printed once
+    assert capsys.readouterr().out == ""
+
+
 def test_the_buffer_is_made_once_and_freed_with_the_program(dev):
     prog = dev.load(printf_kernels(dev.arch))
     k = prog.kernels["ids"]
