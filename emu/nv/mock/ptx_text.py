@@ -57,7 +57,7 @@ def image(vas, base: int, va: int, text: bytes) -> TextImage:
     key = (base, text)
     found = vas.images.get(key)
     if found is None:
-        module = module_of(text.decode(errors="replace"))
+        module = module_of(text)  # bytes that are not UTF-8: a CodeObjectError naming the byte
         if len(module.kernels) != 1:
             raise CodeObjectError(f"the PTX at program address {va:#x} has {len(module.kernels)} kernels "
                                   f"({', '.join(module.kernels) or 'none'}): a program launched by address has one")
