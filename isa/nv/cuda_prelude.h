@@ -1,7 +1,8 @@
 // usergpu's CUDA prelude: what CUDA C device code needs when clang-22 compiles it with no CUDA toolkit
 // (-nocudainc). The qualifiers, clang's own built-in variables (threadIdx, blockIdx, ...), and CUDA's device API:
-// vector types, integer intrinsics, rounding conversions, cached loads and stores, warp functions, atomics and the
-// pipeline primitives, written over clang's __nvvm_* builtins or inline PTX where clang has no builtin.
+// vector types, integer intrinsics, rounding conversions, cached loads and stores, warp functions, atomics, the
+// pipeline primitives, SIMD intrinsics and DPX functions, written over clang's __nvvm_* builtins or inline PTX where
+// clang has no builtin (the SIMD and DPX ones in plain C).
 // Math functions (expf, sinf, ...) are NVIDIA's libdevice (__nv_*), linked when a kernel calls them.
 #pragma once
 #define __global__ __attribute__((global))
@@ -406,6 +407,115 @@ __UG void __pipeline_wait_prior(__SIZE_TYPE__ prior) {  // wait_group takes a co
   default: asm volatile("cp.async.wait_group 8;" ::: "memory");
   }
 }
+
+// SIMD intrinsics and DPX functions (CUDA Math API) over the 8-, 16- or 32-bit lanes of 32-bit words, in plain C:
+// PTX's video instructions (vadd2, vset4, ...) are not needed. __ug_lanes reads lane k of a, b and c as T (its
+// signedness is the function's), gives f the three values and T's range [lo, hi], and packs f's results, each cut
+// to the lane's bits; f computes in 64 bits, so sums and differences do not overflow before they saturate or wrap.
+template <class T, class F> __UG unsigned __ug_lanes(F f, unsigned a, unsigned b, unsigned c) {
+  constexpr int w = 8 * sizeof(T);
+  constexpr long long hi = __is_signed(T) ? (1ll << (w - 1)) - 1 : (1ll << w) - 1, lo = hi + 1 - (1ll << w);
+  unsigned r = 0;
+  for (int s = 0; s < 32; s += w)
+    r |= (unsigned)(f((T)(a >> s), (T)(b >> s), (T)(c >> s), lo, hi) & (long long)((1ull << w) - 1)) << s;
+  return r;
+}
+#define __UG_LANES(T, E)                                                                                         \
+  __ug_lanes<T>([](long long x, long long y, long long z, long long lo, long long hi) -> long long { return E; }, \
+                a, b, c)
+__UG long long __ug_max(long long x, long long y) { return x > y ? x : y; }
+__UG long long __ug_min(long long x, long long y) { return x < y ? x : y; }
+__UG long long __ug_sat(long long v, long long lo, long long hi) { return __ug_min(__ug_max(v, lo), hi); }
+__UG long long __ug_wrap(long long v, long long lo, long long hi) { return ((v - lo) & (hi - lo)) + lo; }
+// the lane types: s or u, per halfword (2) or byte (4)
+typedef short __ug_s2;
+typedef signed char __ug_s4;
+typedef unsigned short __ug_u2;
+typedef unsigned char __ug_u4;
+#define __UG_SIMD1(NAME, S, E)                                                                                   \
+  __UG unsigned NAME##2(unsigned a) { unsigned b = 0, c = 0; return __UG_LANES(__ug_##S##2, E); }                \
+  __UG unsigned NAME##4(unsigned a) { unsigned b = 0, c = 0; return __UG_LANES(__ug_##S##4, E); }
+#define __UG_SIMD(NAME, S, E)                                                                                    \
+  __UG unsigned NAME##2(unsigned a, unsigned b) { unsigned c = 0; return __UG_LANES(__ug_##S##2, E); }           \
+  __UG unsigned NAME##4(unsigned a, unsigned b) { unsigned c = 0; return __UG_LANES(__ug_##S##4, E); }
+__UG_SIMD1(__vabs, s, x < 0 ? -x : x) __UG_SIMD1(__vabsss, s, __ug_min(x < 0 ? -x : x, hi))
+__UG_SIMD1(__vneg, s, -x) __UG_SIMD1(__vnegss, s, __ug_min(-x, hi))
+__UG_SIMD(__vabsdiffs, s, x > y ? x - y : y - x) __UG_SIMD(__vabsdiffu, u, x > y ? x - y : y - x)
+__UG_SIMD(__vadd, u, x + y) __UG_SIMD(__vaddss, s, __ug_sat(x + y, lo, hi))
+__UG_SIMD(__vaddus, u, __ug_sat(x + y, lo, hi)) __UG_SIMD(__vsub, u, x - y)
+__UG_SIMD(__vsubss, s, __ug_sat(x - y, lo, hi)) __UG_SIMD(__vsubus, u, __ug_sat(x - y, lo, hi))
+// averages: unsigned ones round up, signed ones round half away from zero; __vhaddu truncates
+__UG_SIMD(__vavgs, s, (x + y + (x + y >= 0)) >> 1) __UG_SIMD(__vavgu, u, (x + y + 1) >> 1)
+__UG_SIMD(__vhaddu, u, (x + y) >> 1)
+__UG_SIMD(__vmaxs, s, __ug_max(x, y)) __UG_SIMD(__vmaxu, u, __ug_max(x, y))
+__UG_SIMD(__vmins, s, __ug_min(x, y)) __UG_SIMD(__vminu, u, __ug_min(x, y))
+// comparisons: __vcmp* give each lane all ones where it holds, __vset* give it 1 (NVIDIA's implementation; the
+// prose "returns 1 if both parts compare" describes the all-true case)
+#define __UG_CMP(REL, S, OP) __UG_SIMD(__vcmp##REL, S, -(x OP y)) __UG_SIMD(__vset##REL, S, x OP y)
+__UG_CMP(eq, u, ==) __UG_CMP(ne, u, !=) __UG_CMP(ges, s, >=) __UG_CMP(geu, u, >=) __UG_CMP(gts, s, >)
+__UG_CMP(gtu, u, >) __UG_CMP(les, s, <=) __UG_CMP(leu, u, <=) __UG_CMP(lts, s, <) __UG_CMP(ltu, u, <)
+// the sums of the lanes' absolute differences
+template <int W> __UG unsigned __ug_lane_sum(unsigned x) {
+  unsigned r = 0;
+  for (int s = 0; s < 32; s += W) r += x >> s & ((1u << W) - 1);
+  return r;
+}
+__UG unsigned __vsads2(unsigned a, unsigned b) { return __ug_lane_sum<16>(__vabsdiffs2(a, b)); }
+__UG unsigned __vsads4(unsigned a, unsigned b) { return __ug_lane_sum<8>(__vabsdiffs4(a, b)); }
+__UG unsigned __vsadu2(unsigned a, unsigned b) { return __ug_lane_sum<16>(__vabsdiffu2(a, b)); }
+__UG unsigned __vsadu4(unsigned a, unsigned b) { return __ug_lane_sum<8>(__vabsdiffu4(a, b)); }
+#undef __UG_SIMD1
+#undef __UG_SIMD
+#undef __UG_CMP
+// DPX functions (sm_90's max/min with .relu and add-then-max/min; CUDA emulates them before sm_90): each on one
+// int or unsigned or on two shorts or unsigned shorts; a + b wraps in its lane, _relu takes the max with 0
+#define __UG_DPX3(NAME, E)                                                                                       \
+  __UG int NAME##_s32(int a, int b, int c) { return (int)__UG_LANES(int, E); }                                   \
+  __UG unsigned NAME##_u32(unsigned a, unsigned b, unsigned c) { return __UG_LANES(unsigned, E); }               \
+  __UG unsigned NAME##_s16x2(unsigned a, unsigned b, unsigned c) { return __UG_LANES(short, E); }                \
+  __UG unsigned NAME##_u16x2(unsigned a, unsigned b, unsigned c) { return __UG_LANES(unsigned short, E); }       \
+  __UG int NAME##_s32_relu(int a, int b, int c) { return (int)__UG_LANES(int, __ug_max(E, 0)); }                 \
+  __UG unsigned NAME##_s16x2_relu(unsigned a, unsigned b, unsigned c) { return __UG_LANES(short, __ug_max(E, 0)); }
+#define __UG_DPX2_RELU(NAME, E)                                                                                  \
+  __UG int NAME##_s32_relu(int a, int b) { unsigned c = 0; return (int)__UG_LANES(int, __ug_max(E, 0)); }       \
+  __UG unsigned NAME##_s16x2_relu(unsigned a, unsigned b) {                                                     \
+    unsigned c = 0;                                                                                              \
+    return __UG_LANES(short, __ug_max(E, 0));                                                                    \
+  }
+__UG_DPX3(__vimax3, __ug_max(__ug_max(x, y), z)) __UG_DPX3(__vimin3, __ug_min(__ug_min(x, y), z))
+__UG_DPX3(__viaddmax, __ug_max(__ug_wrap(x + y, lo, hi), z))
+__UG_DPX3(__viaddmin, __ug_min(__ug_wrap(x + y, lo, hi), z))
+__UG_DPX2_RELU(__vimax, __ug_max(x, y)) __UG_DPX2_RELU(__vimin, __ug_min(x, y))
+// __vibmax/__vibmin also say, per lane, whether the result is a's lane: a >= b for max, a <= b for min
+__UG unsigned __ug_pred2(unsigned r, unsigned a, bool *const pred_hi, bool *const pred_lo) {
+  *pred_hi = (r ^ a) >> 16 == 0;
+  *pred_lo = (unsigned short)(r ^ a) == 0;
+  return r;
+}
+#define __UG_VIB(NAME, E)                                                                                        \
+  __UG int NAME##_s32(int a, int b, bool *const pred) {                                                          \
+    unsigned c = 0, r = __UG_LANES(int, E);                                                                      \
+    *pred = r == (unsigned)a;                                                                                    \
+    return (int)r;                                                                                               \
+  }                                                                                                              \
+  __UG unsigned NAME##_u32(unsigned a, unsigned b, bool *const pred) {                                           \
+    unsigned c = 0, r = __UG_LANES(unsigned, E);                                                                 \
+    *pred = r == a;                                                                                              \
+    return r;                                                                                                    \
+  }                                                                                                              \
+  __UG unsigned NAME##_s16x2(unsigned a, unsigned b, bool *const pred_hi, bool *const pred_lo) {                 \
+    unsigned c = 0;                                                                                              \
+    return __ug_pred2(__UG_LANES(short, E), a, pred_hi, pred_lo);                                                \
+  }                                                                                                              \
+  __UG unsigned NAME##_u16x2(unsigned a, unsigned b, bool *const pred_hi, bool *const pred_lo) {                 \
+    unsigned c = 0;                                                                                              \
+    return __ug_pred2(__UG_LANES(unsigned short, E), a, pred_hi, pred_lo);                                       \
+  }
+__UG_VIB(__vibmax, __ug_max(x, y)) __UG_VIB(__vibmin, __ug_min(x, y))
+#undef __UG_DPX3
+#undef __UG_DPX2_RELU
+#undef __UG_VIB
+#undef __UG_LANES
 
 // timers
 __UG long long clock64(void) { return __nvvm_read_ptx_sreg_clock64(); }

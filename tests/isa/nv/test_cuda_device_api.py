@@ -1,8 +1,9 @@
 """The CUDA device API of usergpu's CUDA prelude (isa/nv/cuda_prelude.h): vector types, integer intrinsics,
-rounding conversions and bit casts, classification, cached loads and stores, warp shuffles/match/reduce, atomics
-and the pipeline primitives, each compiled by compile_cuda and run on the PTX emulator against a reference taken
-from its definition in CUDA's Programming Guide and Math API (edge values: NaN, infinities, -0, INT_MIN, shift
-counts past 31, ...). The kernels share one module, compiled once per arch."""
+rounding conversions and bit casts, classification, cached loads and stores, warp shuffles/match/reduce, atomics,
+the pipeline primitives, SIMD intrinsics and DPX functions, each compiled by compile_cuda and run on the PTX
+emulator against a reference taken from its definition in CUDA's Programming Guide and Math API (edge values: NaN,
+infinities, -0, INT_MIN, shift counts past 31, 0x7fff/0x8000 halfwords, ...). The kernels share one module,
+compiled once per arch."""
 
 from __future__ import annotations
 
@@ -203,9 +204,14 @@ extern "C" __global__ void pipeline(const int4 *src, int *out) {
 """
 
 
+def source() -> str:
+    """The module's kernels: SOURCE and the SIMD/DPX kernel its table writes."""
+    return SOURCE + SIMD_SOURCE
+
+
 @cache
 def ptx() -> bytes:
-    return usergpu.compile_cuda(SOURCE, ARCH)
+    return usergpu.compile_cuda(source(), ARCH)
 
 
 def run(kernel: str, args: list, block: int = 32, grid: int = 1) -> list[np.ndarray]:
@@ -337,6 +343,162 @@ def test_fns_finds_the_nth_set_bit_both_ways():
     offset = np.int32([1, -1, 1, -1, 0, 32, 0, -1, *rng.integers(-33, 34, 56)])
     out = run("fns", [mask, base, offset, np.zeros(64, np.uint32)], block=64)[3]
     assert out.tolist() == [_fns(*map(int, v)) for v in zip(mask, base, offset, strict=True)]
+
+
+# ---- SIMD intrinsics and DPX functions --------------------------------------------------------------------------
+# the CUDA Math API's definitions, per lane of w bits (x, y, z: the lanes of a, b, c read as the function's signedness)
+def _smax(w: int) -> int:
+    return (1 << (w - 1)) - 1
+
+
+def _sat(v: int, w: int, signed_: bool) -> int:
+    return max(-_smax(w) - 1, min(v, _smax(w))) if signed_ else max(0, min(v, (1 << w) - 1))
+
+
+def _wrap(v: int, w: int, signed_: bool) -> int:
+    return signed(v, w) if signed_ else v & ((1 << w) - 1)
+
+
+def _rounded_avg(s: int) -> int:
+    """The signed rounded average of a sum s: s / 2 with halves rounded away from zero."""
+    return (abs(s) + 1) // 2 * (1 if s >= 0 else -1)
+
+
+# name without the 2/4 suffix: (lanes signed, operands, lane result); a comparison's true is -1: all of its lane's bits
+SIMD_OPS = {
+    "__vabs": (True, 1, lambda x, y, w: abs(x)), "__vabsss": (True, 1, lambda x, y, w: min(abs(x), _smax(w))),
+    "__vneg": (True, 1, lambda x, y, w: -x), "__vnegss": (True, 1, lambda x, y, w: min(-x, _smax(w))),
+    "__vabsdiffs": (True, 2, lambda x, y, w: abs(x - y)), "__vabsdiffu": (False, 2, lambda x, y, w: abs(x - y)),
+    "__vadd": (False, 2, lambda x, y, w: x + y), "__vaddss": (True, 2, lambda x, y, w: _sat(x + y, w, True)),
+    "__vaddus": (False, 2, lambda x, y, w: _sat(x + y, w, False)), "__vsub": (False, 2, lambda x, y, w: x - y),
+    "__vsubss": (True, 2, lambda x, y, w: _sat(x - y, w, True)),
+    "__vsubus": (False, 2, lambda x, y, w: _sat(x - y, w, False)),
+    "__vavgs": (True, 2, lambda x, y, w: _rounded_avg(x + y)), "__vavgu": (False, 2, lambda x, y, w: (x + y + 1) >> 1),
+    "__vhaddu": (False, 2, lambda x, y, w: (x + y) >> 1),
+    "__vmaxs": (True, 2, lambda x, y, w: max(x, y)), "__vmaxu": (False, 2, lambda x, y, w: max(x, y)),
+    "__vmins": (True, 2, lambda x, y, w: min(x, y)), "__vminu": (False, 2, lambda x, y, w: min(x, y)),
+}
+RELATIONS = {"eq": (False, "__eq__"), "ne": (False, "__ne__"), "ges": (True, "__ge__"), "geu": (False, "__ge__"),
+             "gts": (True, "__gt__"), "gtu": (False, "__gt__"), "les": (True, "__le__"), "leu": (False, "__le__"),
+             "lts": (True, "__lt__"), "ltu": (False, "__lt__")}
+for _rel, (_signed, _op) in RELATIONS.items():
+    SIMD_OPS[f"__vcmp{_rel}"] = (_signed, 2, lambda x, y, w, op=_op: -getattr(x, op)(y))
+    SIMD_OPS[f"__vset{_rel}"] = (_signed, 2, lambda x, y, w, op=_op: int(getattr(x, op)(y)))
+# DPX, name without its type: (operands, result from the lanes x, y, z of w bits, of the type's signedness)
+DPX_OPS = {
+    "__vimax3": (3, lambda x, y, z, w, s: max(x, y, z)), "__vimin3": (3, lambda x, y, z, w, s: min(x, y, z)),
+    "__viaddmax": (3, lambda x, y, z, w, s: max(_wrap(x + y, w, s), z)),
+    "__viaddmin": (3, lambda x, y, z, w, s: min(_wrap(x + y, w, s), z)),
+}
+DPX_TYPES = {"s32": (32, True), "u32": (32, False), "s16x2": (16, True), "u16x2": (16, False)}
+
+
+def _lane_values(v: int, w: int, signed_: bool) -> list[int]:
+    return [_wrap(v >> s, w, signed_) for s in range(0, 32, w)]
+
+
+def _per_lane(f, w: int, signed_: bool, *words: int) -> int:
+    lanes = zip(*(_lane_values(v, w, signed_) for v in words), strict=True)
+    return sum((f(*xs) & ((1 << w) - 1)) << (w * k) for k, xs in enumerate(lanes))
+
+
+def _sad(signed_: bool, w: int):
+    return lambda a, b, c: sum(abs(x - y) for x, y in zip(_lane_values(a, w, signed_), _lane_values(b, w, signed_),
+                                                            strict=True))
+
+
+def _simd_table() -> dict[str, tuple[int, object]]:
+    """Every SIMD and DPX function: (operands, reference(a, b, c) -> the 64-bit slot the kernel writes). __vib*'s
+    slot holds the result and, from bit 32, its predicate (32-bit) or pred_lo and pred_hi (16x2)."""
+    table = {}
+    for name, (signed_, n, f) in SIMD_OPS.items():
+        for suffix, w in (("2", 16), ("4", 8)):
+            table[name + suffix] = (n, lambda a, b, c, f=f, w=w, s=signed_: _per_lane(
+                lambda x, y, f=f, w=w: f(x, y, w), w, s, a, b))
+    for name, signed_ in (("__vsads", True), ("__vsadu", False)):
+        table[name + "2"], table[name + "4"] = (2, _sad(signed_, 16)), (2, _sad(signed_, 8))
+    for ty, (w, s) in DPX_TYPES.items():
+        for name, (n, f) in DPX_OPS.items():
+            table[f"{name}_{ty}"] = (n, lambda a, b, c, f=f, w=w, s=s: _per_lane(
+                lambda x, y, z, f=f, w=w, s=s: f(x, y, z, w, s), w, s, a, b, c))
+        for name, pick, pred in (("__vibmax", max, "__ge__"), ("__vibmin", min, "__le__")):
+            table[f"{name}_{ty}"] = (2, lambda a, b, c, w=w, s=s, pick=pick, pred=pred: _per_lane(
+                pick, w, s, a, b) | sum(getattr(x, pred)(y) << (32 + k) for k, (x, y) in enumerate(
+                    zip(_lane_values(a, w, s), _lane_values(b, w, s), strict=True))))
+    for w, ty in ((32, "s32"), (16, "s16x2")):  # the _relu forms: signed only
+        for name, (n, f) in DPX_OPS.items():
+            table[f"{name}_{ty}_relu"] = (n, lambda a, b, c, f=f, w=w: _per_lane(
+                lambda x, y, z, f=f, w=w: max(f(x, y, z, w, True), 0), w, True, a, b, c))
+        for name, pick in (("__vimax", max), ("__vimin", min)):
+            table[f"{name}_{ty}_relu"] = (2, lambda a, b, c, w=w, pick=pick: _per_lane(
+                lambda x, y, pick=pick: max(pick(x, y), 0), w, True, a, b))
+    return table
+
+
+SIMD_TABLE = _simd_table()
+
+
+def _simd_call(k: int, name: str, n: int) -> str:
+    if name.startswith("__vib") and name.endswith("32"):
+        return f"v = {name}(x, y, &p); r[{k}] = v | (unsigned long long)p << 32;"
+    if name.startswith("__vib"):  # pred_lo to bit 32, pred_hi to bit 33
+        return f"v = {name}(x, y, &q[1], &q[0]); r[{k}] = v | (unsigned long long)(q[0] | q[1] << 1) << 32;"
+    return f"r[{k}] = (unsigned){name}({', '.join('xyz'[:n])});"
+
+
+SIMD_SOURCE = f"""
+// every SIMD intrinsic and DPX function of thread i's a, b and c, one 64-bit slot each
+extern "C" __global__ void simd(const unsigned *a, const unsigned *b, const unsigned *c, unsigned long long *o,
+                                int n) {{
+  int i = gid();
+  if (i >= n) return;
+  unsigned x = a[i], y = b[i], z = c[i], v;
+  unsigned long long *r = o + {len(SIMD_TABLE)} * i;
+  bool p = false, q[2] = {{false, false}};
+  {chr(10).join(_simd_call(k, name, n) for k, (name, (n, _)) in enumerate(SIMD_TABLE.items()))}
+}}
+"""
+HALVES = [0, 1, 0x7FFF, 0x8000, 0xFFFF, 0x8001, 0x7FFE]
+BYTES = [0, 1, 0x7F, 0x80, 0xFF, 0x81, 0x7E]
+
+
+def _simd_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of edge halfwords (in the low lane, and swapped in the high one), of edge bytes (in lane 0, others
+    beside them), of the 32-bit edge values, then random words; c: edge values in another order."""
+    a, b, c = [0x1234ABA5], [0x1234ABA6], [0x00017FFF]  # the Math API's own examples of the comparisons
+    for i, j in np.ndindex(7, 7):
+        a.append(HALVES[i] | HALVES[j] << 16)
+        b.append(HALVES[j] | HALVES[i] << 16)
+        c.append(HALVES[(i + j) % 7] | HALVES[(i * j) % 7] << 16)
+        a.append(BYTES[i] | BYTES[j] << 8 | BYTES[(i + 1) % 7] << 16 | BYTES[j] << 24)
+        b.append(BYTES[j] | BYTES[i] << 8 | BYTES[j] << 16 | BYTES[(i + 2) % 7] << 24)
+        c.append(BYTES[(i + j) % 7] * 0x01010101)
+    for i, j in np.ndindex(len(EDGE_I32), len(EDGE_I32)):
+        a.append(EDGE_I32[i] & M32)
+        b.append(EDGE_I32[j] & M32)
+        c.append(EDGE_I32[(i + 2 * j) % len(EDGE_I32)] & M32)
+    rng = np.random.default_rng(7)
+    n = 320
+    words = [np.uint32([*v, *rng.integers(0, 2**32, n - len(v), dtype=np.uint64)]) for v in (a, b, c)]
+    return words[0], words[1], words[2]
+
+
+def test_simd_intrinsics_and_dpx_functions_match_their_definitions_lane_by_lane():
+    a, b, c = _simd_inputs()
+    n, k = len(a), len(SIMD_TABLE)
+    out = run("simd", [a, b, c, np.zeros(k * n, np.uint64), np.int32(n)], block=64, grid=n // 64)[3].reshape(n, k)
+    names = list(SIMD_TABLE)
+    bad = [(name, hex(x), hex(y), hex(z), hex(got), hex(want))
+           for i, (x, y, z) in enumerate(zip(ints(a, 32), ints(b, 32), ints(c, 32), strict=True))
+           for name, got in zip(names, ints(out[i], 64), strict=True)
+           if got != (want := SIMD_TABLE[name][1](x, y, z))]
+    assert not bad, (len(bad), bad[:10])
+    # the Math API's examples: a = 0x1234aba5, b = 0x1234aba6 (the low halfword and byte of a are smaller)
+    row = dict(zip(names, ints(out[0], 64), strict=True))
+    assert [row[f] for f in ("__vcmpeq2", "__vcmpeq4", "__vcmpges2", "__vcmpges4", "__vcmpgts2", "__vcmples2",
+                             "__vcmplts2", "__vcmplts4", "__vcmpne4")] == [
+        0xFFFF0000, 0xFFFFFF00, 0xFFFF0000, 0xFFFFFF00, 0, 0xFFFFFFFF, 0x0000FFFF, 0x000000FF, 0x000000FF]
+    assert len(names) == 82 + 36  # the Math API's SIMD intrinsics and DPX functions
 
 
 # ---- conversions, bit casts, classification ------------------------------------------------------------------
@@ -599,6 +761,6 @@ def test_a_pipeline_copy_of_a_size_cp_async_lacks_is_a_compile_error(call, why):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_the_api_kernels_assemble_with_ptxas(arch):
     """ptxas accepts the PTX the prelude's inline asm writes (cache operators, shf.clamp, dp2a, cp.async, atom)."""
-    text = usergpu.compile_cuda(SOURCE, arch)
+    text = usergpu.compile_cuda(source(), arch)
     elf = usergpu.assemble_ptx(text, arch)
-    assert elf[:4] == b"\x7fELF" and b".text.pipeline\0" in elf and b".text.atomics_system\0" in elf
+    assert elf[:4] == b"\x7fELF" and all(f".text.{k}\0".encode() in elf for k in ("pipeline", "atomics_system", "simd"))
