@@ -1,22 +1,15 @@
-"""Compile a kernel's C once with clang-22 and load it through cffi (ABI mode: a shared object, dlopen'ed), cached
-on disk under ~/.cache/usergpu/native by a hash of the instructions, arch, wave size, this backend's own sources and
-the host CPU (the code is built for it), and in memory for the process's life."""
+"""The AMD backend's kernels in the shared native build (emu/native/build.py): named by a hash of the
+instructions, arch, wave size, this backend's own sources and the host CPU, and found again by their code's bytes
+through an index of the spans each entry's kernels were compiled from."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
-from functools import cache
 from pathlib import Path
 
-from usergpu.errors import Error
+from usergpu.emu.native import build as shared
+from usergpu.emu.native.build import CLANG, CompileError, cache_dir, compiler  # noqa: F401 (this backend's names)
 
 HERE = Path(__file__).parent
-CLANG = "clang-22"
-FLAGS = ("-O2", "-march=native", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w")
 # what a kernel's C sees of the emulator's state: the reference backend's arrays (executor.py fills it in)
 STATE = """typedef struct {
     uint32_t *v; uint32_t *s; uint32_t *scc; int64_t *pc; uint8_t *done; uint8_t *waiting; int64_t *steps;
@@ -28,69 +21,21 @@ STATE = """typedef struct {
     int64_t wave; uint64_t fault_addr; int32_t fault_access; int32_t fault_why; int64_t fault_size;
 } State;
 """
-
-
-class CompileError(Error, RuntimeError):
-    """clang-22 could not build a kernel's C: a bug of this backend (the C is generated), reported with clang's
-    first lines."""
-
-
-@cache
-def compiler() -> str | None:
-    """clang-22's path, or None where it is not installed."""
-    return shutil.which(CLANG)
-
-
-@cache
-def ffi():
-    """cffi's view of State and run(): an out-of-line module, made once into the cache (parsing the declarations
-    with pycparser in every process costs more than the rest of a cached kernel's start)."""
-    import importlib.util
-
-    decls = STATE + "int run(State *st);"
-    path = cache_dir() / f"state_{hashlib.sha256(decls.encode()).hexdigest()[:16]}.py"
-    if not path.exists():
-        import cffi
-
-        builder = cffi.FFI()
-        builder.set_source("_usergpu_native_state", None)
-        builder.cdef(decls)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-            os.replace(builder.compile(tmpdir=tmp), path)
-    spec = importlib.util.spec_from_file_location("_usergpu_native_state", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ffi
-
-
-@cache
-def _fingerprint() -> str:
-    """This backend's sources and the CPU the code is built for: a change to either is a new kernel cache."""
-    h = hashlib.sha256()
-    for name in sorted(p.name for p in HERE.iterdir() if p.suffix in (".py", ".h")):
-        h.update((HERE / name).read_bytes())
-    try:
-        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
-    except OSError:
-        flags = ""
-    h.update(flags.encode() + " ".join(FLAGS).encode())
-    return h.hexdigest()
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "usergpu" / "native"
+DECLS = STATE + "int run(State *st);"
 
 
 PREFIX = 64  # bytes at the entry that name a kernel's spans in the index
-_LOADED: dict[str, object] = {}  # digest -> library, for the process
 _SPANS: dict[str, list[tuple[int, int]]] = {}  # entry key -> the spans its kernels were compiled from
 _FOUND: dict[tuple, list] = {}  # (arch, lanes, the entry's first bytes) -> (span, its bytes, library) found before
 
 
+def ffi():
+    """cffi's view of State and run()."""
+    return shared.ffi(DECLS)
+
+
 def _digest(*parts: bytes) -> str:
-    return hashlib.sha256(_fingerprint().encode() + b"\0".join(parts)).hexdigest()[:32]
+    return shared.digest((HERE,), *parts)
 
 
 def _entry_key(code, entry: int, arch: str, lanes: int) -> str:
@@ -128,7 +73,7 @@ def _find(code, entry: int, arch: str, lanes: int) -> tuple[tuple[int, int], obj
         spans = _SPANS[ekey] = list(dict.fromkeys(lines))
     for span in spans:
         digest = _span_key(code, entry, arch, lanes, span)
-        if digest in _LOADED or (cache_dir() / f"{digest}.so").exists():
+        if shared.cached(digest):
             return span, load(digest, None)
     return None
 
@@ -146,22 +91,5 @@ def compile_kernel(code, entry: int, arch: str, lanes: int, span: tuple[int, int
 
 
 def load(digest: str, source) -> object:
-    """The loaded library for a kernel: from memory, from the disk cache, or compiled now (source() gives its C,
-    which wave.h completes, after the State it works on)."""
-    lib = _LOADED.get(digest)
-    if lib is not None:
-        return lib
-    path = cache_dir() / f"{digest}.so"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-            c = Path(tmp) / "kernel.c"
-            c.write_text("#include <stdint.h>\n" + STATE + source())
-            out = Path(tmp) / "kernel.so"
-            done = subprocess.run([compiler(), *FLAGS, "-I", str(HERE), str(c), "-o", str(out), "-lm"],
-                                  capture_output=True, text=True)
-            if done.returncode:
-                raise CompileError(f"{CLANG} could not build a kernel: {done.stderr.strip()[:2000]}")
-            os.replace(out, path)  # atomic: a second process building the same kernel meets a whole file
-    lib = _LOADED[digest] = ffi().dlopen(str(path))
-    return lib
+    """The loaded library for a kernel (source() gives its C, which wave.h completes, after the State)."""
+    return shared.load(digest, source, DECLS, HERE)

@@ -31,7 +31,7 @@ CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", 
 NP_FUNCS = {"minimum": "npmin", "maximum": "npmax", "abs": "abs", "sqrt": "sqrt",
             "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint", "copysign": "copysign",
             "ldexp": "ldexp", "isnan": "isnan", "clip": "clip"}
-HELPERS_H = Path(__file__).with_name("helpers.h")
+HELPERS_H = Path(__file__).parents[3] / "native" / "helpers.h"
 
 
 class Untranslatable(Exception):
@@ -42,7 +42,7 @@ class Untranslatable(Exception):
 def c_helpers() -> frozenset[str]:
     """The helper functions helpers.h defines, its macros expanded by the preprocessor (only asked when a kernel is
     translated, which compiles anyway)."""
-    from usergpu.emu.amd.exec.native.build import compiler
+    from usergpu.emu.native.build import compiler
 
     done = subprocess.run([compiler(), "-E", "-P", "-x", "c", str(HELPERS_H)], capture_output=True, text=True,
                           check=True)

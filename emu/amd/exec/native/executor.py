@@ -5,26 +5,19 @@ faults, hangs and time slices come back as return codes and leave with the refer
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
 
 from usergpu.emu.amd.exec.executor import Executor
 from usergpu.emu.amd.exec.native import build, codegen
+from usergpu.emu.native import point_at_mappings, say_once
 from usergpu.errors import GPUFault
 
 RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
 WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a read-only mapping",
        "outside the workgroup's {lds} bytes of LDS", "past the {scratch}-byte private segment")
-_SAID: set[str] = set()
-
-
-def say_once(what: str) -> None:
-    if what not in _SAID:
-        _SAID.add(what)
-        print(f"usergpu: {what}", file=sys.stderr)
 
 
 class NativeExecutor(Executor):
@@ -117,17 +110,7 @@ class NativeExecutor(Executor):
             self._entry = int(w.pc[0])  # every wave starts at the kernel's entry
             st.budget, st.entry, st.gi = self.budget, self._entry, 0
             self._fresh = False
-        ranges = self.mem.derived.get("native")
-        if ranges is None:  # the mappings' table, made once until the mappings change (not once per dispatch)
-            bufs = self.mem._bufs
-            base = np.asarray(self.mem._bases, np.uint64)
-            end = base + np.asarray([len(b) for b in bufs], np.uint64)
-            writable = np.asarray([b.flags.writeable for b in bufs], np.uint8)
-            host = ffi.new("uint8_t *[]", [ffi.from_buffer("uint8_t[]", b) for b in bufs] or [ffi.NULL])
-            ranges = self.mem.derived["native"] = (base, end, writable, host, len(bufs))
-        self._ranges = ranges
-        base, end, writable, host, count = ranges
-        st.base, st.end = ffi.from_buffer("uint64_t[]", base), ffi.from_buffer("uint64_t[]", end)
-        st.writable, st.host, st.nranges, st.last = ffi.from_buffer("uint8_t[]", writable), host, count, -1
+        point_at_mappings(st, self.mem, ffi)
+        self._ranges = self.mem.derived["native"]
         self._ranges_of = self.mem.derived
         return st

@@ -4,9 +4,10 @@
  * executor.py), so a block handed to the reference (goto fallback) sees and leaves the same registers and memory.
  * Compiled after the State typedef and L (lanes per wave). */
 #include "helpers.h"
+#include "gmem.h"
 
 enum { RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA };
-enum { WHY_UNMAPPED, WHY_PAST_END, WHY_READ_ONLY, WHY_LDS, WHY_SCRATCH };
+enum { WHY_LDS = WHY_READ_ONLY + 1, WHY_SCRATCH };
 
 #define VR(r) (vw + (int64_t)(r) * L)
 #define SR(r) sw[r]
@@ -20,36 +21,6 @@ enum { WHY_UNMAPPED, WHY_PAST_END, WHY_READ_ONLY, WHY_LDS, WHY_SCRATCH };
 #define CODE_BASE st->entry
 #define LDS_SIZE st->lds_size
 #define LDS_OF(w) (st->lds + st->group[w] * st->lds_size)
-
-/* the host bytes of [addr, addr + size) in GPU memory, inside one mapping, or 0 with the fault recorded; write: 0
- * a read, 1 a write, 2 a read-modify-write (faults as a read where nothing is mapped) */
-static __attribute__((noinline)) uint8_t *gmem_find(State *st, uint64_t addr, int64_t size, int write);
-static inline __attribute__((always_inline)) uint8_t *gmem(State *st, uint64_t addr, int64_t size, int write) {
-    const int64_t i = st->last;  /* the mapping the last access found: most accesses are there again */
-    if (i >= 0 && addr >= st->base[i] && addr + size <= st->end[i] && (!write || st->writable[i]))
-        return st->host[i] + (addr - st->base[i]);
-    return gmem_find(st, addr, size, write);
-}
-static uint8_t *gmem_find(State *st, uint64_t addr, int64_t size, int write) {
-    int64_t i = st->last;
-    if (i < 0 || addr < st->base[i] || addr + size > st->end[i]) {
-        int64_t lo = 0, hi = st->nranges;
-        while (lo < hi) {
-            int64_t mid = (lo + hi) / 2;
-            if (st->base[mid] <= addr) lo = mid + 1; else hi = mid;
-        }
-        i = lo - 1;
-        st->fault_addr = addr, st->fault_access = write == 1, st->fault_size = size;
-        if (i < 0 || addr >= st->end[i]) { st->fault_why = WHY_UNMAPPED; return 0; }
-        if (addr + size > st->end[i]) { st->fault_why = WHY_PAST_END; return 0; }
-        st->last = i;
-    }
-    if (write && !st->writable[i]) {
-        st->fault_addr = addr, st->fault_access = 1, st->fault_size = size, st->fault_why = WHY_READ_ONLY;
-        return 0;
-    }
-    return st->host[i] + (addr - st->base[i]);
-}
 
 #define WAVE_BEGIN \
 static int run_wave(State *st, int64_t w) { \

@@ -13,6 +13,7 @@ import pytest
 import test_exec_opcodes
 
 import usergpu
+from usergpu.emu import native as shared_native
 from usergpu.emu.amd import launch
 from usergpu.emu.amd.exec import dispatch
 from usergpu.emu.amd.exec.executor import Executor
@@ -49,14 +50,14 @@ def test_usergpu_emu_picks_the_backend(monkeypatch):
 
 def test_without_clang_the_reference_runs_after_one_warning(monkeypatch, capsys):
     monkeypatch.setattr(build, "compiler", lambda: None)
-    monkeypatch.setattr(native, "_SAID", set())
+    monkeypatch.setattr(shared_native, "_SAID", set())
     assert executor_class() is Executor and executor_class() is Executor
     assert capsys.readouterr().err.count("clang-22 is not installed") == 1
 
 
 def test_a_traced_dispatch_runs_on_the_reference_and_says_so_once(monkeypatch, capfd):
     monkeypatch.setenv("USERGPU_TRACE", "1")
-    monkeypatch.setattr(native, "_SAID", set())
+    monkeypatch.setattr(shared_native, "_SAID", set())
     co = usergpu.compile_opencl(SAXPY, "gfx1100")
     for _ in range(2):
         y = launch(co, "saxpy", (1, 1, 1), (32, 1, 1), [np.ones(32, np.float32), np.arange(32, dtype=np.float32),
