@@ -80,7 +80,7 @@ def _fell_off(c: Compiled, st: State, pc: int, lanes: np.ndarray) -> CodeObjectE
                            f"{fn.name} after {at} (each path of a PTX function ends in ret or exit)")
 
 
-def _pick(c: Compiled, st: State, pcs: np.ndarray, runnable: np.ndarray) -> int:
+def pick(c: Compiled, st: State, pcs: np.ndarray, runnable: np.ndarray) -> int:
     """The PC first in the order among the runnable lanes' (one past a function's end, or outside the program,
     is an error)."""
     try:
@@ -96,6 +96,70 @@ def _pick(c: Compiled, st: State, pcs: np.ndarray, runnable: np.ndarray) -> int:
                           f"the thread to PC {p}, outside the program's {c.end} instructions")
 
 
+def traced(trace: bool | None) -> bool:
+    """A launch is traced when asked, or by USERGPU_TRACE."""
+    return bool(os.environ.get("USERGPU_TRACE")) if trace is None else trace
+
+
+def idle(c: Compiled, st: State) -> bool:
+    """No lane can run: True when a barrier was released (run on), False when every lane has ended; a GPUHang when
+    lanes wait at a barrier that never completes."""
+    if release(st):
+        return True
+    waiting = np.flatnonzero(st.status == BAR)
+    if len(waiting):
+        lane = int(waiting[0])
+        raise GPUHang(f"a barrier never completes: {_where(st, lane, c.prog.code[st.bar_site[lane]])} waits for "
+                      "threads that exited or wait at another barrier", c.prog.kernel.name)
+    return False
+
+
+def over_budget(c: Compiled, budget: int, p: int) -> GPUHang:
+    ins = c.prog.code[p]
+    return GPUHang(f"ran {budget} instruction steps without ending (line {ins.line}: {ins.text})", c.prog.kernel.name,
+                   "raise the budget (budget= of usergpu.emu.nv.launch)")
+
+
+def run_op(c: Compiled, st: State, p: int, sub, here: np.ndarray):
+    """Instruction p on the lanes sub (of here, those at it), its faults raised as GPUFaults naming the lane."""
+    ins, kernel = c.prog.code[p], c.prog.kernel.name
+    try:
+        return c.op(p)(st, sub)
+    except LaneFault as e:
+        raise GPUFault(e.address, e.access, kernel, int(st.warpid[e.lane]), ins.line, e.why,
+                       where=_where(st, e.lane, ins)) from None
+    except MemoryFault as e:
+        lane = int(here[0])
+        raise GPUFault(e.address, e.access, kernel, int(st.warpid[lane]), ins.line, e.why,
+                       where=_where(st, lane, ins)) from None
+    except Trap as e:
+        raise GPUFault(0, e.what, kernel, int(st.warpid[e.lane]), ins.line, "the kernel executed trap",
+                       where=_where(st, e.lane, ins)) from None
+
+
+def step(c: Compiled, st: State, p: int, here: np.ndarray) -> None:
+    """One step of instruction p by the lanes here (all at p): guard, operation, and each lane's next PC."""
+    st.steps += 1
+    st.lane_steps += len(here)
+    st.p = p
+    sub, rest = here, None
+    guard = c.guards[p]
+    if guard is not None:
+        key, dt, negate = guard
+        g = st.register(key, dt)[here] != negate
+        sub, rest = here[g], here[~g]
+        if not len(sub):
+            st.pc[here] = c.next[p]
+            return
+    res = run_op(c, st, p, sub, here)
+    if rest is not None:
+        st.pc[rest] = c.next[p]
+    if res is None:
+        st.pc[sub] = c.next[p]
+    elif not (isinstance(res, int) and res == semantics.STOP):
+        st.pc[sub] = res
+
+
 def _limit(steps: int, budget: int, quota: int | None, deadline: float | None) -> int:
     """The step count at which execute next looks up from the fast path: the budget's, the quota's, or the next
     look at the deadline."""
@@ -107,23 +171,18 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
     """Run the State's lanes until they end (True), or until st.steps reaches quota or time.monotonic() passes
     deadline (False: execute(c, st, ...) again goes on exactly where it stopped). GPUHang past budget steps."""
     prog, kernel = c.prog, c.prog.kernel.name
-    trace = bool(os.environ.get("USERGPU_TRACE")) if trace is None else trace
+    trace = traced(trace)
     everyone = np.arange(st.n)
     end = c.end
     limit = _limit(st.steps, budget, quota, deadline)
     while True:
         runnable = np.flatnonzero(st.status == RUN)
         if not len(runnable):
-            if release(st):
+            if idle(c, st):
                 continue
-            waiting = np.flatnonzero(st.status == BAR)
-            if len(waiting):
-                lane = int(waiting[0])
-                raise GPUHang(f"a barrier never completes: {_where(st, lane, prog.code[st.bar_site[lane]])} waits "
-                              "for threads that exited or wait at another barrier", kernel)
             return True
         pcs = st.pc[runnable]
-        p = _pick(c, st, pcs, runnable)
+        p = pick(c, st, pcs, runnable)
         at = pcs == p
         here = everyone if len(runnable) == st.n and at.all() else runnable[at]
         whole = len(here) == len(runnable)
@@ -134,9 +193,7 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                 break
             if st.steps >= limit:
                 if st.steps >= budget:
-                    raise GPUHang(f"ran {budget} instruction steps without ending (line {prog.code[p].line}: "
-                                  f"{prog.code[p].text})", kernel,
-                                  "raise the budget (budget= of usergpu.emu.nv.launch)")
+                    raise over_budget(c, budget, p)
                 if quota is not None and st.steps >= quota or deadline is not None and time.monotonic() >= deadline:
                     st.pc[here] = p
                     return False
@@ -160,18 +217,7 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                     break
                 if not g.all():
                     sub, rest = here[g], here[~g]
-            try:
-                res = c.op(p)(st, sub)
-            except LaneFault as e:
-                raise GPUFault(e.address, e.access, kernel, int(st.warpid[e.lane]), ins.line, e.why,
-                               where=_where(st, e.lane, ins)) from None
-            except MemoryFault as e:
-                lane = int(here[0])
-                raise GPUFault(e.address, e.access, kernel, int(st.warpid[lane]), ins.line, e.why,
-                               where=_where(st, lane, ins)) from None
-            except Trap as e:
-                raise GPUFault(0, e.what, kernel, int(st.warpid[e.lane]), ins.line, "the kernel executed trap",
-                               where=_where(st, e.lane, ins)) from None
+            res = run_op(c, st, p, sub, here)
             if res is None and rest is None:
                 if whole:
                     p = c.next[p]

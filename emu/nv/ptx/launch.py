@@ -15,8 +15,8 @@ from functools import lru_cache
 import numpy as np
 
 from usergpu.emu.memory import Memory
-from usergpu.emu.nv.ptx import printf
-from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET, Compiled, execute
+from usergpu.emu.nv.ptx import native, printf
+from usergpu.emu.nv.ptx.executor import DEFAULT_BUDGET, Compiled
 from usergpu.emu.nv.ptx.program import Program, link
 from usergpu.emu.nv.ptx.state import State, cluster_shape
 from usergpu.errors import GPUHang, LaunchError
@@ -123,6 +123,7 @@ def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, s
     per = _blocks_per_batch(grid, block, cluster)
     sms = ARCHS.get(arch, ARCHS["sm_90"])[0]
     start = time.time_ns()
+    execute = native.execute()
     printed: list[bytes] = []
     for i in range(0, total, per):
         st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms, cluster)

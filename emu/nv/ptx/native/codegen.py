@@ -1,0 +1,120 @@
+"""A linked PTX kernel as C: every instruction of the program (the kernel and the device functions it reaches)
+becomes a labelled block of one warp's code, from the same parsed module, the same linked places and the same
+reverse post-order as the reference; operands through coperands, ALU forms from emit_alu, memory from emit_memory,
+control and warp instructions from emit_control. An instruction none of them has C for becomes a block that hands
+the warp's lanes at it to the reference for that one instruction (the same semantics, at its speed), so every
+kernel runs, and runs the same.
+
+A block: the step count against the limit, the guard's lanes (g, within the active mask m), the body over the lanes
+of g, and the tail to the next instruction (straight there while no waiting lane comes first in the order)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from usergpu.emu.nv.ptx.native import emit_alu, emit_control, emit_memory
+from usergpu.emu.nv.ptx.native.coperands import COperands, Untranslatable
+from usergpu.emu.nv.ptx.program import Program
+from usergpu.emu.nv.ptx.semantics import Inst
+from usergpu.errors import CodeObjectError
+
+# what a kernel's C sees of the emulator's state: the reference backend's arrays (executor.py fills it in)
+STATE = """typedef struct {
+    void **regs; int64_t *pc; int8_t *status; int64_t *wsteps;
+    int64_t n; int64_t per_block; int64_t wpb; int64_t nblocks;
+    uint32_t *tid; uint32_t *ctaid; int64_t ntid[3]; int64_t nctaid[3];
+    uint8_t *shared; int64_t shared_size; uint8_t *local; int64_t local_size; uint8_t *param; int64_t param_size;
+    int64_t *bar_site; int64_t *bar_id; int64_t *bar_count; uint64_t *gaddr;
+    uint64_t *base; uint64_t *end; uint8_t **host; uint8_t *writable; int64_t nranges; int64_t last;
+    int64_t budget; int64_t quota; int64_t steps; int64_t lane_steps; int64_t bi; int64_t warp; int64_t at;
+    uint64_t fault_addr; int32_t fault_access; int32_t fault_why; int64_t fault_size;
+} State;
+"""
+DECLS = STATE + "int run(State *st);"
+ERRORS = (Untranslatable, CodeObjectError, KeyError, IndexError, StopIteration, ValueError, TypeError)
+
+
+def registers(prog: Program) -> list[str]:
+    """The program's registers in the order of the C's table (State.regs)."""
+    return sorted(prog.registers)
+
+
+def globals_of(prog: Program) -> list[str]:
+    """The module variables in the order of the C's table of their addresses (State.gaddr)."""
+    return sorted(prog.globals)
+
+
+class Emitter:
+    def __init__(self, prog: Program, order: np.ndarray, following: list[int], only: frozenset[int] | None = None):
+        """only: the instructions to translate (None: all); the rest run on the reference (lockstep.py bisects
+        with it)."""
+        self.prog, self.order, self.next, self.only = prog, order, following, only
+        self.regs: dict[str, str] = {}
+        index = {key: i for i, key in enumerate(registers(prog))}
+        self.o = COperands(prog, index, self.regs, globals_of(prog))
+        self.plain_bars: list[int] = []
+        self.native = 0  # instructions with C of their own
+
+    def tail(self, n: int) -> str:
+        if n >= len(self.prog.code):  # off a function's end: the reference reports it
+            return f"pc = {n}; goto merge;"
+        return emit_control.go(n, int(self.order[n]))
+
+    def block(self, i: int) -> str:
+        ins = self.prog.code[i]
+        fn = self.prog.owner[i]
+        body = None
+        if self.only is None or i in self.only:
+            try:
+                body = self.body(Inst(self.prog, fn, ins, i), fn, ins, i)
+            except ERRORS:
+                body = None
+        if body is None:
+            return f"I{i}: pc = {i}; goto fallback;"
+        self.native += 1
+        return f"I{i}: if (steps >= limit) {{ pc = {i}; goto limit; }} steps++; lsteps += POPC(m);\n  {body}"
+
+    def guard(self, ins, fn: str) -> str:
+        if ins.guard is None:
+            return "g = m;"
+        name, _ = self.o.at(fn, ins).reg(ins.guard)
+        if self.regs[name] != "_Bool":
+            raise Untranslatable("a guard that is not a predicate")
+        return f"g = m & {'~' if ins.guard.negate else ''}pmask({name});"
+
+    def body(self, inst: Inst, fn: str, ins, i: int) -> str | None:
+        o = self.o.at(fn, ins)
+        after = self.tail(self.next[i])
+        guard = self.guard(ins, fn) + (f" if (!g) {{ {after} }}" if ins.guard is not None else "")
+        base = inst.base
+        if base == "bra":
+            target = o.prog.place(fn, ins.operands[0].name, ins.line).address
+            return f"{guard} {emit_control.bra(inst, o, after, int(self.order[target]))}"
+        if base in emit_control.TABLE:
+            code = emit_control.TABLE[base](inst, o, after)
+            if base in ("bar", "barrier") and code != after:
+                self.plain_bars.append(i)
+            return f"{guard} {code}"
+        if base in emit_memory.TABLE:
+            return f"{guard} {emit_memory.TABLE[base](inst, o)} {after}"
+        if base in emit_alu.TABLE:
+            return f"{guard} LANES(g) {{ {emit_alu.TABLE[base](inst, o)} }} {after}"
+        return None
+
+    def source(self) -> str:
+        blocks = [self.block(i) for i in range(len(self.prog.code))]
+        cases = " ".join(f"case {i}: goto I{i};" for i in range(len(self.prog.code)))
+        index = {key: i for i, key in enumerate(registers(self.prog))}
+        regs = " ".join(f"{ct} *restrict const {name} = ({ct} *)st->regs[{name[1:]}] + lane0; (void){name};"
+                        for name, ct in sorted(self.regs.items(), key=lambda kv: int(kv[0][1:])))
+        assert all(int(name[1:]) < len(index) for name in self.regs)
+        bars = " ".join(f"case {i}:" for i in self.plain_bars)
+        order = ", ".join(str(int(x)) for x in self.order)
+        return (f"#include <string.h>\n"
+                f"static const int64_t ORDER[{len(self.order)}] = {{ {order} }};\n"
+                f"#define ORDER_OF(p) ((uint64_t)(p) < {len(self.order)} ? ORDER[p] : -2)\n"
+                f"static int plain_bar(int64_t s) {{ switch (s) {{ {bars} return 1; default: return 0; }} }}\n"
+                "#define PLAIN_BAR(s) plain_bar(s)\n"
+                f"#define REGS {regs}\n"
+                "#include \"warp.h\"\nWARP_BEGIN\n"
+                f"dispatch: switch (pc) {{ {cases} default: goto fallback; }}\n" + "\n".join(blocks) + "\nWARP_END\n")

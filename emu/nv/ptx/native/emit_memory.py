@@ -1,0 +1,140 @@
+"""C for ld, st, atom and red in global, const, shared, local, param and generic addressing, scalar and vector, per
+lane in lane order (later lanes win where addresses repeat; an atomic's lanes each see the one before, as the
+reference's rounds give). Every lane's address is found and checked before anything is written: a lane whose
+access would fault hands the instruction to the reference, which raises the fault with its facts. Shared memory of
+another CTA (.shared::cluster addresses), b128 and the half types run on the reference."""
+
+from __future__ import annotations
+
+from usergpu.emu.nv.ptx.memops import GENERIC_OF, _space, _vector
+from usergpu.emu.nv.ptx.native.coperands import FLOAT, INT, COperands, Untranslatable, ctype, size
+from usergpu.emu.nv.ptx.semantics import Inst
+from usergpu.isa.nv import ptx
+
+# the host bytes of one lane's access of n bytes in a space at address a (uint64_t), or 0 where the reference must
+# see it (a fault, another CTA's shared memory)
+WHERE = {
+    "shared": ("(a_ < CLUSTER_SHARED && a_ + {n} <= (uint64_t)st->shared_size ? st->shared + b * st->shared_size + a_ "
+               ": 0)"),
+    "local": "(a_ + {n} <= (uint64_t)st->local_size ? st->local + (lane0 + l) * st->local_size + a_ : 0)",
+    "param": "(a_ + {n} <= (uint64_t)st->param_size ? st->param + (lane0 + l) * st->param_size + a_ : 0)",
+    "global": "gmem(st, a_, {n}, {write})",
+}
+WHERE["const"] = WHERE["global"]
+GENERIC = ("(a_ - SHARED_WINDOW < WINDOW ? ({{ uint64_t s_ = a_ - SHARED_WINDOW; s_ < CLUSTER_SHARED && s_ + {n} <= "
+           "(uint64_t)st->shared_size ? st->shared + b * st->shared_size + s_ : (uint8_t *)0; }}) : "
+           "a_ - LOCAL_WINDOW < WINDOW ? ({{ uint64_t s_ = a_ - LOCAL_WINDOW; s_ + {n} <= (uint64_t)st->local_size ? "
+           "st->local + (lane0 + l) * st->local_size + s_ : (uint8_t *)0; }}) : gmem(st, a_, {n}, {write}))")
+
+
+def _where(space: str, n: int, write: int) -> str:
+    return (GENERIC if space == "generic" else WHERE[space]).format(n=n, write=write)
+
+
+def _address(ins: Inst, o: COperands, op) -> tuple[str, str]:
+    """(C of the lane's address, its space), as memops._address: a [var] operand of shared or local memory in
+    generic addressing is the variable's generic address."""
+    space = _space(ins)
+    addr = o.address(op)
+    base = op.base if isinstance(op, ptx.Addr) else op
+    var_space = o.prog.place(o.fn, base.name, o.ins.line).space if isinstance(base, ptx.Sym) else None
+    if space == "generic" and var_space in GENERIC_OF:
+        return f"({addr} + {GENERIC_OF[var_space]:#x}ull)", space
+    if var_space == "param" and space == "generic":
+        return addr, "param"
+    return addr, space
+
+
+def _elements(op, n: int) -> list:
+    return list(op.items) if isinstance(op, ptx.Vec) else [op] * (n == 1)
+
+
+def _type(ins: Inst) -> str:
+    t = ins.t
+    if t not in INT | FLOAT:
+        raise Untranslatable(f".{t} access")
+    return t
+
+
+def _find(ins: Inst, o: COperands, op, n: int, write: int) -> tuple[str, str]:
+    """(C declaring p_[32] and filling it with each lane's host bytes, jumping to the fallback where one is 0, the
+    space)"""
+    addr, space = _address(ins, o, op)
+    if space not in WHERE and space != "generic":
+        raise Untranslatable(f"{space} memory")
+    return (f"uint8_t *p_[32]; LANES(g) {{ uint64_t a_ = {addr}; p_[l] = {_where(space, n, write)}; "
+            f"if (!p_[l]) goto fallback; }}"), space
+
+
+def ld(ins: Inst, o: COperands) -> str:
+    t = _type(ins)
+    n = _vector(ins)
+    if n not in (1, 2, 4):
+        raise Untranslatable("ld.v8")
+    dsts = _elements(ins.ops[0], n)
+    find, _ = _find(ins, o, ins.ops[1], size(t) * n, 0)
+    c = ctype(t)
+    loads = " ".join(f"{{ {c} v_; memcpy(&v_, p_[l] + {i * size(t)}, {size(t)}); {o.set(d, t, 'v_')} }}"
+                     for i, d in enumerate(dsts))
+    return f"{{ {find} LANES(g) {{ {loads} }} }}"
+
+
+def st(ins: Inst, o: COperands) -> str:
+    t = _type(ins)
+    n = _vector(ins)
+    if n not in (1, 2, 4):
+        raise Untranslatable("st.v8")
+    srcs = _elements(ins.ops[1], n)
+    find, _ = _find(ins, o, ins.ops[0], size(t) * n, 1)
+    c = ctype(t)
+    values = " ".join(f"{c} v{i}_ = {o.get(s, t)};" for i, s in enumerate(srcs))
+    stores = " ".join(f"memcpy(p_[l] + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
+    return f"{{ {find} LANES(g) {{ {values} {stores} }} }}"
+
+
+ATOMIC = {  # new = f(o_, b_, c_) for integer types
+    "add": "o_ + b_", "min": "o_ < b_ ? o_ : b_", "max": "o_ > b_ ? o_ : b_", "and": "o_ & b_", "or": "o_ | b_",
+    "xor": "o_ ^ b_", "exch": "b_", "cas": "o_ == b_ ? c_ : o_", "inc": "o_ >= b_ ? 0 : o_ + 1",
+    "dec": "o_ == 0 || o_ > b_ ? b_ : o_ - 1",
+}
+FLOAT_ADD = {"f32": "ftz32(canon32(ftz32(o_) + ftz32(b_)))", "f64": "canon64(o_ + b_)"}
+
+
+def _atomic(ins: Inst, o: COperands, returns: bool) -> str:
+    op = next(m for m in ins.mods if m in ATOMIC)
+    t = _type(ins)
+    if t in FLOAT and op != "add":
+        raise Untranslatable(f"atom.{op}.{t}")
+    first = 1 if returns else 0
+    find, _ = _find(ins, o, ins.ops[first], size(t), 2)
+    c = ctype(t)
+    b = o.get(ins.ops[first + 1], t)
+    cv = o.get(ins.ops[first + 2], t) if op == "cas" else "0"
+    new = FLOAT_ADD[t] if t in FLOAT else ATOMIC[op]
+    ret = o.set(ins.ops[0], t, "o_") if returns else ""
+    # the operands of every lane first: the destination may be one of them
+    return (f"{{ {find} {c} bv_[32], cv_[32]; LANES(g) {{ bv_[l] = {b}; cv_[l] = {cv}; }} "
+            f"LANES(g) {{ {c} o_, b_ = bv_[l], c_ = cv_[l]; (void)c_; memcpy(&o_, p_[l], {size(t)}); "
+            f"{c} n_ = ({c})({new}); memcpy(p_[l], &n_, {size(t)}); {ret} }} }}")
+
+
+def atom(ins: Inst, o: COperands) -> str:
+    return _atomic(ins, o, True)
+
+
+def red(ins: Inst, o: COperands) -> str:
+    return _atomic(ins, o, False)
+
+
+def _nothing(ins: Inst, o: COperands) -> str:
+    return ";"
+
+
+def cp(ins: Inst, o: COperands) -> str:
+    if ins.has("async") and ins.has("commit_group", "wait_group", "wait_all"):
+        return ";"
+    raise Untranslatable(ins.ins.opcode)
+
+
+TABLE = {"ld": ld, "ldu": ld, "st": st, "atom": atom, "red": red, "prefetch": _nothing, "prefetchu": _nothing,
+         "cp": cp}

@@ -1,0 +1,128 @@
+"""The native backend's executor: the reference's State run by the kernel's compiled C (codegen.py, warp.h), a warp
+at a time. The C works on the State's own arrays (registers, PCs and statuses, shared, local and param memory, GPU
+memory's host bytes), so an instruction the C hands back runs on the reference for that warp's lanes
+(executor.step) and the C goes on from there; barriers the C cannot release go to the reference's release; hangs
+and time slices come back as return codes and leave with the reference's errors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from usergpu.emu.native import build, point_at_mappings, say_once
+from usergpu.emu.nv.ptx import executor as reference
+from usergpu.emu.nv.ptx.native import codegen
+from usergpu.emu.nv.ptx.operands import storage
+from usergpu.emu.nv.ptx.state import RUN, WARP, State
+
+RC_OK, RC_DONE, RC_FALLBACK, RC_HANG, RC_QUOTA, RC_STUCK = range(6)
+QUOTA = 1 << 16  # warp steps between looks at the clock when a run is time-sliced
+HERE = Path(__file__).parent
+
+
+def _key(c: reference.Compiled, only: frozenset[int] | None) -> str:
+    """The kernel's name in the cache: its linked instructions, places, registers and order (and the instructions
+    translated, where not all are)."""
+    prog = c.prog
+    text = repr((prog.kernel.name, prog.code, prog.owner, sorted(prog.places.items()), sorted(prog.registers.items()),
+                 prog.order.tolist(), c.next, sorted(only) if only is not None else None))
+    return build.digest((HERE,), text.encode())
+
+
+def library(c: reference.Compiled, only: frozenset[int] | None = None) -> object:
+    """The kernel's compiled C: kept on the Compiled, else from the cache by its key, else generated and built.
+    only: the instructions translated (None: all; the others run on the reference), which replaces the kept one."""
+    lib = getattr(c, "native", None)
+    if lib is None or only is not None:
+
+        def source() -> str:
+            return codegen.Emitter(c.prog, c.order, c.next, only).source()
+        lib = c.native = build.load(_key(c, only), source, codegen.DECLS, HERE)
+    return lib
+
+
+def _state(c: reference.Compiled, st: State) -> object:
+    """The C's view of the State's arrays (kept alive with it): every register padded by a warp, so the C's lane
+    loops may run whole warps."""
+    cst = getattr(st, "native", None)
+    if cst is not None:
+        return cst
+    ffi = build.ffi(codegen.DECLS)
+    keep = []
+    regs = []
+    for key in codegen.registers(c.prog):
+        buf = np.zeros(st.n + WARP, storage(c.prog.registers[key]))
+        st.R[key] = buf[:st.n]
+        keep.append(buf)
+        regs.append(ffi.from_buffer(buf))
+    cst = ffi.new("State *")
+    table = ffi.new("void *[]", regs or [ffi.NULL])
+    keep.append(table)
+    wpb = -(-st.per_block // WARP)
+    wsteps = np.zeros(st.blocks * wpb, np.int64)
+    gaddr = np.asarray([st.globals[name] for name in codegen.globals_of(c.prog)] or [0], np.uint64)
+    keep += [wsteps, gaddr]
+    cst.regs = table
+    for name, arr, ctype in (("pc", st.pc, "int64_t[]"), ("status", st.status, "int8_t[]"),
+                             ("wsteps", wsteps, "int64_t[]"), ("tid", st.tid, "uint32_t[]"),
+                             ("ctaid", st.ctaid, "uint32_t[]"), ("shared", st.shared, "uint8_t[]"),
+                             ("local", st.local, "uint8_t[]"), ("param", st.param, "uint8_t[]"),
+                             ("bar_site", st.bar_site, "int64_t[]"), ("bar_id", st.bar_id, "int64_t[]"),
+                             ("bar_count", st.bar_count, "int64_t[]"), ("gaddr", gaddr, "uint64_t[]")):
+        setattr(cst, name, ffi.from_buffer(ctype, arr))
+    cst.n, cst.per_block, cst.wpb, cst.nblocks = st.n, st.per_block, wpb, st.blocks
+    cst.ntid, cst.nctaid = list(st.ntid), list(st.nctaid)
+    cst.shared_size, cst.local_size, cst.param_size = st.shared_size, c.prog.local_size, max(c.prog.param_size, 1)
+    point_at_mappings(cst, st.mem, ffi)
+    st.native, st.native_keep, st.wsteps = cst, keep, wsteps
+    return cst
+
+
+def execute(c: reference.Compiled, st: State, budget: int = reference.DEFAULT_BUDGET, trace: bool | None = None,
+            quota: int | None = None, deadline: float | None = None) -> bool:
+    """reference.execute's contract, run by the C: True when the lanes have ended, False at quota (st.steps) or
+    deadline (execute again goes on). The budget is a warp's steps (the reference's is a batch's, which run as one
+    warp runs when the batch's lanes stay together)."""
+    if reference.traced(trace):
+        say_once("a traced launch runs on the numpy reference backend (slower than native)")
+        return reference.execute(c, st, budget, True, quota, deadline)
+    lib = library(c)
+    cst = _state(c, st)
+    cst.budget = budget
+    while True:
+        left = (quota - st.steps) if quota is not None else 1 << 62
+        cst.quota = min(left, QUOTA) if deadline is not None else left
+        cst.steps, cst.lane_steps = st.steps, st.lane_steps
+        rc = lib.run(cst)
+        st.steps, st.lane_steps = int(cst.steps), int(cst.lane_steps)
+        if rc == RC_DONE:
+            return True
+        if rc == RC_STUCK:
+            if not reference.idle(c, st):
+                return True
+            continue
+        p = int(cst.at)
+        st.p = min(p, len(c.prog.code) - 1) if p >= 0 else 0
+        if rc == RC_HANG:
+            raise reference.over_budget(c, budget, p)
+        if rc == RC_FALLBACK:
+            _fallback(c, st, int(cst.warp), p, budget)
+        if quota is not None and st.steps >= quota or deadline is not None and time.monotonic() >= deadline:
+            return False
+
+
+def _fallback(c: reference.Compiled, st: State, w: int, p: int, budget: int) -> None:
+    """The lanes of warp w at p (all there that can run) run instruction p on the reference."""
+    wpb = len(st.wsteps) // st.blocks
+    lo = w // wpb * st.per_block + w % wpb * WARP
+    hi = min(lo + WARP, (w // wpb + 1) * st.per_block)
+    lanes = np.arange(lo, hi)
+    lanes = lanes[(st.status[lo:hi] == RUN) & (st.pc[lo:hi] == p)]
+    if not 0 <= p < len(c.prog.code):
+        reference.pick(c, st, st.pc[lanes], lanes)  # raises: off a function's end, or outside the program
+    if st.wsteps[w] >= budget:
+        raise reference.over_budget(c, budget, p)
+    st.wsteps[w] += 1
+    reference.step(c, st, p, lanes)

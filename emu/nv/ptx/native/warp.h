@@ -1,0 +1,196 @@
+/* One warp's run through a kernel's C (codegen.py emits the labelled blocks between WARP_BEGIN and WARP_END), and
+ * the scheduler that runs a batch's blocks: each warp until its lanes have all ended or wait at a barrier, the
+ * block's barrier released once every lane not exited waits at it.
+ *
+ * The state is the reference backend's own arrays (State, built by executor.py): every register an array over the
+ * batch's lanes, the lanes' PCs and statuses, shared, local and param memory. So an instruction handed to the
+ * reference (goto fallback) sees and leaves the same registers and memory, and the C goes on from there.
+ *
+ * Within a warp the lanes at the PC first in the program's reverse post-order run, as the active mask m, as the
+ * reference runs them: lanes that branch apart wait in the PC array, and wmin (the least order among the waiting
+ * lanes) tells each instruction's tail whether it may go on or must merge with them first. Compiled after State,
+ * ORDER_OF (the order of a PC) and the kernel's register declarations (REGS). */
+#include <math.h>
+#include "helpers.h"
+#include "gmem.h"
+
+enum { RC_OK, RC_DONE, RC_FALLBACK, RC_HANG, RC_QUOTA, RC_STUCK };
+enum { RUN, BAR, EXIT };
+
+#define SHARED_WINDOW 0x00007E0000000000ull
+#define LOCAL_WINDOW 0x00007D0000000000ull
+#define WINDOW (1ull << 32)
+#define CLUSTER_SHARED (1ull << 31)
+#define F32(x) BITCAST(float, uint32_t, (uint32_t)(x))
+#define F64(x) BITCAST(double, uint64_t, (uint64_t)(x))
+#define U32(x) BITCAST(uint32_t, float, (float)(x))
+#define U64(x) BITCAST(uint64_t, double, (double)(x))
+#define BIT(l) (1u << (l))
+#define LANES(mask) for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
+#define POPC(x) __builtin_popcount(x)
+
+/* a predicate register's lanes as a mask */
+static inline uint32_t pmask(const _Bool *p) {
+    uint32_t r = 0;
+    for (int l = 0; l < 32; l++) r |= (uint32_t)(p[l] != 0) << l;
+    return r;
+}
+
+/* PTX's float results: a NaN is the canonical one; .ftz flushes a subnormal to a zero of its sign; .sat clamps to
+ * [0, 1] with NaN to 0 (fp.py) */
+/* (on the bits: LLVM takes any NaN for any other, and would fold the choice of a NaN away) */
+static inline float canon32(float x) {
+    uint32_t u = U32(x);
+    return F32((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFFFFFFu : u);
+}
+static inline double canon64(double x) {
+    uint64_t u = U64(x);
+    return F64((u & ~(1ull << 63)) > 0x7FF0000000000000ull ? 0x7FFFFFFFFFFFFFFFull : u);
+}
+static inline float ftz32(float x) { return fabsf(x) < 0x1p-126f ? copysignf(0.0f, x) : x; }
+static inline double ftz64(double x) { return fabs(x) < 0x1p-1022 ? copysign(0.0, x) : x; }
+static inline float sat32(float x) { return x != x ? 0.0f : x < 0 ? 0.0f : x > 1 ? 1.0f : x; }
+static inline double sat64(double x) { return x != x ? 0.0 : x < 0 ? 0.0 : x > 1 ? 1.0 : x; }
+/* min/max: a NaN operand loses, -0 below +0 */
+#define FMINMAX(S, T, FA) \
+    static inline T fmin_##S(T a, T b) { if (a == 0 && b == 0) return signbit(a) || signbit(b) ? -FA(a) : FA(a); \
+        return a != a ? b : b != b ? a : a < b ? a : b; } \
+    static inline T fmax_##S(T a, T b) { if (a == 0 && b == 0) return signbit(a) && signbit(b) ? -FA(a) : FA(a); \
+        return a != a ? b : b != b ? a : a > b ? a : b; }
+FMINMAX(32, float, fabsf) FMINMAX(64, double, fabs)
+/* div.approx.f32: the quotient, but 0 (NaN for an infinite a) where 2^126 < |b| < inf */
+static inline float div_approx(float a, float b) {
+    float q = a / b;
+    return isfinite(b) && fabsf(b) > 0x1p126f ? (isinf(a) ? F32(0x7FC00000u) : q * 0) : q;
+}
+
+/* integer division as the reference does it: x / 0 is -1 (signed) or all ones, x % 0 is x; INT_MIN / -1 wraps */
+static inline int64_t sdiv(int64_t a, int64_t b, int rem) {
+    if (b == 0) return rem ? a : -1;
+    uint64_t ua = a < 0 ? -(uint64_t)a : (uint64_t)a, ub = b < 0 ? -(uint64_t)b : (uint64_t)b;
+    uint64_t q = ua / ub, r = ua % ub;
+    if (rem) return a < 0 ? (int64_t)-r : (int64_t)r;
+    return (a < 0) != (b < 0) ? (int64_t)-q : (int64_t)q;
+}
+static inline uint64_t udiv(uint64_t a, uint64_t b, int rem, uint64_t max) {
+    return b == 0 ? (rem ? a : max) : rem ? a % b : a / b;
+}
+/* cvt from a float to an integer type: rounded, saturated to [lo, hi], NaN to nan (fp.to_integer) */
+static inline uint64_t to_int(double w, int mode, double lo, double hi, uint64_t ilo, uint64_t ihi, uint64_t nan,
+                              int is_signed) {
+    if (w != w) return nan;
+    double r = mode == 0 ? rint(w) : mode == 1 ? trunc(w) : mode == 2 ? floor(w) : ceil(w);
+    if (r >= hi) return ihi;
+    if (r <= lo) return ilo;
+    return is_signed ? (uint64_t)(int64_t)r : (uint64_t)r;
+}
+/* bfe: len bits from pos (both mod 256), sign-filled from bit min(pos + len - 1, msb) for a signed type */
+static inline uint64_t bfe(uint64_t x, uint64_t p, uint64_t n, int size, int is_signed) {
+    p &= 0xFF, n &= 0xFF;
+    if (n == 0) return 0;
+    int64_t valid = (int64_t)n < size - (int64_t)p ? (int64_t)n : size - (int64_t)p;
+    if (valid < 0) valid = 0;
+    uint64_t keep = valid >= 64 ? ~0ull : (1ull << valid) - 1;
+    uint64_t field = p >= (uint64_t)size ? 0 : (x >> p) & keep;
+    uint64_t full = size == 64 ? ~0ull : (1ull << size) - 1;
+    if (is_signed) {
+        uint64_t sbit = p + n - 1 < (uint64_t)size - 1 ? p + n - 1 : (uint64_t)size - 1;
+        if ((x >> sbit) & 1) field |= ~keep & full;
+    }
+    return field & full;
+}
+static inline uint64_t bfi(uint64_t a, uint64_t b, uint64_t p, uint64_t n, int size) {
+    p &= 0xFF, n &= 0xFF;
+    uint64_t room = p >= (uint64_t)size ? 0 : size - p;
+    if (n > room) n = room;
+    if (n == 0) return b;
+    uint64_t keep = n >= 64 ? ~0ull : (1ull << n) - 1;
+    uint64_t full = size == 64 ? ~0ull : (1ull << size) - 1;
+    return ((b & ~(keep << p)) | ((a & keep) << p)) & full;
+}
+static inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
+    uint64_t pair = (uint64_t)a | (uint64_t)b << 32;
+    uint32_t out = 0;
+    for (int i = 0; i < 4; i++) {
+        uint32_t nib = s >> (4 * i) & 0xF;
+        uint32_t byte = pair >> (8 * (nib & 7)) & 0xFF;
+        if (nib & 8) byte = byte & 0x80 ? 0xFF : 0;
+        out |= byte << (8 * i);
+    }
+    return out;
+}
+
+#define WARP_BEGIN \
+static int run_warp(State *st, int64_t w) { \
+    const int64_t b = w / st->wpb, k = w % st->wpb, lane0 = b * st->per_block + k * 32; \
+    const int cnt = st->per_block - k * 32 < 32 ? (int)(st->per_block - k * 32) : 32; \
+    int64_t *const pcs = st->pc + lane0; int8_t *const stat = st->status + lane0; \
+    int64_t steps = st->wsteps[w], lsteps = 0, pc = 0, wmin = 0; \
+    const int64_t start = steps, budget = st->budget; \
+    const int64_t limit = budget < steps + st->quota ? budget : steps + st->quota; \
+    uint32_t m = 0, g = 0, live = 0; int rc; (void)g; \
+    REGS
+#define WARP_END \
+schedule: \
+    live = 0; \
+    for (int l = 0; l < cnt; l++) live |= (uint32_t)(stat[l] == RUN) << l; \
+    if (!live) { rc = RC_OK; goto out; } \
+    { int64_t best = INT64_MAX; \
+      LANES(live) { int64_t o = ORDER_OF(pcs[l]); if (o < best) best = o, pc = pcs[l]; } \
+      m = 0; wmin = INT64_MAX; \
+      LANES(live) { if (pcs[l] == pc) m |= BIT(l); else { int64_t o = ORDER_OF(pcs[l]); if (o < wmin) wmin = o; } } } \
+    goto dispatch; \
+merge: \
+    LANES(m) pcs[l] = pc; \
+    goto schedule; \
+limit: \
+    rc = steps >= budget ? RC_HANG : RC_QUOTA; \
+    goto leave; \
+fallback: \
+    rc = RC_FALLBACK; \
+leave: \
+    LANES(m) pcs[l] = pc; \
+    st->warp = w, st->at = pc; \
+out: \
+    st->wsteps[w] = steps; st->quota -= steps - start; st->steps += steps - start; st->lane_steps += lsteps; \
+    return rc; \
+} \
+/* the block's lanes that have not exited all wait at one plain barrier (no count, no reduction): released */ \
+static int release(State *st, int64_t b) { \
+    const int64_t lo = b * st->per_block, hi = lo + st->per_block; \
+    int64_t id = -1; \
+    for (int64_t i = lo; i < hi; i++) { \
+        if (st->status[i] == EXIT) continue; \
+        if (st->status[i] != BAR || !PLAIN_BAR(st->bar_site[i]) || st->bar_count[i] || \
+            (id >= 0 && st->bar_id[i] != id)) return 0; \
+        id = st->bar_id[i]; \
+    } \
+    if (id < 0) return 0; \
+    for (int64_t i = lo; i < hi; i++) if (st->status[i] == BAR) st->status[i] = RUN; \
+    return 1; \
+} \
+static int runnable(State *st, int64_t w) { \
+    const int64_t lo = (w / st->wpb) * st->per_block + (w % st->wpb) * 32; \
+    const int64_t hi = lo + 32 < (w / st->wpb + 1) * st->per_block ? lo + 32 : (w / st->wpb + 1) * st->per_block; \
+    for (int64_t i = lo; i < hi; i++) if (st->status[i] == RUN) return 1; \
+    return 0; \
+} \
+int run(State *st) { \
+    int stuck = 0; \
+    for (; st->bi < st->nblocks; st->bi++) { \
+        const int64_t b = st->bi; \
+        for (int progressed = 1; progressed;) { \
+            progressed = 0; \
+            for (int64_t w = b * st->wpb; w < (b + 1) * st->wpb; w++) { \
+                if (!runnable(st, w)) continue; \
+                int rc = run_warp(st, w); \
+                if (rc != RC_OK) return rc; \
+                progressed = 1; \
+            } \
+            if (!progressed) progressed = release(st, b); \
+        } \
+        for (int64_t i = b * st->per_block; i < (b + 1) * st->per_block && !stuck; i++) stuck = st->status[i] == BAR; \
+    } \
+    st->bi = 0; \
+    return stuck ? RC_STUCK : RC_DONE; \
+}
