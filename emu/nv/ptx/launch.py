@@ -125,8 +125,12 @@ def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, s
     start = time.time_ns()
     execute = native.execute()
     printed: list[bytes] = []
+    st = None
     for i in range(0, total, per):
-        st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms, cluster)
+        if st is not None and st.blocks == min(per, total - i):
+            st.renew(i)
+        else:
+            st = State(c.prog, mem, i, min(per, total - i), tuple(block), tuple(grid), params, shared, sms, cluster)
         st.globals, st.time_ns = globals_, start
         while True:
             with np.errstate(all="ignore"):  # a GPU's overflow, NaN and division by zero are values, not warnings

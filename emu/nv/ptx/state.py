@@ -121,14 +121,32 @@ class State:
         self.dynamic_shared = dynamic_shared
         self.shared = np.zeros(nb * self.shared_size, np.uint8)
         self.local = np.zeros(n * prog.local_size, np.uint8)
-        self.param = np.zeros((n, max(prog.param_size, 1)), np.uint8)
-        self.param[:, :len(params)] = np.frombuffer(params, np.uint8)
-        self.param = self.param.reshape(-1)
+        row = np.zeros(max(prog.param_size, 1), np.uint8)  # each thread's parameter space: the kernel's, then calls'
+        row[:len(params)] = np.frombuffer(params, np.uint8)
+        self.param = np.tile(row, n)
+        self._param = self.param.copy()  # as the launch gives it, for renew
         self.steps = 0
         self.lane_steps = 0
         self.site = {name: np.full(n, -1, np.int64) for name in prog.functions.values()}  # indirect call sites
         self.printed: list[bytes] = []  # the lines of printf calls, in the order the threads called
         self._cluster_geometry(first, nb, cluster)
+
+    def renew(self, first: int) -> None:
+        """This State as the launch's next batch of as many blocks, from block number first: its arrays cleared in
+        place (a new State's are fresh pages, slower to touch than these are to clear). The barrier and return
+        arrays are not: a lane writes its entry before anything reads it."""
+        self.blk, self.tid, self.ctaid, self.laneid, self.warpid, self.warp, self.smid = _lanes(
+            self.ntid, self.nctaid, first, self.blocks, self.sm_count)
+        for a in (self.pc, self.status, self.shared, self.local, *self.R.values()):
+            a.fill(0)
+        for a in self.site.values():
+            a.fill(-1)
+        np.copyto(self.param, self._param)
+        self.bar_red.clear()
+        self.p = self.steps = self.lane_steps = 0
+        self.printed = []
+        self.native = None  # the native backend's view of the arrays: made again
+        self._cluster_geometry(first, self.blocks, self.cluster)
 
     def _cluster_geometry(self, first: int, nb: int, cluster: tuple[int, int, int]) -> None:
         self.cluster = cluster_shape(self.prog, self.nctaid, cluster)

@@ -11,24 +11,35 @@ from usergpu.emu.nv.ptx.native.coperands import FLOAT, INT, COperands, Untransla
 from usergpu.emu.nv.ptx.semantics import Inst
 from usergpu.isa.nv import ptx
 
-# the host bytes of one lane's access of n bytes in a space at address a (uint64_t), or 0 where the reference must
-# see it (a fault, another CTA's shared memory)
-WHERE = {
-    "shared": ("(a_ < CLUSTER_SHARED && a_ + {n} <= (uint64_t)st->shared_size ? st->shared + b * st->shared_size + a_ "
-               ": 0)"),
-    "local": "(a_ + {n} <= (uint64_t)st->local_size ? st->local + (lane0 + l) * st->local_size + a_ : 0)",
-    "param": "(a_ + {n} <= (uint64_t)st->param_size ? st->param + (lane0 + l) * st->param_size + a_ : 0)",
-    "global": "gmem(st, a_, {n}, {write})",
+# C that fills p_[l] with the host bytes of each lane's access of {n} bytes at a_[l] in a space, jumping to the
+# fallback where one would fault (or is another CTA's shared memory): the reference raises it with its facts. Shared,
+# local and param memory are checked for the whole warp at once; global memory by the span of the warp's addresses
+# in one mapping, else lane by lane.
+ROWS = {  # space -> (the lane's row, its size)
+    "shared": ("st->shared + b * st->shared_size", "st->shared_size"),
+    "local": ("st->local + (lane0 + l) * st->local_size", "st->local_size"),
+    "param": ("st->param + (lane0 + l) * st->param_size", "st->param_size"),
 }
-WHERE["const"] = WHERE["global"]
-GENERIC = ("(a_ - SHARED_WINDOW < WINDOW ? ({{ uint64_t s_ = a_ - SHARED_WINDOW; s_ < CLUSTER_SHARED && s_ + {n} <= "
-           "(uint64_t)st->shared_size ? st->shared + b * st->shared_size + s_ : (uint8_t *)0; }}) : "
-           "a_ - LOCAL_WINDOW < WINDOW ? ({{ uint64_t s_ = a_ - LOCAL_WINDOW; s_ + {n} <= (uint64_t)st->local_size ? "
-           "st->local + (lane0 + l) * st->local_size + s_ : (uint8_t *)0; }}) : gmem(st, a_, {n}, {write}))")
+CHECKED = ("{{ uint64_t bad_ = 0; LANES(g) bad_ |= {far}(a_[l] + {n} > (uint64_t){size}); if (bad_) goto fallback; "
+           "LANES(g) p_[l] = {row} + a_[l]; }}")
+GLOBAL = ("{{ uint64_t lo_ = ~0ull, hi_ = 0; "
+          "LANES(g) {{ lo_ = a_[l] < lo_ ? a_[l] : lo_; hi_ = a_[l] > hi_ ? a_[l] : hi_; }} "
+          "uint8_t *h_ = gmem(st, lo_, hi_ - lo_ + {n}, {write}); "
+          "if (h_) LANES(g) p_[l] = h_ + (a_[l] - lo_); "
+          "else LANES(g) {{ p_[l] = gmem(st, a_[l], {n}, {write}); if (!p_[l]) goto fallback; }} }}")
+GENERIC = ("LANES(g) {{ uint64_t a = a_[l], s_ = a - SHARED_WINDOW, t_ = a - LOCAL_WINDOW; "
+           "p_[l] = s_ < WINDOW ? (s_ < CLUSTER_SHARED && s_ + {n} <= (uint64_t)st->shared_size ? "
+           "st->shared + b * st->shared_size + s_ : (uint8_t *)0) : "
+           "t_ < WINDOW ? (t_ + {n} <= (uint64_t)st->local_size ? st->local + (lane0 + l) * st->local_size + t_ : "
+           "(uint8_t *)0) : gmem(st, a, {n}, {write}); if (!p_[l]) goto fallback; }}")
 
 
 def _where(space: str, n: int, write: int) -> str:
-    return (GENERIC if space == "generic" else WHERE[space]).format(n=n, write=write)
+    if space in ROWS:
+        row, size_ = ROWS[space]
+        far = "(a_[l] >= CLUSTER_SHARED) | " if space == "shared" else ""
+        return CHECKED.format(far=far, n=n, size=size_, row=row)
+    return (GLOBAL if space in ("global", "const") else GENERIC).format(n=n, write=write)
 
 
 def _address(ins: Inst, o: COperands, op) -> tuple[str, str]:
@@ -60,10 +71,9 @@ def _find(ins: Inst, o: COperands, op, n: int, write: int) -> tuple[str, str]:
     """(C declaring p_[32] and filling it with each lane's host bytes, jumping to the fallback where one is 0, the
     space)"""
     addr, space = _address(ins, o, op)
-    if space not in WHERE and space != "generic":
+    if space not in (*ROWS, "global", "const", "generic"):
         raise Untranslatable(f"{space} memory")
-    return (f"uint8_t *p_[32]; LANES(g) {{ uint64_t a_ = {addr}; p_[l] = {_where(space, n, write)}; "
-            f"if (!p_[l]) goto fallback; }}"), space
+    return f"uint8_t *p_[32]; uint64_t a_[32]; LANES(g) a_[l] = {addr}; {_where(space, n, write)}", space
 
 
 def ld(ins: Inst, o: COperands) -> str:

@@ -50,13 +50,13 @@ def _state(c: reference.Compiled, st: State) -> object:
     if cst is not None:
         return cst
     ffi = build.ffi(codegen.DECLS)
-    keep = []
-    regs = []
-    for key in codegen.registers(c.prog):
-        buf = np.zeros(st.n + WARP, storage(c.prog.registers[key]))
-        st.R[key] = buf[:st.n]
-        keep.append(buf)
-        regs.append(ffi.from_buffer(buf))
+    bufs = getattr(st, "native_registers", None)  # kept when the State is renewed for the next batch
+    if bufs is None:
+        bufs = st.native_registers = [np.zeros(st.n + WARP, storage(c.prog.registers[key]))
+                                      for key in codegen.registers(c.prog)]
+        st.R.update({key: buf[:st.n] for key, buf in zip(codegen.registers(c.prog), bufs, strict=True)})
+    keep = list(bufs)
+    regs = [ffi.from_buffer(buf) for buf in bufs]
     cst = ffi.new("State *")
     table = ffi.new("void *[]", regs or [ffi.NULL])
     keep.append(table)
