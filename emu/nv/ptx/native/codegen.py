@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from usergpu.emu.nv.ptx.native import emit_alu, emit_control, emit_memory
-from usergpu.emu.nv.ptx.native.coperands import COperands, Untranslatable
+from usergpu.emu.nv.ptx.native.coperands import CARRY, COperands, Untranslatable
 from usergpu.emu.nv.ptx.program import Program
 from usergpu.emu.nv.ptx.semantics import Inst
 from usergpu.errors import CodeObjectError
@@ -34,9 +34,14 @@ DECLS = STATE + "int run(State *st);"
 ERRORS = (Untranslatable, CodeObjectError, KeyError, IndexError, StopIteration, ValueError, TypeError)
 
 
+def register_types(prog: Program) -> dict[str, str]:
+    """The program's registers and the carry flag, by their PTX types."""
+    return {**prog.registers, CARRY: "pred"}
+
+
 def registers(prog: Program) -> list[str]:
-    """The program's registers in the order of the C's table (State.regs)."""
-    return sorted(prog.registers)
+    """The program's registers (and the carry flag) in the order of the C's table (State.regs)."""
+    return sorted(register_types(prog))
 
 
 def globals_of(prog: Program) -> list[str]:

@@ -16,6 +16,7 @@ FLOAT = {"f32", "f64"}
 CTYPE = {"s8": "int8_t", "s16": "int16_t", "s32": "int32_t", "s64": "int64_t", "u8": "uint8_t", "u16": "uint16_t",
          "u32": "uint32_t", "u64": "uint64_t", "b8": "uint8_t", "b16": "uint16_t", "b32": "uint32_t",
          "b64": "uint64_t", "f32": "float", "f64": "double", "pred": "_Bool"}
+CARRY = "%cc"  # the carry flag's register, one per thread (semantics._carry)
 STORAGE = {"bool": "_Bool", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 
 
@@ -79,6 +80,12 @@ class COperands:
         name = f"r{self.index[place.name]}"
         self.regs[name] = STORAGE[dt.name]
         return name, STORAGE[dt.name]
+
+    def carry(self) -> str:
+        """The pointer name of the carry flag CC.CF (the reference's register %cc)."""
+        name = f"r{self.index[CARRY]}"
+        self.regs[name] = "_Bool"
+        return name
 
     # ---- reads -------------------------------------------------------------------------------------------------
     def get(self, op, t: str) -> str:

@@ -95,6 +95,8 @@ def _addsub(ins: Inst, o: COperands) -> str:
     if t in FLOAT:
         return _float(ins, o, ins.base)
     _int(t)
+    if ins.has("cc"):
+        return _carry(ins, o)
     _plain(ins)
     a, b = _srcs(ins, o, t)
     u = utype(size(t))
@@ -133,6 +135,8 @@ def _mad(ins: Inst, o: COperands) -> str:
     if t in FLOAT:
         return _float(ins, o, "fma")
     _int(t)
+    if ins.has("cc"):
+        return _carry(ins, o)
     _plain(ins)
     a, b = _srcs(ins, o, t, 1, 2)
     if ins.has("wide"):
@@ -144,6 +148,30 @@ def _mad(ins: Inst, o: COperands) -> str:
     u = utype(size(t))
     prod = f"({u}){_hi(t, a, b)}" if ins.has("hi") else f"(({u}){a} * ({u}){b})"
     return _dst(ins, o, t, f"({u})({prod} + ({u}){c})")
+
+
+def _carry(ins: Inst, o: COperands) -> str:
+    """add.cc/addc/sub.cc/subc and mad.cc/madc (the product's low or high half, plus c), with the thread's carry
+    flag CC.CF (the register %cc): in with addc/subc/madc, out with .cc."""
+    t = ins.t
+    _int(t)
+    bits = 8 * size(t)
+    u = utype(size(t))
+    cc = o.carry()
+    srcs = _srcs(ins, o, t)
+    cin = f"(unsigned __int128){cc}[l]" if ins.base in ("addc", "subc", "madc") else "0"
+    if len(srcs) == 3:
+        prod = f"((__int128)({srcs[0]}) * (__int128)({srcs[1]}))"
+        x = f"(unsigned __int128)({u})({prod} >> {bits if ins.has('hi') else 0})"
+        y = f"(unsigned __int128)({u}){srcs[2]}"
+    else:
+        x, y = (f"(unsigned __int128)({u}){s}" for s in srcs)
+    if ins.base in ("sub", "subc"):
+        r, out = f"(__int128){x} - (__int128){y} - (__int128){cin}", "r_ < 0"
+    else:
+        r, out = f"(__int128)({x} + {y} + {cin})", f"(((unsigned __int128)r_ >> {bits}) != 0)"
+    flag = f"{cc}[l] = {out};" if ins.has("cc") else ""
+    return f"{{ __int128 r_ = {r}; {_dst(ins, o, t, f'({u})r_')} {flag} }}"
 
 
 def _divrem(ins: Inst, o: COperands) -> str:
@@ -350,23 +378,37 @@ def _copysign(ins: Inst, o: COperands) -> str:
 
 # ---- conversions -------------------------------------------------------------------------------------------------
 ROUND = {"rni": 0, "rzi": 1, "rmi": 2, "rpi": 3}
+INTEGRAL = {"rni": "rint", "rzi": "trunc", "rmi": "floor", "rpi": "ceil"}
+
+
+HALF = {"f16": "F16({x})", "bf16": "F32((uint32_t){x} << 16)"}  # a half's bits (read as b16) as a float
 
 
 def _cvt(ins: Inst, o: COperands) -> str:
     dt, st = ins.types[0], ins.types[1]
-    if ins.has("relu", "satfinite") or dt not in INT | FLOAT or st not in INT | FLOAT:
+    if ins.has("relu", "satfinite") or dt not in INT | FLOAT | set(HALF) or st not in INT | FLOAT | set(HALF):
         raise Untranslatable(ins.ins.opcode)
     mode = ins.mode("")
-    x = o.get(ins.ops[1], st)
+    if st in HALF:  # a half's value, exactly, as a float (ftz of a half: the reference's)
+        if ins.has("ftz") or dt not in FLOAT:
+            raise Untranslatable(ins.ins.opcode)
+        x, st = f"((float){HALF[st].format(x=o.get(ins.ops[1], 'b16'))})", "f32"
+    else:
+        x = o.get(ins.ops[1], st)
     if st in FLOAT and ins.has("ftz"):
         x = f"ftz{8 * size(st)}({x})"
-    if dt in FLOAT:  # to a float: rounded to nearest (an integral value for .rni on a float), then ftz, sat
-        if mode not in ("", "rn", "rni") or (mode == "rni" and st not in FLOAT):
+    if dt in HALF:  # to a half's bits: rounded to nearest even once, NaN canonical
+        if st not in FLOAT or mode not in ("", "rn") or ins.has("sat") or (dt == "bf16" and st != "f32"):
+            raise Untranslatable(ins.ins.opcode)
+        bits = f"to_bf16({x})" if dt == "bf16" else f"canon16((_Float16){x})"
+        return o.set(ins.ops[0], "b16", f"((uint16_t){bits})")
+    if dt in FLOAT:  # to a float: rounded to nearest (to an integral value by .rni/.rzi/.rmi/.rpi), then ftz, sat
+        if mode in ROUND and st not in FLOAT or mode not in ("", "rn", *ROUND):
             raise Untranslatable(ins.ins.opcode)
         w = 8 * size(dt)
         r = f"(({ctype(dt)}){x})"
-        if mode == "rni":
-            r = f"(({ctype(dt)})rint((double){x}))" if dt == "f64" or st == "f64" else f"rintf({x})"
+        if mode in ROUND:
+            r = f"(({ctype(dt)}){INTEGRAL[mode]}((double){x}))"
         if ins.has("ftz") and dt == "f32":
             r = f"ftz32({r})"
         if ins.has("sat"):
@@ -377,7 +419,7 @@ def _cvt(ins: Inst, o: COperands) -> str:
     if st in FLOAT:  # to an integer: rounded by the mode (rzi by default), saturated; NaN per the PTX ISA
         bits = 8 * size(dt)
         lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if _signed(dt) else (0, (1 << bits) - 1)
-        nan = 1 << bits - 1 if (st == "f64" or bits == 64) else 0
+        nan = 1 << bits - 1 if (ins.types[1] == "f64" or bits == 64) else 0
         mask = (1 << 64) - 1
         return _dst(ins, o, dt, f"to_int((double){x}, {ROUND[mode or 'rzi']}, {float(lo)!r}, {float(hi)!r}, "
                                 f"{lo & mask:#x}ull, {hi & mask:#x}ull, {nan:#x}ull, {int(_signed(dt))})")
@@ -394,7 +436,8 @@ def _cvta(ins: Inst, o: COperands) -> str:
 
 
 TABLE: dict[str, Callable[[Inst, COperands], str]] = {
-    "add": _addsub, "sub": _addsub, "mul": _mul, "mad": _mad, "fma": lambda i, o: _float(i, o, "fma"),
+    "add": _addsub, "sub": _addsub, "addc": _carry, "subc": _carry, "madc": _carry, "mul": _mul, "mad": _mad,
+    "fma": lambda i, o: _float(i, o, "fma"),
     "div": _divrem, "rem": _divrem, "min": _minmax, "max": _minmax, "abs": _absneg, "neg": _absneg,
     "and": _logic, "or": _logic, "xor": _logic, "not": _not, "cnot": _cnot, "shl": _shift, "shr": _shift,
     "shf": _shf, "popc": _popc, "clz": _clz, "brev": _brev, "bfe": _bfe, "bfi": _bfi, "prmt": _prmt, "lop3": _lop3,

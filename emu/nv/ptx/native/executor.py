@@ -52,8 +52,8 @@ def _state(c: reference.Compiled, st: State) -> object:
     ffi = build.ffi(codegen.DECLS)
     bufs = getattr(st, "native_registers", None)  # kept when the State is renewed for the next batch
     if bufs is None:
-        bufs = st.native_registers = [np.zeros(st.n + WARP, storage(c.prog.registers[key]))
-                                      for key in codegen.registers(c.prog)]
+        types = codegen.register_types(c.prog)
+        bufs = st.native_registers = [np.zeros(st.n + WARP, storage(types[key])) for key in codegen.registers(c.prog)]
         st.R.update({key: buf[:st.n] for key, buf in zip(codegen.registers(c.prog), bufs, strict=True)})
     keep = list(bufs)
     regs = [ffi.from_buffer(buf) for buf in bufs]

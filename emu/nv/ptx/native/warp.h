@@ -25,8 +25,12 @@ enum { RUN, BAR, EXIT };
 #define F64(x) BITCAST(double, uint64_t, (uint64_t)(x))
 #define U32(x) BITCAST(uint32_t, float, (float)(x))
 #define U64(x) BITCAST(uint64_t, double, (double)(x))
+#define F16(x) BITCAST(_Float16, uint16_t, (uint16_t)(x))
+#define U16(x) BITCAST(uint16_t, _Float16, (_Float16)(x))
 #define BIT(l) (1u << (l))
-#define LANES(mask) for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
+/* one loop over the warp, vectorised and not unrolled (unrolled, the kernels take twice as long to compile) */
+#define LANES(mask) _Pragma("clang loop unroll(disable) vectorize_width(16) interleave_count(1)") \
+    for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
 #define POPC(x) __builtin_popcount(x)
 
 /* a predicate register's lanes as a mask */
@@ -51,6 +55,15 @@ static inline float ftz32(float x) { return fabsf(x) < 0x1p-126f ? copysignf(0.0
 static inline double ftz64(double x) { return fabs(x) < 0x1p-1022 ? copysign(0.0, x) : x; }
 static inline float sat32(float x) { return x != x ? 0.0f : x < 0 ? 0.0f : x > 1 ? 1.0f : x; }
 static inline double sat64(double x) { return x != x ? 0.0 : x < 0 ? 0.0 : x > 1 ? 1.0 : x; }
+/* f32 to bf16 bits rounded to nearest even, NaN the canonical 0x7fff (fp.to_bf16) */
+static inline uint16_t to_bf16(float x) {
+    uint32_t u = U32(x);
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFF : (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
+}
+static inline uint16_t canon16(_Float16 x) {
+    uint16_t u = U16(x);
+    return (u & 0x7FFF) > 0x7C00 ? 0x7FFF : u;
+}
 /* min/max: a NaN operand loses, -0 below +0 */
 #define FMINMAX(S, T, FA) \
     static inline T fmin_##S(T a, T b) { if (a == 0 && b == 0) return signbit(a) || signbit(b) ? -FA(a) : FA(a); \
