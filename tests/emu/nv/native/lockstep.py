@@ -5,7 +5,8 @@ k whose launch leaves different buffers (or a different error) than the referenc
     python tests/emu/nv/native/lockstep.py FILE.cu|FILE.ptx KERNEL [arch]
 
 A kernel of the CUDA corpus (tests/kernels/nv) runs its case's launch; any other runs one block of 128 threads
-with a buffer of random words for each pointer parameter and 64 (1.0 for a float) for each other one.
+with a buffer of random words for each pointer parameter, 64 (1.0 for a float) for each scalar one and
+zeros for an aggregate.
 """
 
 from __future__ import annotations
@@ -100,9 +101,12 @@ def _generic_args(code: str | bytes, kernel: str) -> list:
     for p in fn.params:
         if p.pointer is not None or p.type in ("u64", "b64", "s64") and p.size == 8:
             args.append(rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint64).astype(np.uint32))
-        else:
-            value = np.asarray(1.0 if p.type[0] == "f" else 64).astype(f"{'f' if p.type[0] == 'f' else 'u'}{p.size}")
-            args.append(value.tobytes())
+        elif p.count == 1 and p.size in (2, 4, 8) and p.type[0] == "f":
+            args.append(np.asarray(1.0, f"f{p.size}").tobytes())
+        elif p.count == 1 and p.size in (1, 2, 4, 8):
+            args.append(np.asarray(64, f"u{p.size}").tobytes())
+        else:  # an aggregate: zeros
+            args.append(bytes(p.size))
     return args
 
 
@@ -120,4 +124,11 @@ def main(path: str, kernel: str, arch: str = "sm_90") -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    from usergpu.errors import Error
+
+    if not 3 <= len(sys.argv) <= 4:
+        sys.exit(__doc__)
+    try:
+        sys.exit(main(*sys.argv[1:]))
+    except (Error, OSError) as e:  # a kernel that does not build or launch, a file not there: said, not a traceback
+        sys.exit(f"lockstep: {e}")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ptx_harness import HEADER, backend, both
+from ptx_harness import HEADER, both
 
 import usergpu
 from usergpu.emu import native as shared_native
@@ -26,6 +26,7 @@ from usergpu.emu.nv.ptx.launch import compiled, module_of, slices
 from usergpu.emu.nv.ptx.native import codegen
 from usergpu.emu.nv.ptx.native import executor as native_executor
 from usergpu.emu.nv.ptx.semantics import UnsupportedPTX
+from usergpu.emu.nv.ptx.state import State
 from usergpu.errors import GPUFault, GPUHang, LaunchError
 
 native_only = pytest.mark.skipif(build.compiler() is None, reason="clang-22 builds the native backend")
@@ -93,26 +94,27 @@ def test_a_traced_launch_runs_on_the_reference_and_says_so_once(monkeypatch, cap
     assert err.count("shl.b32") == 2  # the reference's trace: each instruction once per launch (32 lanes together)
 
 
+def _twice_state() -> tuple[State, np.ndarray]:
+    """TWICE's one warp as a State of its own, and the buffer it writes."""
+    mem, out = Memory(), np.zeros(32, np.uint32)
+    c = compiled(module_of(TWICE), "k")
+    st = State(c.prog, mem, 0, 1, (32, 1, 1), (1, 1, 1), mem.map(out).to_bytes(8, "little"), 0, 132)
+    st.globals, st.time_ns = {}, 0
+    return st, out
+
+
 @native_only
-def test_trace_true_runs_on_the_reference(monkeypatch, capfd):
+@pytest.mark.parametrize("trace", [True, False])
+def test_an_execute_with_trace_runs_on_the_reference_and_says_so(trace, monkeypatch, capfd):
     monkeypatch.setattr(shared_native, "_SAID", set())
     monkeypatch.delenv("USERGPU_TRACE", raising=False)
-    c = compiled(module_of(TWICE), "k")
-    states = []
-    with backend("native"):
-        for st in slices(c, Memory(), (1, 1, 1), (32, 1, 1), np.zeros(8, np.uint8).tobytes(), slice_s=0.0):
-            states.append(st)
-            break
+    st, out = _twice_state()
+    assert native_executor.execute(compiled(module_of(TWICE), "k"), st, trace=trace)
+    assert (out == 2 * np.arange(32)).all()
     err = capfd.readouterr().err
-    assert "runs on the numpy reference backend" not in err  # untraced: native
-    from usergpu.emu.nv.ptx.state import State
-
-    st = State(c.prog, Memory(), 0, 1, (32, 1, 1), (1, 1, 1), (0x1000).to_bytes(8, "little"), 0, 132, (1, 1, 1))
-    st.globals, st.time_ns = {}, 0
-    with pytest.raises(GPUFault):  # the parameter points nowhere: the reference's fault, after its trace
-        native_executor.execute(c, st, trace=True)
-    err = capfd.readouterr().err
-    assert err.count("runs on the numpy reference backend") == 1 and "[k] line" in err
+    assert err.count("a traced launch runs on the numpy reference backend") == trace
+    assert ("[k] line" in err) == trace  # the reference's trace of each instruction
+    assert (getattr(st, "native", None) is None) == trace  # the C's view of the State: made only to run the C
 
 
 @native_only
