@@ -20,6 +20,7 @@ from ptx_harness import HEADER, both, float_edges, int_edges
 
 from usergpu.emu.native import build
 from usergpu.emu.nv import launch
+from usergpu.emu.nv.ptx.launch import compiled, module_of
 from usergpu.emu.nv.ptx.native import emit_alu
 
 needs_toolchain = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
@@ -259,20 +260,33 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "_LOADED", {})
 
 
+@pytest.fixture
+def broken_add(fresh_cache, monkeypatch):
+    """The native backend's add.u32 adds one more."""
+    right = emit_alu.TABLE["add"]
+
+    def wrong(ins, o):
+        code = right(ins, o)
+        return code.replace(" + ", " + 1 + ", 1) if ins.t == "u32" else code
+
+    monkeypatch.setitem(emit_alu.TABLE, "add", wrong)
+    monkeypatch.setattr(compiled(module_of(MUL_ADD), "k"), "native", None)  # not a library built before
+
+
+@native_only
+def test_both_fails_where_the_backends_part(broken_add):
+    with pytest.raises(AssertionError, match="element 0: reference 07000000 native 08000000"):
+        both("a broken add", lambda stats: launch(MUL_ADD, "k", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)],
+                                                  stats=stats))
+
+
 @native_only
 def test_lockstep_finds_no_parting_in_a_kernel_the_backends_agree_on(fresh_cache):
     assert parting(MUL_ADD, "k", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)]) is None
 
 
 @native_only
-def test_lockstep_names_the_instruction_of_a_broken_emitter(fresh_cache, monkeypatch):
-    right = emit_alu.TABLE["add"]
-
-    def wrong(ins, o):  # the u32 add adds one more
-        code = right(ins, o)
-        return code.replace(" + ", " + 1 + ", 1) if ins.t == "u32" else code
-
-    monkeypatch.setitem(emit_alu.TABLE, "add", wrong)
+def test_lockstep_names_the_instruction_of_a_broken_emitter(broken_add):
     found = parting(MUL_ADD, "k", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)])
     assert found is not None and found.index == 2 and found.text.replace(" ,", ",") == "add.u32 %r2, %r1, 7"
     assert found.line == MUL_ADD.splitlines().index("add.u32 %r2, %r1, 7;") + 1
