@@ -123,7 +123,7 @@ def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, s
     per = _blocks_per_batch(grid, block, cluster)
     sms = ARCHS.get(arch, ARCHS["sm_90"])[0]
     start = time.time_ns()
-    execute = native.execute()
+    execute = native.execute(c)
     printed: list[bytes] = []
     st = None
     for i in range(0, total, per):

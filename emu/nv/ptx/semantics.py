@@ -571,7 +571,8 @@ def _fminmax(a, b, pick, nan_pick, nan: bool, xorsign: bool):
     if xorsign:
         sign = np.signbit(a) ^ np.signbit(b)
         a, b = np.abs(a), np.abs(b)
-    r = nan_pick(a, b) if nan else pick(a, b)
+    # a NaN operand loses unless .NaN: chosen here, not by np.fmin/fmax, whose scalar loops quiet a signalling NaN
+    r = nan_pick(a, b) if nan else np.where(np.isnan(b), a, np.where(np.isnan(a), b, nan_pick(a, b)))
     zeros = (a == 0) & (b == 0)
     if zeros.any():  # numpy's fmin/fmax keep the first zero; PTX orders -0 < +0
         neg = np.signbit(a) | np.signbit(b) if pick is np.fmin else np.signbit(a) & np.signbit(b)

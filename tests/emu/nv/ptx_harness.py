@@ -26,12 +26,6 @@ from ptx_refs import FMT, Expect, bits, round_to
 HEADER = ".version 8.7\n.target {arch}\n.address_size 64\n"
 REG = {"b16": (2, np.uint16), "b32": (4, np.uint32), "b64": (8, np.uint64), "pred": (1, np.uint8)}
 BACKENDS = ("numpy", "native")  # the reference first: its result and its error are the ones returned and raised
-# cases whose lane-instruction counts the backends are known to disagree on (a defect of the native backend, its
-# reason): their counts must still differ, so the entry goes when the defect is fixed
-MISCOUNTED = dict.fromkeys(
-    ("mapa.shared::cluster-own-cta", "mapa.u64-generic-own-cta"),
-    "a memory access whose block the C counts, then hands to the reference (an address in another CTA's window), is "
-    "counted twice")
 
 
 @dataclass
@@ -156,13 +150,13 @@ def first_difference(ref: list[np.ndarray], got: list[np.ndarray]) -> str | None
     return None
 
 
-def both(what: str, go: Callable[[dict], list[np.ndarray]], schedule_free: bool = True, miscounted: str = ""
+def both(what: str, go: Callable[[dict], list[np.ndarray]], schedule_free: bool = True
          ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """go(stats) (a launch) on the reference and on the native backend: the same error (type and message), raised;
     else both backends' buffers, which must be the same bytes after the same lane-instructions, unless not
     schedule_free (contended compare-and-swap loops: how often a lane retries depends on which lanes run between
     its read and its swap, and the reference runs a batch's warps in lockstep, the native backend one warp at a
-    time). miscounted: why the lane-instruction counts are known to differ (they must)."""
+    time)."""
     runs = []
     for name in BACKENDS:
         stats: dict = {}
@@ -177,9 +171,8 @@ def both(what: str, go: Callable[[dict], list[np.ndarray]], schedule_free: bool 
     if ref_error is not None:
         raise ref_error
     if schedule_free:
-        same = ref_stats.get("lane_instructions") == got_stats.get("lane_instructions")
-        assert same != bool(miscounted), (f"{what}: lane-instructions: reference {ref_stats}, native {got_stats}"
-                                          + (f" (known to differ: {miscounted}; fixed?)" if miscounted else ""))
+        assert ref_stats.get("lane_instructions") == got_stats.get("lane_instructions"), (
+            f"{what}: lane-instructions: reference {ref_stats}, native {got_stats}")
         differs = first_difference(ref, got)
         assert differs is None, f"{what}: {differs}"
     return ref, got
@@ -196,8 +189,7 @@ def run(case: Case) -> list[list[int]]:
     args += [_buffer(slot, [0] * total) for slot in case.outs]
     args += [arg for _, arg in case.params]
     text = ptx(case)
-    out, _ = both(case.name, lambda stats: launch(text, "k", grid, block, args, shared=case.shared, stats=stats),
-                  miscounted=MISCOUNTED.get(case.name, ""))
+    out, _ = both(case.name, lambda stats: launch(text, "k", grid, block, args, shared=case.shared, stats=stats))
     n = len(case.lanes)
     slots = [*case.ins, *case.outs]
     cols = [_lane_values(slot, arr, n) for slot, arr in zip(slots, out, strict=False)]

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from usergpu.emu import native as shared
 
 
-def execute() -> Callable:
-    """The executor that runs PTX here (emu/nv/ptx/executor.py's execute, or this backend's)."""
+def execute(c=None) -> Callable:
+    """The executor that runs PTX here (emu/nv/ptx/executor.py's execute, or this backend's), with the Compiled c's
+    library built first where given (so building it is not part of a time slice)."""
     from usergpu.emu.nv.ptx import executor as reference
 
     if not shared.wanted():
@@ -20,6 +21,8 @@ def execute() -> Callable:
 
     if not shared.available(build.compiler):
         return reference.execute
-    from usergpu.emu.nv.ptx.native.executor import execute
+    from usergpu.emu.nv.ptx.native.executor import execute, library
 
+    if c is not None:
+        library(c)
     return execute

@@ -31,6 +31,8 @@ STATE = """typedef struct {
 } State;
 """
 DECLS = STATE + "int run(State *st);"
+TAIL = "/*TAIL*/"  # where an instruction's C goes on to the next: the tail at a block's end, else nothing
+CONTROL = {"bra", "brx", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier"}  # each ends a basic block
 ERRORS = (Untranslatable, CodeObjectError, KeyError, IndexError, StopIteration, ValueError, TypeError)
 
 
@@ -65,19 +67,15 @@ class Emitter:
             return f"pc = {n}; goto merge;"
         return emit_control.go(n, int(self.order[n]))
 
-    def block(self, i: int) -> str:
-        ins = self.prog.code[i]
-        fn = self.prog.owner[i]
-        body = None
-        if self.only is None or i in self.only:
-            try:
-                body = self.body(Inst(self.prog, fn, ins, i), fn, ins, i)
-            except ERRORS:
-                body = None
-        if body is None:
-            return f"I{i}: pc = {i}; goto fallback;"
-        self.native += 1
-        return f"I{i}: if (steps >= limit) {{ pc = {i}; goto limit; }} steps++; lsteps += POPC(m);\n  {body}"
+    def translate(self, i: int) -> str | None:
+        """Instruction i's C (its tail to the next instruction left as TAIL), or None: the reference runs it."""
+        if self.only is not None and i not in self.only:
+            return None
+        ins, fn = self.prog.code[i], self.prog.owner[i]
+        try:
+            return self.body(Inst(self.prog, fn, ins, i), fn, ins, i)
+        except ERRORS:
+            return None
 
     def guard(self, ins, fn: str) -> str:
         if ins.guard is None:
@@ -89,26 +87,58 @@ class Emitter:
 
     def body(self, inst: Inst, fn: str, ins, i: int) -> str | None:
         o = self.o.at(fn, ins)
-        after = self.tail(self.next[i])
-        guard = self.guard(ins, fn) + (f" if (!g) {{ {after} }}" if ins.guard is not None else "")
+        guard = self.guard(ins, fn)
         base = inst.base
         if base == "bra":
             target = o.prog.place(fn, ins.operands[0].name, ins.line).address
-            return f"{guard} {emit_control.bra(inst, o, after, int(self.order[target]))}"
+            return f"{guard} if (!g) {{ {TAIL} }} {emit_control.bra(inst, o, TAIL, int(self.order[target]))}"
         if base in emit_control.TABLE:
-            code = emit_control.TABLE[base](inst, o, after)
-            if base in ("bar", "barrier") and code != after:
+            code = emit_control.TABLE[base](inst, o, TAIL)
+            if base in ("bar", "barrier") and code != TAIL:
                 self.plain_bars.append(i)
-            return f"{guard} {code}"
+            return f"{guard} if (!g) {{ {TAIL} }} {code}"
         if base in emit_memory.TABLE:
-            return f"{guard} {emit_memory.TABLE[base](inst, o)} {after}"
+            return f"{guard} if (g) {{ {emit_memory.TABLE[base](inst, o)} }} {TAIL}"
         if base in emit_alu.TABLE:
-            return f"{guard} LANES(g) {{ {emit_alu.TABLE[base](inst, o)} }} {after}"
+            return f"{guard} if (g) LANES(g) {{ {emit_alu.TABLE[base](inst, o)} }} {TAIL}"
         return None
 
+    def leaders(self, bodies: list[str | None]) -> set[int]:
+        """The instructions that begin a basic block of the C: where control can arrive other than from the
+        instruction before (a label, a function's entry, after a branch, call, exit or barrier, an instruction the
+        reference runs and the one after it, a break in the order)."""
+        prog, order = self.prog, self.order
+        out = {0, *prog.entry.values(), *(place.address for place in prog.places.values() if place.space == "label")}
+        for i in range(1, len(prog.code)):
+            before = prog.code[i - 1].opcode.split(".")[0]
+            if (bodies[i] is None or bodies[i - 1] is None or before in CONTROL or prog.owner[i] != prog.owner[i - 1]
+                    or order[i] != order[i - 1] + 1):
+                out.add(i)
+        return {i for i in out if i < len(prog.code)}  # (a label after a function's last instruction leads nothing)
+
+    def blocks(self) -> list[str]:
+        bodies = [self.translate(i) for i in range(len(self.prog.code))]
+        leaders = self.leaders(bodies)
+        out = []
+        for start in sorted(leaders):
+            if bodies[start] is None:
+                out.append(f"I{start}: pc = {start}; goto fallback;")
+                continue
+            end = next((k for k in range(start + 1, len(bodies)) if k in leaders), len(bodies))
+            size = end - start
+            lines = [f"I{start}: CHECK({start}, {size}) steps += {size}; lsteps += {size} * POPC(m);"]
+            for i in range(start, end):
+                left = end - i  # a fault here: the steps not run natively (the reference counts its own)
+                body = bodies[i].replace("goto fallback;", f"{{ pc = {i}; steps -= {left}; lsteps -= {left} * "
+                                                           "POPC(m); goto fallback; }")
+                lines.append("  " + body.replace(TAIL, self.tail(self.next[i]) if i == end - 1 else ""))
+                self.native += 1
+            out.append("\n".join(lines))
+        return out
+
     def source(self) -> str:
-        blocks = [self.block(i) for i in range(len(self.prog.code))]
-        cases = " ".join(f"case {i}: goto I{i};" for i in range(len(self.prog.code)))
+        blocks = self.blocks()
+        cases = " ".join(f"case {b.split(':', 1)[0][1:]}: goto {b.split(':', 1)[0]};" for b in blocks)
         index = {key: i for i, key in enumerate(registers(self.prog))}
         regs = " ".join(f"{ct} *restrict const {name} = ({ct} *)st->regs[{name[1:]}] + lane0; (void){name};"
                         for name, ct in sorted(self.regs.items(), key=lambda kv: int(kv[0][1:])))

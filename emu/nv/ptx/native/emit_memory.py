@@ -25,8 +25,8 @@ CHECKED = ("{{ uint64_t bad_ = 0; LANES(g) bad_ |= {far}(a_[l] + {n} > (uint64_t
 GLOBAL = ("{{ uint64_t lo_ = ~0ull, hi_ = 0; "
           "LANES(g) {{ lo_ = a_[l] < lo_ ? a_[l] : lo_; hi_ = a_[l] > hi_ ? a_[l] : hi_; }} "
           "uint8_t *h_ = gmem(st, lo_, hi_ - lo_ + {n}, {write}); "
-          "if (h_) LANES(g) p_[l] = h_ + (a_[l] - lo_); "
-          "else LANES(g) {{ p_[l] = gmem(st, a_[l], {n}, {write}); if (!p_[l]) goto fallback; }} }}")
+          "if (h_) {{ LANES(g) p_[l] = h_ + (a_[l] - lo_); }} "
+          "else {{ LANES(g) {{ p_[l] = gmem(st, a_[l], {n}, {write}); if (!p_[l]) goto fallback; }} }} }}")
 GENERIC = ("LANES(g) {{ uint64_t a = a_[l], s_ = a - SHARED_WINDOW, t_ = a - LOCAL_WINDOW; "
            "p_[l] = s_ < WINDOW ? (s_ < CLUSTER_SHARED && s_ + {n} <= (uint64_t)st->shared_size ? "
            "st->shared + b * st->shared_size + s_ : (uint8_t *)0) : "

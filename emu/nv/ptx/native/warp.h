@@ -32,6 +32,10 @@ enum { RUN, BAR, EXIT };
 #define LANES(mask) _Pragma("clang loop unroll(disable) vectorize_width(16) interleave_count(1)") \
     for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
 #define POPC(x) __builtin_popcount(x)
+/* a basic block of len instructions from s may run: else the slice ends before it, or the budget ends at the
+ * instruction of the block where the warp's steps reach it (the reference's hang names that one) */
+#define CHECK(s, len) if (steps + (len) > limit) { pc = (s); over = steps + (len) > budget ? (s) + (budget - steps) : -1; \
+    goto limit; }
 
 /* a predicate register's lanes as a mask */
 static inline uint32_t pmask(const _Bool *p) {
@@ -138,11 +142,12 @@ static int run_warp(State *st, int64_t w) { \
     const int64_t b = w / st->wpb, k = w % st->wpb, lane0 = b * st->per_block + k * 32; \
     const int cnt = st->per_block - k * 32 < 32 ? (int)(st->per_block - k * 32) : 32; \
     int64_t *const pcs = st->pc + lane0; int8_t *const stat = st->status + lane0; \
-    int64_t steps = st->wsteps[w], lsteps = 0, pc = 0, wmin = 0; \
+    int64_t steps = st->wsteps[w], lsteps = 0, pc = 0, wmin = 0, over = -1; \
     const int64_t start = steps, budget = st->budget; \
     const int64_t limit = budget < steps + st->quota ? budget : steps + st->quota; \
     uint32_t m = 0, g = 0, live = 0; int rc; (void)g; \
-    REGS
+    REGS \
+    goto schedule;
 #define WARP_END \
 schedule: \
     live = 0; \
@@ -157,8 +162,10 @@ merge: \
     LANES(m) pcs[l] = pc; \
     goto schedule; \
 limit: \
-    rc = steps >= budget ? RC_HANG : RC_QUOTA; \
-    goto leave; \
+    rc = over >= 0 ? RC_HANG : RC_QUOTA; \
+    LANES(m) pcs[l] = pc; \
+    st->warp = w, st->at = over >= 0 ? over : pc; \
+    goto out; \
 fallback: \
     rc = RC_FALLBACK; \
 leave: \

@@ -144,11 +144,6 @@ def _raises(text: str, error: type, block=(32, 1, 1), budget: int = reference.DE
     return str(got.value)
 
 
-# the native backend's global access when a warp's addresses are not all in one mapping: emit_memory.GLOBAL's
-# `if (h_) LANES(g) ...; else LANES(g) {...}` binds the else to LANES's own `if`, so no lane's address is looked up
-# and the access goes through uninitialised pointers (a store past a buffer is lost, not a fault)
-DANGLING_ELSE = pytest.mark.xfail(strict=True, reason="emit_memory.GLOBAL's dangling else: the native backend does "
-                                  "not fault on a global access outside every mapping")
 FAULTS = {
     "global, past the buffer": ("add.s64 %a1, %a1, 0x100000;\nst.global.b32 [%a1], %r0;", ""),
     "global, just past the buffer": ("add.s64 %a1, %a1, 0x80;\nld.global.u32 %r1, [%a1];", ""),
@@ -160,8 +155,7 @@ FAULTS = {
 
 
 @native_only
-@pytest.mark.parametrize("what", [pytest.param(w, marks=DANGLING_ELSE if w.startswith("global, ") and "past" in w
-                                               else ()) for w in sorted(FAULTS)])
+@pytest.mark.parametrize("what", sorted(FAULTS))
 def test_a_fault_is_the_references(what):
     body, decls = FAULTS[what]
     text = kernel(body, decls)
@@ -171,9 +165,6 @@ def test_a_fault_is_the_references(what):
 
 
 @native_only
-@pytest.mark.xfail(strict=True, reason="the native backend counts one step more per warp than the reference (stats "
-                   "'steps' 9 against 8 for an 8-instruction kernel), so at the budget it names the instruction before "
-                   "the reference's")
 def test_a_spin_past_the_budget_is_the_references_hang():
     text = kernel("LOOP:\nadd.u32 %r1, %r1, 1;\nbra.uni LOOP;")
     message = _raises(text, GPUHang, budget=5000)
