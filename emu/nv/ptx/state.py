@@ -32,24 +32,37 @@ class LaneFault(Exception):
         super().__init__(f"{access} of {address:#x}: {why}")
 
 
+@functools.lru_cache(maxsize=64)
+def _block_lanes(ntid: tuple[int, int, int], nb: int) -> tuple[np.ndarray, ...]:
+    """Each lane's block in a batch of nb blocks of ntid, %tid, %laneid, %warpid and batch-wide warp: the same for
+    every batch of that shape (read-only)."""
+    per = ntid[0] * ntid[1] * ntid[2]
+    linear = np.tile(np.arange(per, dtype=np.int64), nb)
+    blk = np.repeat(np.arange(nb, dtype=np.int64), per)
+    tid = np.stack([linear % ntid[0], linear // ntid[0] % ntid[1], linear // (ntid[0] * ntid[1])]).astype(np.uint32)
+    out = (blk, tid, (linear % WARP).astype(np.uint32), (linear // WARP).astype(np.uint32),
+           blk * (-(-per // WARP)) + linear // WARP)
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def _lanes(ntid: tuple[int, int, int], nctaid: tuple[int, int, int], first: int, nb: int,
            sm_count: int) -> tuple[np.ndarray, ...]:
     """Each lane's block in the batch, %tid, %ctaid, %laneid, %warpid, batch-wide warp and %smid, for the nb blocks
     from number first: they depend on the launch's shape only, so a suite's launches of one shape work them out
     once (read-only)."""
+    blk, tid, laneid, warpid, warp = _block_lanes(ntid, nb)
     per = ntid[0] * ntid[1] * ntid[2]
-    linear = np.tile(np.arange(per, dtype=np.int64), nb)
-    blk = np.repeat(np.arange(nb, dtype=np.int64), per)
-    tid = np.stack([linear % ntid[0], linear // ntid[0] % ntid[1], linear // (ntid[0] * ntid[1])]).astype(np.uint32)
-    number = first + blk
-    ctaid = np.stack([number % nctaid[0], number // nctaid[0] % nctaid[1], number // (nctaid[0] * nctaid[1])]
-                     ).astype(np.uint32)
-    out = (blk, tid, ctaid, (linear % WARP).astype(np.uint32), (linear // WARP).astype(np.uint32),
-           blk * (-(-per // WARP)) + linear // WARP, (ctaid[0] + ctaid[1] * nctaid[0]) % sm_count)
-    for a in out:
+    number = first + np.arange(nb, dtype=np.int64)
+    block_ctaid = np.stack([number % nctaid[0], number // nctaid[0] % nctaid[1], number // (nctaid[0] * nctaid[1])]
+                           ).astype(np.uint32)
+    ctaid = np.repeat(block_ctaid, per, axis=1)
+    smid = np.repeat((block_ctaid[0] + block_ctaid[1] * nctaid[0]) % sm_count, per)
+    for a in (ctaid, smid):
         a.flags.writeable = False
-    return out
+    return blk, tid, ctaid, laneid, warpid, warp, smid
 
 
 @functools.lru_cache(maxsize=256)
@@ -60,6 +73,12 @@ def _cluster_layout(kernel: str, ntid: tuple[int, int, int], nctaid: tuple[int, 
     out once per shape (read-only)."""
     blk, _, ctaid = _lanes(ntid, nctaid, first, nb, 1)[:3]
     per = ntid[0] * ntid[1] * ntid[2]
+    if cluster == (1, 1, 1):  # every block its own cluster: no grouping to work out
+        zeros = np.zeros((3, len(blk)), np.uint32)
+        out = (ctaid, zeros, zeros[0], np.arange(nb, dtype=np.int64), np.arange(nb, dtype=np.int64)[:, None])
+        for a in out:
+            a.flags.writeable = False
+        return out
     c = np.array(cluster, np.uint32)[:, None]
     block_ctaid = ctaid[:, ::per]
     clusterid, local = block_ctaid // c, block_ctaid % c

@@ -90,14 +90,22 @@ def _approx(ins: Inst, o: COperands) -> str:
 
 
 # ---- integers ----------------------------------------------------------------------------------------------------
+def _integer(ins: Inst, o: COperands, name: str | None = None) -> str | None:
+    """A float form's C (_float, as name), or None for an integer form with no modifier these do not model."""
+    if ins.t in FLOAT and name is not None:
+        return _float(ins, o, name)
+    _int(ins.t)
+    if not ins.has("cc"):
+        _plain(ins)
+    return None
+
+
 def _addsub(ins: Inst, o: COperands) -> str:
     t = ins.t
-    if t in FLOAT:
-        return _float(ins, o, ins.base)
-    _int(t)
+    if (code := _integer(ins, o, ins.base)) is not None:
+        return code
     if ins.has("cc"):
         return _carry(ins, o)
-    _plain(ins)
     a, b = _srcs(ins, o, t)
     u = utype(size(t))
     return _dst(ins, o, t, f"({u})({u}){a} {'+' if ins.base == 'add' else '-'} ({u}){b}")
@@ -116,10 +124,8 @@ def _hi(t: str, a: str, b: str) -> str:
 
 def _mul(ins: Inst, o: COperands) -> str:
     t = ins.t
-    if t in FLOAT:
-        return _float(ins, o, "mul")
-    _int(t)
-    _plain(ins)
+    if (code := _integer(ins, o, "mul")) is not None:
+        return code
     a, b = _srcs(ins, o, t)
     if ins.has("wide"):
         wt = _wide(t)
@@ -132,12 +138,10 @@ def _mul(ins: Inst, o: COperands) -> str:
 
 def _mad(ins: Inst, o: COperands) -> str:
     t = ins.t
-    if t in FLOAT:
-        return _float(ins, o, "fma")
-    _int(t)
+    if (code := _integer(ins, o, "fma")) is not None:
+        return code
     if ins.has("cc"):
         return _carry(ins, o)
-    _plain(ins)
     a, b = _srcs(ins, o, t, 1, 2)
     if ins.has("wide"):
         wt = _wide(t)
@@ -191,10 +195,8 @@ def _divrem(ins: Inst, o: COperands) -> str:
 
 def _minmax(ins: Inst, o: COperands) -> str:
     t = ins.t
-    if t in FLOAT:
-        return _float(ins, o, ins.base)
-    _int(t)
-    _plain(ins)
+    if (code := _integer(ins, o, ins.base)) is not None:
+        return code
     a, b = _srcs(ins, o, t)
     return _dst(ins, o, t, f"({a} {'<' if ins.base == 'min' else '>'} {b} ? {a} : {b})")
 

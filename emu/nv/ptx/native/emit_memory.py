@@ -76,13 +76,17 @@ def _find(ins: Inst, o: COperands, op, n: int, write: int) -> tuple[str, str]:
     return f"uint8_t *p_[32]; uint64_t a_[32]; LANES(g) a_[l] = {addr}; {_where(space, n, write)}", space
 
 
-def ld(ins: Inst, o: COperands) -> str:
+def _access(ins: Inst, o: COperands, addr, data, write: int) -> tuple[str, list, str]:
+    """(the type, the registers of the data operand, C finding each lane's bytes) of an ld or st."""
     t = _type(ins)
     n = _vector(ins)
     if n not in (1, 2, 4):
-        raise Untranslatable("ld.v8")
-    dsts = _elements(ins.ops[0], n)
-    find, _ = _find(ins, o, ins.ops[1], size(t) * n, 0)
+        raise Untranslatable(f"{ins.base}.v{n}")
+    return t, _elements(data, n), _find(ins, o, addr, size(t) * n, write)[0]
+
+
+def ld(ins: Inst, o: COperands) -> str:
+    t, dsts, find = _access(ins, o, ins.ops[1], ins.ops[0], 0)
     c = ctype(t)
     loads = " ".join(f"{{ {c} v_; memcpy(&v_, p_[l] + {i * size(t)}, {size(t)}); {o.set(d, t, 'v_')} }}"
                      for i, d in enumerate(dsts))
@@ -90,12 +94,7 @@ def ld(ins: Inst, o: COperands) -> str:
 
 
 def st(ins: Inst, o: COperands) -> str:
-    t = _type(ins)
-    n = _vector(ins)
-    if n not in (1, 2, 4):
-        raise Untranslatable("st.v8")
-    srcs = _elements(ins.ops[1], n)
-    find, _ = _find(ins, o, ins.ops[0], size(t) * n, 1)
+    t, srcs, find = _access(ins, o, ins.ops[0], ins.ops[1], 1)
     c = ctype(t)
     values = " ".join(f"{c} v{i}_ = {o.get(s, t)};" for i, s in enumerate(srcs))
     stores = " ".join(f"memcpy(p_[l] + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
