@@ -19,6 +19,7 @@ from usergpu.errors import Error
 HERE = Path(__file__).parent
 CLANG = "clang-22"
 FLAGS = ("-O2", "-march=native", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w")
+QUICK = ("-O0", *FLAGS[1:])  # a first build that compiles in a third of the time (and runs several times slower)
 
 
 class CompileError(Error, RuntimeError):
@@ -84,9 +85,9 @@ def digest(folders: Iterable[Path], *parts: bytes) -> str:
 _LOADED: dict[str, object] = {}  # digest -> library, for the process
 
 
-def load(name: str, source: Callable[[], str], decls: str, folder: Path) -> object:
-    """The loaded library called name (a digest): from memory, from the disk cache, or compiled now from source()
-    (after <stdint.h> and decls, with folder and this one on the include path)."""
+def load(name: str, source: Callable[[], str], decls: str, folder: Path, flags: tuple[str, ...] = FLAGS) -> object:
+    """The loaded library called name (a digest): from memory, from the disk cache, or compiled now with flags from
+    source() (after <stdint.h> and decls, with folder and this one on the include path)."""
     lib = _LOADED.get(name)
     if lib is not None:
         return lib
@@ -97,7 +98,7 @@ def load(name: str, source: Callable[[], str], decls: str, folder: Path) -> obje
             c = Path(tmp) / "kernel.c"
             c.write_text("#include <stdint.h>\n" + decls + "\n" + source())
             out = Path(tmp) / "kernel.so"
-            done = subprocess.run([compiler(), *FLAGS, "-I", str(folder), "-I", str(HERE), str(c), "-o", str(out),
+            done = subprocess.run([compiler(), *flags, "-I", str(folder), "-I", str(HERE), str(c), "-o", str(out),
                                    "-lm"], capture_output=True, text=True)
             if done.returncode:
                 raise CompileError(f"{CLANG} could not build a kernel: {done.stderr.strip()[:2000]}")

@@ -22,25 +22,45 @@ QUOTA = 1 << 16  # warp steps between looks at the clock when a run is time-slic
 HERE = Path(__file__).parent
 
 
-def _key(c: reference.Compiled, only: frozenset[int] | None) -> str:
+def _key(c: reference.Compiled, only: frozenset[int] | None, flags: tuple[str, ...]) -> str:
     """The kernel's name in the cache: its linked instructions, places, registers and order (and the instructions
-    translated, where not all are)."""
+    translated, where not all are), and how it is built."""
     prog = c.prog
     text = repr((prog.kernel.name, prog.code, prog.owner, sorted(prog.places.items()), sorted(prog.registers.items()),
-                 prog.order.tolist(), c.next, sorted(only) if only is not None else None))
+                 prog.order.tolist(), c.next, sorted(only) if only is not None else None, flags))
     return build.digest((HERE,), text.encode())
 
 
+def _build(c: reference.Compiled, only: frozenset[int] | None, flags: tuple[str, ...]) -> object:
+    return build.load(_key(c, only, flags), lambda: codegen.Emitter(c.prog, c.order, c.next, only).source(),
+                      codegen.DECLS, HERE, flags)
+
+
 def library(c: reference.Compiled, only: frozenset[int] | None = None) -> object:
-    """The kernel's compiled C: kept on the Compiled, else from the cache by its key, else generated and built.
-    only: the instructions translated (None: all; the others run on the reference), which replaces the kept one."""
+    """The kernel's compiled C: kept on the Compiled, else its optimised build from the cache, else a quick build
+    (found or made now), which tier_up replaces once the kernel has run long enough. only: the instructions
+    translated (None: all; the others run on the reference; a quick build, kept so), which replaces the kept one."""
     lib = getattr(c, "native", None)
     if lib is None or only is not None:
-
-        def source() -> str:
-            return codegen.Emitter(c.prog, c.order, c.next, only).source()
-        lib = c.native = build.load(_key(c, only), source, codegen.DECLS, HERE)
+        if only is None and build.cached(_key(c, None, build.FLAGS)):
+            lib, c.optimised = _build(c, None, build.FLAGS), True
+        else:
+            lib, c.optimised = _build(c, only, build.QUICK), only is not None
+        c.native, c.ran = lib, 0
     return lib
+
+
+TIER_UP = 1 << 22  # lane-instructions a kernel runs on its quick build before its optimised one is made
+
+
+def tier_up(c: reference.Compiled, ran: int) -> None:
+    """Count ran more lane-instructions of c; past TIER_UP on its quick build, build the optimised one and run it
+    from here on (kernels that run little never pay for it)."""
+    if c.optimised:
+        return
+    c.ran += ran
+    if c.ran > TIER_UP:
+        c.native, c.optimised = _build(c, None, build.FLAGS), True
 
 
 def _state(c: reference.Compiled, st: State) -> object:
@@ -88,14 +108,15 @@ def execute(c: reference.Compiled, st: State, budget: int = reference.DEFAULT_BU
     if reference.traced(trace):
         say_once("a traced launch runs on the numpy reference backend (slower than native)")
         return reference.execute(c, st, budget, True, quota, deadline)
-    lib = library(c)
+    library(c)
     cst = _state(c, st)
     cst.budget = budget
     while True:
         left = (quota - st.steps) if quota is not None else 1 << 62
-        cst.quota = min(left, QUOTA) if deadline is not None else left
+        cst.quota = min(left, QUOTA) if deadline is not None or not c.optimised else left
         cst.steps, cst.lane_steps = st.steps, st.lane_steps
-        rc = lib.run(cst)
+        rc = c.native.run(cst)
+        tier_up(c, int(cst.lane_steps) - st.lane_steps)
         st.steps, st.lane_steps = int(cst.steps), int(cst.lane_steps)
         if rc == RC_DONE:
             return True
