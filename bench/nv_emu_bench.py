@@ -168,7 +168,7 @@ def main(arch: str = "sm_90") -> None:
                    colalign=("left", *["right"] * 10), disable_numparse=True))
     print(f"\n{arch}, cold: each kernel's first launch (its first case's) in a fresh process "
           "(bench/nv_emu_start.py), on the reference and on the native backend with an empty kernel cache (new: "
-          "link, C, clang-22, load); start: that first launch's time minus the process's second launch of the "
+          "link, C, clang-22, load); start: that first launch's time minus the process's fastest later launch of the "
           "kernel, new to the cache, and cached (the next fresh process: the library on disk, not in memory)")
     print(tabulate(cold, headers=["kernel", "ref first ms", "ref M li/s", "native first ms", "native M li/s",
                                   "native/ref", f"start new ms (< {NEW_S * 1e3:,.0f})",
