@@ -6,6 +6,7 @@ emitter breaks. The per-instruction edge tests (tests/emu/nv/test_ptx_opcodes.py
 from __future__ import annotations
 
 import copy
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +16,18 @@ import nv_corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lockstep import parting
 from ptx_harness import HEADER, both, float_edges, int_edges
 
 from usergpu.emu.native import build
 from usergpu.emu.nv import launch
 from usergpu.emu.nv.ptx.launch import compiled, module_of
 from usergpu.emu.nv.ptx.native import emit_alu
+
+# lockstep.py, loaded under a name of its own: the AMD backend's tests have a lockstep module too
+_SPEC = importlib.util.spec_from_file_location("ptx_lockstep", Path(__file__).with_name("lockstep.py"))
+lockstep = sys.modules["ptx_lockstep"] = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(lockstep)
+parting = lockstep.parting
 
 needs_toolchain = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
 native_only = pytest.mark.skipif(build.compiler() is None, reason="clang-22 builds the native backend")
