@@ -19,9 +19,10 @@ def go(target: int, order: int) -> str:
 
 
 def bra(ins: Inst, o: COperands, after: str, target_order: int) -> str:
-    target = o.prog.place(o.fn, ins.ops[0].name, ins.ins.line).address
-    if not isinstance(ins.ops[0], ptx.Sym) or o.prog.place(o.fn, ins.ops[0].name, ins.ins.line).space != "label":
+    place = o.prog.place(o.fn, ins.ops[0].name, ins.ins.line) if isinstance(ins.ops[0], ptx.Sym) else None
+    if place is None or place.space != "label":
         raise Untranslatable("bra to a non-label")
+    target = place.address
     taken = go(target, target_order)
     if ins.ins.guard is None:
         return taken

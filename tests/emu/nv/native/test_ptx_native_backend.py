@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ptx_harness import HEADER, both
+from ptx_harness import HEADER, both, native_only
 
 import usergpu
 from usergpu.emu import native as shared_native
@@ -29,7 +29,6 @@ from usergpu.emu.nv.ptx.semantics import UnsupportedPTX
 from usergpu.emu.nv.ptx.state import State
 from usergpu.errors import GPUFault, GPUHang, LaunchError
 
-native_only = pytest.mark.skipif(build.compiler() is None, reason="clang-22 builds the native backend")
 BENCH = Path(__file__).resolve().parents[4] / "bench" / "nv_emu_kernels.cu"
 
 

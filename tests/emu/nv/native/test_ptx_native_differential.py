@@ -16,7 +16,7 @@ import nv_corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ptx_harness import HEADER, both, float_edges, int_edges
+from ptx_harness import HEADER, both, float_edges, int_edges, native_only
 
 from usergpu.emu.native import build
 from usergpu.emu.nv import launch
@@ -30,7 +30,6 @@ _SPEC.loader.exec_module(lockstep)
 parting = lockstep.parting
 
 needs_toolchain = pytest.mark.skipif(not nv_corpus.has_toolchain(), reason=nv_corpus.TOOLCHAIN)
-native_only = pytest.mark.skipif(build.compiler() is None, reason="clang-22 builds the native backend")
 
 
 # compare-and-swap loops under contention (`both`): each backend's results are checked against the case's reference
