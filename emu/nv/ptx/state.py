@@ -124,6 +124,8 @@ class State:
             ntid, nctaid, first, nb, sm_count)
         self.sm_count = sm_count
         self.R: dict[str, np.ndarray] = {}
+        self.warp_cleared: frozenset[str] = frozenset()  # registers the executor clears as each warp starts
+        self.native = None  # the native backend's view of the arrays (its executor's View)
         self.pc = np.zeros(n, np.int64)
         self.status = np.zeros(n, np.int8)
         self.ret = {name: np.zeros(n, np.int64) for name in prog.entry}
@@ -143,7 +145,9 @@ class State:
         row = np.zeros(max(prog.param_size, 1), np.uint8)  # each thread's parameter space: the kernel's, then calls'
         row[:len(params)] = np.frombuffer(params, np.uint8)
         self.param = np.tile(row, n)
-        self._param = self.param.copy()  # as the launch gives it, for renew
+        # as the launch gives it, for renew where the program writes it (a call's arguments)
+        self._param = self.param.copy() if any(ins.opcode.startswith(("st.param", "call")) for ins in prog.code) \
+            else None
         self.steps = 0
         self.lane_steps = 0
         self.site = {name: np.full(n, -1, np.int64) for name in prog.functions.values()}  # indirect call sites
@@ -156,15 +160,18 @@ class State:
         arrays are not: a lane writes its entry before anything reads it."""
         self.blk, self.tid, self.ctaid, self.laneid, self.warpid, self.warp, self.smid = _lanes(
             self.ntid, self.nctaid, first, self.blocks, self.sm_count)
-        for a in (self.pc, self.status, self.shared, self.local, *self.R.values()):
+        for a in (self.pc, self.status, self.shared, self.local,
+                  *(a for key, a in self.R.items() if key not in self.warp_cleared)):
             a.fill(0)
         for a in self.site.values():
             a.fill(-1)
-        np.copyto(self.param, self._param)
+        if self._param is not None:
+            np.copyto(self.param, self._param)
         self.bar_red.clear()
         self.p = self.steps = self.lane_steps = 0
         self.printed = []
-        self.native = None  # the native backend's view of the arrays: made again
+        if self.native is not None:
+            self.native.renewed(self)
         self._cluster_geometry(first, self.blocks, self.cluster)
 
     def _cluster_geometry(self, first: int, nb: int, cluster: tuple[int, int, int]) -> None:

@@ -13,14 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from usergpu.emu.nv.ptx.native import emit_alu, emit_control, emit_memory
-from usergpu.emu.nv.ptx.native.coperands import CARRY, COperands, Untranslatable
+from usergpu.emu.nv.ptx.native.coperands import CARRY, COperands, Lanes, Untranslatable
+from usergpu.emu.nv.ptx.operands import storage
 from usergpu.emu.nv.ptx.program import Program
 from usergpu.emu.nv.ptx.semantics import Inst
 from usergpu.errors import CodeObjectError
 
 # what a kernel's C sees of the emulator's state: the reference backend's arrays (executor.py fills it in)
 STATE = """typedef struct {
-    void **regs; int64_t *pc; int8_t *status; int64_t *wsteps;
+    void **regs; uint8_t *scratch; int64_t *pc; int8_t *status; int64_t *wsteps;
     int64_t n; int64_t per_block; int64_t wpb; int64_t nblocks;
     uint32_t *tid; uint32_t *ctaid; int64_t ntid[3]; int64_t nctaid[3];
     uint8_t *shared; int64_t shared_size; uint8_t *local; int64_t local_size; uint8_t *param; int64_t param_size;
@@ -46,9 +47,26 @@ def registers(prog: Program) -> list[str]:
     return sorted(register_types(prog))
 
 
+def scratch(prog: Program) -> tuple[list[int], int]:
+    """Where each register's 32 lanes lie in a warp's scratch (State.scratch: the C's registers while a warp runs,
+    cache-hot, copied from and to the State's arrays only where a warp resumes or leaves lanes that have not
+    exited), in the order of registers(), and the scratch's size."""
+    offsets, at = [], 0
+    types = register_types(prog)
+    for key in registers(prog):
+        offsets.append(at)
+        at += -(-32 * storage(types[key]).itemsize // 64) * 64  # each its own cache lines
+    return offsets, at
+
+
 def globals_of(prog: Program) -> list[str]:
     """The module variables in the order of the C's table of their addresses (State.gaddr)."""
     return sorted(prog.globals)
+
+
+def _loop(run: list[Lanes]) -> str:
+    """A run of each lane's own instructions as one loop over the lanes of m, each under its lane's guard."""
+    return "  LANES(m) { " + " ".join(f"if ({x.guard}) {{ {x.code} }}" if x.guard else x.code for x in run) + " }"
 
 
 class Emitter:
@@ -77,15 +95,23 @@ class Emitter:
         except ERRORS:
             return None
 
-    def guard(self, ins, fn: str) -> str:
+    def lane_guard(self, ins, fn: str) -> str:
+        """The guard of a lane as C, "" for none."""
         if ins.guard is None:
-            return "g = m;"
+            return ""
         name, _ = self.o.at(fn, ins).reg(ins.guard)
         if self.regs[name] != "_Bool":
             raise Untranslatable("a guard that is not a predicate")
+        return f"{'!' if ins.guard.negate else ''}{name}[l]"
+
+    def guard(self, ins, fn: str) -> str:
+        """C setting g, the guard's lanes among m."""
+        if ins.guard is None:
+            return "g = m;"
+        name = self.lane_guard(ins, fn).lstrip("!")[:-3]
         return f"g = m & {'~' if ins.guard.negate else ''}pmask({name});"
 
-    def body(self, inst: Inst, fn: str, ins, i: int) -> str | None:
+    def body(self, inst: Inst, fn: str, ins, i: int) -> str | Lanes | None:
         o = self.o.at(fn, ins)
         guard = self.guard(ins, fn)
         base = inst.base
@@ -97,11 +123,14 @@ class Emitter:
             if base in ("bar", "barrier") and code != TAIL:
                 self.plain_bars.append(i)
             return f"{guard} if (!g) {{ {TAIL} }} {code}"
-        if base in emit_memory.TABLE:
-            return f"{guard} if (g) {{ {emit_memory.TABLE[base](inst, o)} }} {TAIL}"
         if base in emit_alu.TABLE:
-            return f"{guard} if (g) LANES(g) {{ {emit_alu.TABLE[base](inst, o)} }} {TAIL}"
-        return None
+            return Lanes(emit_alu.TABLE[base](inst, o), self.lane_guard(ins, fn))
+        if base not in emit_memory.TABLE:
+            return None
+        code = emit_memory.TABLE[base](inst, o)
+        if isinstance(code, Lanes):
+            return Lanes(code.code, self.lane_guard(ins, fn))
+        return f"{guard} if (g) {{ {code} }} {TAIL}"
 
     def leaders(self, bodies: list[str | None]) -> set[int]:
         """The instructions that begin a basic block of the C: where control can arrive other than from the
@@ -127,20 +156,42 @@ class Emitter:
             end = next((k for k in range(start + 1, len(bodies)) if k in leaders), len(bodies))
             size = end - start
             lines = [f"I{start}: CHECK({start}, {size}) steps += {size}; lsteps += {size} * POPC(m);"]
+            run: list[Lanes] = []  # a run of each lane's own instructions: one loop over the lanes
             for i in range(start, end):
+                body = bodies[i]
+                if isinstance(body, Lanes):
+                    run.append(body)
+                    body = TAIL
+                elif run:
+                    lines.append(_loop(run))
+                    run = []
                 left = end - i  # a fault here: the steps not run natively (the reference counts its own)
-                body = bodies[i].replace("goto fallback;", f"{{ pc = {i}; steps -= {left}; lsteps -= {left} * "
-                                                           "POPC(m); goto fallback; }")
+                body = body.replace("goto fallback;", f"{{ pc = {i}; steps -= {left}; lsteps -= {left} * POPC(m); "
+                                                      "goto fallback; }")
+                if run and i == end - 1:
+                    lines.append(_loop(run))
                 lines.append("  " + body.replace(TAIL, self.tail(self.next[i]) if i == end - 1 else ""))
                 self.native += 1
-            out.append("\n".join(lines))
+            out.append("\n".join(line for line in lines if line.strip()))
         return out
 
     def source(self) -> str:
         blocks = self.blocks()
         cases = " ".join(f"case {b.split(':', 1)[0][1:]}: goto {b.split(':', 1)[0]};" for b in blocks)
-        regs = " ".join(f"{ct} *restrict const {name} = ({ct} *)st->regs[{name[1:]}] + lane0; (void){name};"
-                        for name, ct in sorted(self.regs.items(), key=lambda kv: int(kv[0][1:])))
+        # the registers the C uses live in the scratch while the warp runs; the others (only the reference's
+        # instructions use them) stay in the State's arrays, cleared there as the warp starts
+        offsets, _ = scratch(self.prog)
+        types = register_types(self.prog)
+        sizes = [storage(types[key]).itemsize for key in registers(self.prog)]
+        used = sorted(int(name[1:]) for name in self.regs)
+        in_c = set(used)
+        state = [f"(uint8_t *)st->regs[{i}] + lane0 * {sizes[i]}" for i in range(len(sizes))]
+        regs = " ".join(f"{self.regs[f'r{i}']} *restrict const r{i} = ({self.regs[f'r{i}']} *)(st->scratch + "
+                        f"{offsets[i]}); (void)r{i};" for i in used)
+        load = " ".join(f"memcpy(r{i}, {state[i]}, cnt * {sizes[i]});" for i in used)
+        save = " ".join(f"memcpy({state[i]}, r{i}, cnt * {sizes[i]});" for i in used)
+        clear = " ".join(f"memset(r{i}, 0, {32 * sizes[i]});" if i in in_c else
+                         f"memset({state[i]}, 0, cnt * {sizes[i]});" for i in range(len(sizes)))
         bars = " ".join(f"case {i}:" for i in self.plain_bars)
         order = ", ".join(str(int(x)) for x in self.order)
         return (f"#include <string.h>\n"
@@ -149,5 +200,6 @@ class Emitter:
                 f"static int plain_bar(int64_t s) {{ switch (s) {{ {bars} return 1; default: return 0; }} }}\n"
                 "#define PLAIN_BAR(s) plain_bar(s)\n"
                 f"#define REGS {regs}\n"
+                f"#define CLEAR {clear}\n#define LOAD {load}\n#define SAVE {save}\n"
                 "#include \"warp.h\"\nWARP_BEGIN\n"
                 f"dispatch: switch (pc) {{ {cases} default: goto fallback; }}\n" + "\n".join(blocks) + "\nWARP_END\n")

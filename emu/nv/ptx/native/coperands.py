@@ -5,6 +5,8 @@ Untranslatable: the instruction runs on the reference."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from usergpu.emu.nv.ptx.operands import NP, immediate
@@ -22,6 +24,16 @@ STORAGE = {"bool": "_Bool", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": 
 
 class Untranslatable(Exception):
     """An instruction (or an operand of one) with no C form here; it runs on the reference backend."""
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """An instruction's C that is each lane's own (reads and writes that lane's registers only, cannot fault):
+    codegen runs a basic block's run of them in one loop over the lanes, so clang keeps values in vector registers
+    from one to the next. guard: the lane's guard as C ("" for none)."""
+
+    code: str
+    guard: str = ""
 
 
 def size(t: str) -> int:
@@ -150,6 +162,16 @@ class COperands:
             at = FUNC_WINDOW + FUNC_STRIDE * list(self.prog.module.functions).index(base.name)
             return f"((uint64_t){at:#x}ull + {off})"
         raise Untranslatable(f"the address of {base.name}")
+
+    def param_offset(self, op) -> int | None:
+        """op's offset in the param space where it is a constant ([param var+off], [imm]), else None."""
+        base, offset = (op.base, op.offset) if isinstance(op, ptx.Addr) else (op, 0)
+        if base is None:
+            return offset
+        if isinstance(base, ptx.Sym):
+            place = self.prog.place(self.fn, base.name, self.ins.line)
+            return place.address + offset if place.space == "param" else None
+        return None
 
     # ---- writes ------------------------------------------------------------------------------------------------
     def set(self, op, t: str, value: str) -> str:

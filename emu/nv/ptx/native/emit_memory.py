@@ -7,39 +7,44 @@ another CTA (.shared::cluster addresses), b128 and the half types run on the ref
 from __future__ import annotations
 
 from usergpu.emu.nv.ptx.memops import GENERIC_OF, _space, _vector
-from usergpu.emu.nv.ptx.native.coperands import FLOAT, INT, COperands, Untranslatable, ctype, size
+from usergpu.emu.nv.ptx.native.coperands import FLOAT, INT, COperands, Lanes, Untranslatable, ctype, size
 from usergpu.emu.nv.ptx.semantics import Inst
 from usergpu.isa.nv import ptx
 
-# C that fills p_[l] with the host bytes of each lane's access of {n} bytes at a_[l] in a space, jumping to the
-# fallback where one would fault (or is another CTA's shared memory): the reference raises it with its facts. Shared,
-# local and param memory are checked for the whole warp at once; global memory by the span of the warp's addresses
-# in one mapping, else lane by lane.
+# C finding each lane's host bytes for an access of {n} bytes at a_[l] in a space (the prelude), and the lane's
+# pointer as C; the prelude jumps to the fallback where an access would fault (or is another CTA's shared memory): the
+# reference raises it with its facts. Shared, local and param memory are checked for the whole warp at once; global
+# memory by the span of the warp's addresses in one mapping (then a lane's bytes are at its address plus one
+# distance), else lane by lane.
 ROWS = {  # space -> (the lane's row, its size)
     "shared": ("st->shared + b * st->shared_size", "st->shared_size"),
     "local": ("st->local + (lane0 + l) * st->local_size", "st->local_size"),
     "param": ("st->param + (lane0 + l) * st->param_size", "st->param_size"),
 }
-CHECKED = ("{{ uint64_t bad_ = 0; LANES(g) bad_ |= {far}(a_[l] + {n} > (uint64_t){size}); if (bad_) goto fallback; "
-           "LANES(g) p_[l] = {row} + a_[l]; }}")
-GLOBAL = ("{{ uint64_t lo_ = ~0ull, hi_ = 0; "
-          "LANES(g) {{ lo_ = a_[l] < lo_ ? a_[l] : lo_; hi_ = a_[l] > hi_ ? a_[l] : hi_; }} "
-          "uint8_t *h_ = gmem(st, lo_, hi_ - lo_ + {n}, {write}); "
-          "if (h_) {{ LANES(g) p_[l] = h_ + (a_[l] - lo_); }} "
-          "else {{ LANES(g) {{ p_[l] = gmem(st, a_[l], {n}, {write}); if (!p_[l]) goto fallback; }} }} }}")
-GENERIC = ("LANES(g) {{ uint64_t a = a_[l], s_ = a - SHARED_WINDOW, t_ = a - LOCAL_WINDOW; "
+CHECKED = ("uint64_t a_[32], bad_ = 0; LANES(g) {{ a_[l] = {addr}; bad_ |= {far}(a_[l] + {n} > (uint64_t){size}); }} "
+           "if (bad_) goto fallback;")
+GLOBAL = ("uint64_t a_[32], lo_ = ~0ull, hi_ = 0; uintptr_t d_[32]; "
+          "LANES(g) {{ a_[l] = {addr}; lo_ = a_[l] < lo_ ? a_[l] : lo_; hi_ = a_[l] > hi_ ? a_[l] : hi_; }} "
+          "uint8_t *h_ = gmem(st, lo_, hi_ - lo_ + {n}, {write}); uintptr_t dh_ = (uintptr_t)h_ - lo_; "
+          "if (!h_) LANES(g) {{ uint8_t *q_ = gmem(st, a_[l], {n}, {write}); if (!q_) goto fallback; "
+          "d_[l] = (uintptr_t)q_ - a_[l]; }}")
+GLOBAL_AT = "((uint8_t *)(uintptr_t)(a_[l] + (h_ ? dh_ : d_[l])))"
+GENERIC = ("uint8_t *p_[32]; LANES(g) {{ uint64_t a = {addr}, s_ = a - SHARED_WINDOW, t_ = a - LOCAL_WINDOW; "
            "p_[l] = s_ < WINDOW ? (s_ < CLUSTER_SHARED && s_ + {n} <= (uint64_t)st->shared_size ? "
            "st->shared + b * st->shared_size + s_ : (uint8_t *)0) : "
            "t_ < WINDOW ? (t_ + {n} <= (uint64_t)st->local_size ? st->local + (lane0 + l) * st->local_size + t_ : "
            "(uint8_t *)0) : gmem(st, a, {n}, {write}); if (!p_[l]) goto fallback; }}")
 
 
-def _where(space: str, n: int, write: int) -> str:
+def _where(space: str, addr: str, n: int, write: int) -> tuple[str, str]:
+    """(the prelude, the lane's pointer)"""
     if space in ROWS:
         row, size_ = ROWS[space]
         far = "(a_[l] >= CLUSTER_SHARED) | " if space == "shared" else ""
-        return CHECKED.format(far=far, n=n, size=size_, row=row)
-    return (GLOBAL if space in ("global", "const") else GENERIC).format(n=n, write=write)
+        return CHECKED.format(addr=addr, far=far, n=n, size=size_), f"({row} + a_[l])"
+    if space in ("global", "const"):
+        return GLOBAL.format(addr=addr, n=n, write=write), GLOBAL_AT
+    return GENERIC.format(addr=addr, n=n, write=write), "p_[l]"
 
 
 def _address(ins: Inst, o: COperands, op) -> tuple[str, str]:
@@ -68,36 +73,39 @@ def _type(ins: Inst) -> str:
 
 
 def _find(ins: Inst, o: COperands, op, n: int, write: int) -> tuple[str, str]:
-    """(C declaring p_[32] and filling it with each lane's host bytes, jumping to the fallback where one is 0, the
-    space)"""
+    """(C finding each lane's bytes, jumping to the fallback where an access would fault; the lane's pointer)"""
     addr, space = _address(ins, o, op)
     if space not in (*ROWS, "global", "const", "generic"):
         raise Untranslatable(f"{space} memory")
-    return f"uint8_t *p_[32]; uint64_t a_[32]; LANES(g) a_[l] = {addr}; {_where(space, n, write)}", space
+    return _where(space, addr, n, write)
 
 
-def _access(ins: Inst, o: COperands, addr, data, write: int) -> tuple[str, list, str]:
-    """(the type, the registers of the data operand, C finding each lane's bytes) of an ld or st."""
+def _access(ins: Inst, o: COperands, addr, data, write: int) -> tuple[str, list, tuple[str, str]]:
+    """(the type, the registers of the data operand, _find's C) of an ld or st."""
     t = _type(ins)
     n = _vector(ins)
     if n not in (1, 2, 4):
         raise Untranslatable(f"{ins.base}.v{n}")
-    return t, _elements(data, n), _find(ins, o, addr, size(t) * n, write)[0]
+    return t, _elements(data, n), _find(ins, o, addr, size(t) * n, write)
 
 
-def ld(ins: Inst, o: COperands) -> str:
-    t, dsts, find = _access(ins, o, ins.ops[1], ins.ops[0], 0)
+def ld(ins: Inst, o: COperands) -> str | Lanes:
+    t, dsts, (find, at) = _access(ins, o, ins.ops[1], ins.ops[0], 0)
     c = ctype(t)
-    loads = " ".join(f"{{ {c} v_; memcpy(&v_, p_[l] + {i * size(t)}, {size(t)}); {o.set(d, t, 'v_')} }}"
+    offset = o.param_offset(ins.ops[1]) if _address(ins, o, ins.ops[1])[1] == "param" else None
+    if offset is not None and offset + size(t) * len(dsts) <= o.prog.param_size:  # in bounds wherever it runs
+        at = f"(st->param + (lane0 + l) * {max(o.prog.param_size, 1)} + {offset})"
+        find = ""
+    loads = " ".join(f"{{ {c} v_; memcpy(&v_, {at} + {i * size(t)}, {size(t)}); {o.set(d, t, 'v_')} }}"
                      for i, d in enumerate(dsts))
-    return f"{{ {find} LANES(g) {{ {loads} }} }}"
+    return f"{{ {find} LANES(g) {{ {loads} }} }}" if find else Lanes(loads)
 
 
 def st(ins: Inst, o: COperands) -> str:
-    t, srcs, find = _access(ins, o, ins.ops[0], ins.ops[1], 1)
+    t, srcs, (find, at) = _access(ins, o, ins.ops[0], ins.ops[1], 1)
     c = ctype(t)
     values = " ".join(f"{c} v{i}_ = {o.get(s, t)};" for i, s in enumerate(srcs))
-    stores = " ".join(f"memcpy(p_[l] + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
+    stores = " ".join(f"memcpy({at} + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
     return f"{{ {find} LANES(g) {{ {values} {stores} }} }}"
 
 
@@ -115,7 +123,7 @@ def _atomic(ins: Inst, o: COperands, returns: bool) -> str:
     if t in FLOAT and op != "add":
         raise Untranslatable(f"atom.{op}.{t}")
     first = 1 if returns else 0
-    find, _ = _find(ins, o, ins.ops[first], size(t), 2)
+    find, at = _find(ins, o, ins.ops[first], size(t), 2)
     c = ctype(t)
     b = o.get(ins.ops[first + 1], t)
     cv = o.get(ins.ops[first + 2], t) if op == "cas" else "0"
@@ -123,8 +131,8 @@ def _atomic(ins: Inst, o: COperands, returns: bool) -> str:
     ret = o.set(ins.ops[0], t, "o_") if returns else ""
     # the operands of every lane first: the destination may be one of them
     return (f"{{ {find} {c} bv_[32], cv_[32]; LANES(g) {{ bv_[l] = {b}; cv_[l] = {cv}; }} "
-            f"LANES(g) {{ {c} o_, b_ = bv_[l], c_ = cv_[l]; (void)c_; memcpy(&o_, p_[l], {size(t)}); "
-            f"{c} n_ = ({c})({new}); memcpy(p_[l], &n_, {size(t)}); {ret} }} }}")
+            f"LANES(g) {{ {c} o_, b_ = bv_[l], c_ = cv_[l]; (void)c_; memcpy(&o_, {at}, {size(t)}); "
+            f"{c} n_ = ({c})({new}); memcpy({at}, &n_, {size(t)}); {ret} }} }}")
 
 
 def atom(ins: Inst, o: COperands) -> str:

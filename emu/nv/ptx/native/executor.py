@@ -63,41 +63,43 @@ def tier_up(c: reference.Compiled, ran: int) -> None:
         c.native, c.optimised = _build(c, None, build.FLAGS), True
 
 
-def _state(c: reference.Compiled, st: State) -> object:
-    """The C's view of the State's arrays (kept alive with it): every register padded by a warp, so the C's lane
-    loops may run whole warps."""
-    cst = getattr(st, "native", None)
-    if cst is not None:
-        return cst
-    ffi = build.ffi(codegen.DECLS)
-    bufs = getattr(st, "native_registers", None)  # kept when the State is renewed for the next batch
-    if bufs is None:
+class View:
+    """The C's view of a State's arrays, kept with it across State.renew, and the scratch that holds a running
+    warp's registers (codegen.scratch). The C clears a warp's registers as the warp starts (State.warp_cleared), so
+    a renewed batch's need no clearing before."""
+
+    def __init__(self, c: reference.Compiled, st: State):
+        ffi = build.ffi(codegen.DECLS)
+        names = codegen.registers(c.prog)
         types = codegen.register_types(c.prog)
-        bufs = st.native_registers = [np.zeros(st.n + WARP, storage(types[key])) for key in codegen.registers(c.prog)]
-        st.R.update({key: buf[:st.n] for key, buf in zip(codegen.registers(c.prog), bufs, strict=True)})
-    keep = list(bufs)
-    regs = [ffi.from_buffer(buf) for buf in bufs]
-    cst = ffi.new("State *")
-    table = ffi.new("void *[]", regs or [ffi.NULL])
-    keep.append(table)
-    wpb = -(-st.per_block // WARP)
-    wsteps = np.zeros(st.blocks * wpb, np.int64)
-    gaddr = np.asarray([st.globals[name] for name in codegen.globals_of(c.prog)] or [0], np.uint64)
-    keep += [wsteps, gaddr]
-    cst.regs = table
-    for name, arr, ctype in (("pc", st.pc, "int64_t[]"), ("status", st.status, "int8_t[]"),
-                             ("wsteps", wsteps, "int64_t[]"), ("tid", st.tid, "uint32_t[]"),
-                             ("ctaid", st.ctaid, "uint32_t[]"), ("shared", st.shared, "uint8_t[]"),
-                             ("local", st.local, "uint8_t[]"), ("param", st.param, "uint8_t[]"),
-                             ("bar_site", st.bar_site, "int64_t[]"), ("bar_id", st.bar_id, "int64_t[]"),
-                             ("bar_count", st.bar_count, "int64_t[]"), ("gaddr", gaddr, "uint64_t[]")):
-        setattr(cst, name, ffi.from_buffer(ctype, arr))
-    cst.n, cst.per_block, cst.wpb, cst.nblocks = st.n, st.per_block, wpb, st.blocks
-    cst.ntid, cst.nctaid = list(st.ntid), list(st.nctaid)
-    cst.shared_size, cst.local_size, cst.param_size = st.shared_size, c.prog.local_size, max(c.prog.param_size, 1)
-    point_at_mappings(cst, st.mem, ffi)
-    st.native, st.native_keep, st.wsteps = cst, keep, wsteps
-    return cst
+        bufs = [st.register(key, storage(types[key])) for key in names]
+        st.warp_cleared = frozenset(names)
+        self.cst = cst = ffi.new("State *")
+        table = ffi.new("void *[]", [ffi.from_buffer(buf) for buf in bufs] or [ffi.NULL])
+        wpb = -(-st.per_block // WARP)
+        self.wsteps = st.wsteps = np.zeros(st.blocks * wpb, np.int64)
+        gaddr = np.asarray([st.globals[name] for name in codegen.globals_of(c.prog)] or [0], np.uint64)
+        room = np.zeros(codegen.scratch(c.prog)[1] or 1, np.uint8)
+        self.keep = [bufs, table, gaddr, room]
+        cst.regs, cst.scratch = table, ffi.from_buffer("uint8_t[]", room)
+        for name, arr, ctype in (("pc", st.pc, "int64_t[]"), ("status", st.status, "int8_t[]"),
+                                 ("wsteps", self.wsteps, "int64_t[]"), ("tid", st.tid, "uint32_t[]"),
+                                 ("shared", st.shared, "uint8_t[]"), ("local", st.local, "uint8_t[]"),
+                                 ("param", st.param, "uint8_t[]"), ("bar_site", st.bar_site, "int64_t[]"),
+                                 ("bar_id", st.bar_id, "int64_t[]"), ("bar_count", st.bar_count, "int64_t[]"),
+                                 ("gaddr", gaddr, "uint64_t[]")):
+            setattr(cst, name, ffi.from_buffer(ctype, arr))
+        cst.n, cst.per_block, cst.wpb, cst.nblocks = st.n, st.per_block, wpb, st.blocks
+        cst.ntid, cst.nctaid = list(st.ntid), list(st.nctaid)
+        cst.shared_size, cst.local_size, cst.param_size = st.shared_size, c.prog.local_size, max(c.prog.param_size, 1)
+        point_at_mappings(cst, st.mem, ffi)
+        self.renewed(st)
+
+    def renewed(self, st: State) -> None:
+        """Pointed at the State's next batch (renewed in place: only %ctaid is another array)."""
+        self.ctaid = st.ctaid
+        self.cst.ctaid = build.ffi(codegen.DECLS).from_buffer("uint32_t[]", st.ctaid)
+        self.wsteps.fill(0)
 
 
 def execute(c: reference.Compiled, st: State, budget: int = reference.DEFAULT_BUDGET, trace: bool | None = None,
@@ -109,7 +111,9 @@ def execute(c: reference.Compiled, st: State, budget: int = reference.DEFAULT_BU
         say_once("a traced launch runs on the numpy reference backend (slower than native)")
         return reference.execute(c, st, budget, True, quota, deadline)
     library(c)
-    cst = _state(c, st)
+    if st.native is None:
+        st.native = View(c, st)
+    cst = st.native.cst
     cst.budget = budget
     while True:
         left = (quota - st.steps) if quota is not None else 1 << 62

@@ -9,7 +9,8 @@
  * Within a warp the lanes at the PC first in the program's reverse post-order run, as the active mask m, as the
  * reference runs them: lanes that branch apart wait in the PC array, and wmin (the least order among the waiting
  * lanes) tells each instruction's tail whether it may go on or must merge with them first. Compiled after State,
- * ORDER_OF (the order of a PC) and the kernel's register declarations (REGS). */
+ * ORDER_OF (the order of a PC), the kernel's register declarations (REGS) and the clearing of a warp's registers
+ * (CLEAR). */
 #include <math.h>
 #include "helpers.h"
 #include "gmem.h"
@@ -147,12 +148,16 @@ static int run_warp(State *st, int64_t w) { \
     const int64_t limit = budget < steps + st->quota ? budget : steps + st->quota; \
     uint32_t m = 0, g = 0, live = 0; int rc; (void)g; \
     REGS \
+    if (!start) { CLEAR } else { LOAD } /* a warp's registers are cleared as it starts (State.warp_cleared) */ \
     goto schedule;
 #define WARP_END \
 schedule: \
     live = 0; \
     for (int l = 0; l < cnt; l++) live |= (uint32_t)(stat[l] == RUN) << l; \
-    if (!live) { rc = RC_OK; goto out; } \
+    if (!live) { /* every lane has exited (its registers are no longer read), or some wait at a barrier */ \
+        for (int l = 0; l < cnt; l++) if (stat[l] != EXIT) { SAVE break; } \
+        rc = RC_OK; goto out; \
+    } \
     { int64_t best = INT64_MAX; \
       LANES(live) { int64_t o = ORDER_OF(pcs[l]); if (o < best) best = o, pc = pcs[l]; } \
       m = 0; wmin = INT64_MAX; \
@@ -162,13 +167,14 @@ merge: \
     LANES(m) pcs[l] = pc; \
     goto schedule; \
 limit: \
+    SAVE \
     rc = over >= 0 ? RC_HANG : RC_QUOTA; \
     LANES(m) pcs[l] = pc; \
     st->warp = w, st->at = over >= 0 ? over : pc; \
     goto out; \
 fallback: \
+    SAVE \
     rc = RC_FALLBACK; \
-leave: \
     LANES(m) pcs[l] = pc; \
     st->warp = w, st->at = pc; \
 out: \
