@@ -21,7 +21,7 @@ from usergpu.errors import CodeObjectError
 
 # what a kernel's C sees of the emulator's state: the reference backend's arrays (executor.py fills it in)
 STATE = """typedef struct {
-    void **regs; uint8_t *scratch; int64_t *pc; int8_t *status; int64_t *wsteps;
+    void **regs; uint8_t *scratch; int64_t *owner; int64_t *pc; int8_t *status; int64_t *wsteps;
     int64_t n; int64_t per_block; int64_t wpb; int64_t nblocks;
     uint32_t *tid; uint32_t *ctaid; int64_t ntid[3]; int64_t nctaid[3];
     uint8_t *shared; int64_t shared_size; uint8_t *local; int64_t local_size; uint8_t *param; int64_t param_size;
@@ -62,6 +62,20 @@ def scratch(prog: Program) -> tuple[list[int], int]:
 def globals_of(prog: Program) -> list[str]:
     """The module variables in the order of the C's table of their addresses (State.gaddr)."""
     return sorted(prog.globals)
+
+
+def _whole_warp(copies: list[tuple[str, str | None, int]]) -> str:
+    """C copying (or clearing, where the source is None) registers' cnt lanes of size bytes each: a whole warp's
+    inline (a call to memcpy would cost more than the copy)."""
+    def one(d: str, s: str | None, nbytes: str, inline: bool) -> str:
+        if s is None:
+            return f"__builtin_memset_inline({d}, 0, {nbytes});" if inline else f"memset({d}, 0, {nbytes});"
+        return f"__builtin_memcpy_inline({d}, {s}, {nbytes});" if inline else f"memcpy({d}, {s}, {nbytes});"
+    if not copies:
+        return ""
+    whole = " ".join(one(d, s, str(32 * n), True) for d, s, n in copies)
+    part = " ".join(one(d, s, f"cnt * {n}", False) for d, s, n in copies)
+    return f"if (cnt == 32) {{ {whole} }} else {{ {part} }}"
 
 
 def _loop(run: list[Lanes]) -> str:
@@ -180,18 +194,18 @@ class Emitter:
         cases = " ".join(f"case {b.split(':', 1)[0][1:]}: goto {b.split(':', 1)[0]};" for b in blocks)
         # the registers the C uses live in the scratch while the warp runs; the others (only the reference's
         # instructions use them) stay in the State's arrays, cleared there as the warp starts
-        offsets, _ = scratch(self.prog)
+        offsets, room = scratch(self.prog)
         types = register_types(self.prog)
         sizes = [storage(types[key]).itemsize for key in registers(self.prog)]
         used = sorted(int(name[1:]) for name in self.regs)
         in_c = set(used)
         state = [f"(uint8_t *)st->regs[{i}] + lane0 * {sizes[i]}" for i in range(len(sizes))]
-        regs = " ".join(f"{self.regs[f'r{i}']} *restrict const r{i} = ({self.regs[f'r{i}']} *)(st->scratch + "
+        regs = " ".join(f"{self.regs[f'r{i}']} *restrict const r{i} = ({self.regs[f'r{i}']} *)(base + "
                         f"{offsets[i]}); (void)r{i};" for i in used)
-        load = " ".join(f"memcpy(r{i}, {state[i]}, cnt * {sizes[i]});" for i in used)
-        save = " ".join(f"memcpy({state[i]}, r{i}, cnt * {sizes[i]});" for i in used)
-        clear = " ".join(f"memset(r{i}, 0, {32 * sizes[i]});" if i in in_c else
-                         f"memset({state[i]}, 0, cnt * {sizes[i]});" for i in range(len(sizes)))
+        load = _whole_warp([(f"r{i}", state[i], sizes[i]) for i in used])
+        save = _whole_warp([(state[i], f"r{i}", sizes[i]) for i in used])
+        clear = " ".join(f"memset(r{i}, 0, {32 * sizes[i]});" for i in used) + " " + _whole_warp(
+            [(state[i], None, sizes[i]) for i in range(len(sizes)) if i not in in_c])
         bars = " ".join(f"case {i}:" for i in self.plain_bars)
         order = ", ".join(str(int(x)) for x in self.order)
         return (f"#include <string.h>\n"
@@ -199,7 +213,7 @@ class Emitter:
                 f"#define ORDER_OF(p) ((uint64_t)(p) < {len(self.order)} ? ORDER[p] : -2)\n"
                 f"static int plain_bar(int64_t s) {{ switch (s) {{ {bars} return 1; default: return 0; }} }}\n"
                 "#define PLAIN_BAR(s) plain_bar(s)\n"
-                f"#define REGS {regs}\n"
+                f"#define SCRATCH {room}\n#define REGS(base) {regs}\n"
                 f"#define CLEAR {clear}\n#define LOAD {load}\n#define SAVE {save}\n"
                 "#include \"warp.h\"\nWARP_BEGIN\n"
                 f"dispatch: switch (pc) {{ {cases} default: goto fallback; }}\n" + "\n".join(blocks) + "\nWARP_END\n")

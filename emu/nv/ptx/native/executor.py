@@ -64,8 +64,8 @@ def tier_up(c: reference.Compiled, ran: int) -> None:
 
 
 class View:
-    """The C's view of a State's arrays, kept with it across State.renew, and the scratch that holds a running
-    warp's registers (codegen.scratch). The C clears a warp's registers as the warp starts (State.warp_cleared), so
+    """The C's view of a State's arrays, kept with it across State.renew, and the scratch that holds the registers
+    of a block's warps while they run (codegen.scratch, warp.h's take). The C clears a warp's registers as the warp starts (State.warp_cleared), so
     a renewed batch's need no clearing before."""
 
     def __init__(self, c: reference.Compiled, st: State):
@@ -79,9 +79,11 @@ class View:
         wpb = -(-st.per_block // WARP)
         self.wsteps = st.wsteps = np.zeros(st.blocks * wpb, np.int64)
         gaddr = np.asarray([st.globals[name] for name in codegen.globals_of(c.prog)] or [0], np.uint64)
-        room = np.zeros(codegen.scratch(c.prog)[1] or 1, np.uint8)
+        room = np.zeros(wpb * codegen.scratch(c.prog)[1] or 1, np.uint8)
+        self.owner = np.full(wpb, -1, np.int64)
         self.keep = [bufs, table, gaddr, room]
         cst.regs, cst.scratch = table, ffi.from_buffer("uint8_t[]", room)
+        cst.owner = ffi.from_buffer("int64_t[]", self.owner)
         for name, arr, ctype in (("pc", st.pc, "int64_t[]"), ("status", st.status, "int8_t[]"),
                                  ("wsteps", self.wsteps, "int64_t[]"), ("tid", st.tid, "uint32_t[]"),
                                  ("shared", st.shared, "uint8_t[]"), ("local", st.local, "uint8_t[]"),
@@ -100,6 +102,7 @@ class View:
         self.ctaid = st.ctaid
         self.cst.ctaid = build.ffi(codegen.DECLS).from_buffer("uint32_t[]", st.ctaid)
         self.wsteps.fill(0)
+        self.owner.fill(-1)
 
 
 def execute(c: reference.Compiled, st: State, budget: int = reference.DEFAULT_BUDGET, trace: bool | None = None,

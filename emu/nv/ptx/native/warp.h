@@ -9,8 +9,8 @@
  * Within a warp the lanes at the PC first in the program's reverse post-order run, as the active mask m, as the
  * reference runs them: lanes that branch apart wait in the PC array, and wmin (the least order among the waiting
  * lanes) tells each instruction's tail whether it may go on or must merge with them first. Compiled after State,
- * ORDER_OF (the order of a PC), the kernel's register declarations (REGS) and the clearing of a warp's registers
- * (CLEAR). */
+ * ORDER_OF (the order of a PC), the kernel's registers in a warp's scratch (SCRATCH bytes, REGS) and their copies
+ * from and to the State's arrays (LOAD, SAVE, CLEAR). */
 #include <math.h>
 #include "helpers.h"
 #include "gmem.h"
@@ -138,26 +138,54 @@ static inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
     return out;
 }
 
+/* warp w's first lane in the batch and its count of lanes */
+#define WARP_LANES(w) const int64_t b = (w) / st->wpb, k = (w) % st->wpb, lane0 = b * st->per_block + k * 32; \
+    const int cnt = st->per_block - k * 32 < 32 ? (int)(st->per_block - k * 32) : 32; (void)b;
+
+/* A running warp's registers are in its scratch, one per warp of a block (the k-th warp of each block shares the
+ * k-th): owner[k] is the warp whose registers it holds (-1: none). A warp taking its scratch saves the owner's to the
+ * State's arrays, then loads its own (clears them, as it starts); whenever run() returns, every scratch is saved, so
+ * the reference and Python see the registers in the State's arrays. */
+static void save_warp(State *st, int64_t w) {
+    WARP_LANES(w)
+    uint8_t *const base = st->scratch + k * SCRATCH; (void)base;
+    REGS(base)
+    SAVE
+}
+static void take(State *st, int64_t w) {
+    const int64_t o = st->owner[w % st->wpb];
+    if (o == w) return;
+    if (o >= 0) save_warp(st, o);
+    WARP_LANES(w)
+    uint8_t *const base = st->scratch + k * SCRATCH; (void)base;
+    REGS(base)
+    if (!st->wsteps[w]) { CLEAR } else { LOAD }
+    st->owner[k] = w;
+}
+static void flush(State *st) {
+    for (int64_t k = 0; k < st->wpb; k++)
+        if (st->owner[k] >= 0) save_warp(st, st->owner[k]), st->owner[k] = -1;
+}
+
 #define WARP_BEGIN \
 static int run_warp(State *st, int64_t w) { \
-    const int64_t b = w / st->wpb, k = w % st->wpb, lane0 = b * st->per_block + k * 32; \
-    const int cnt = st->per_block - k * 32 < 32 ? (int)(st->per_block - k * 32) : 32; \
+    WARP_LANES(w) \
     int64_t *const pcs = st->pc + lane0; int8_t *const stat = st->status + lane0; \
     int64_t steps = st->wsteps[w], lsteps = 0, pc = 0, wmin = 0, over = -1; \
     const int64_t start = steps, budget = st->budget; \
     const int64_t limit = budget < steps + st->quota ? budget : steps + st->quota; \
     uint32_t m = 0, g = 0, live = 0; int rc; (void)g; \
-    REGS \
-    if (!start) { CLEAR } else { LOAD } /* a warp's registers are cleared as it starts (State.warp_cleared) */ \
+    take(st, w); \
+    uint8_t *const base = st->scratch + k * SCRATCH; (void)base; \
+    REGS(base) \
     goto schedule;
 #define WARP_END \
 schedule: \
     live = 0; \
-    for (int l = 0; l < cnt; l++) live |= (uint32_t)(stat[l] == RUN) << l; \
-    if (!live) { /* every lane has exited (its registers are no longer read), or some wait at a barrier */ \
-        for (int l = 0; l < cnt; l++) if (stat[l] != EXIT) { SAVE break; } \
-        rc = RC_OK; goto out; \
-    } \
+    { int ended = 1; \
+      for (int l = 0; l < cnt; l++) live |= (uint32_t)(stat[l] == RUN) << l, ended &= stat[l] == EXIT; \
+      if (ended) st->owner[k] = -1; /* its registers are read no more: not saved */ } \
+    if (!live) { rc = RC_OK; goto out; } \
     { int64_t best = INT64_MAX; \
       LANES(live) { int64_t o = ORDER_OF(pcs[l]); if (o < best) best = o, pc = pcs[l]; } \
       m = 0; wmin = INT64_MAX; \
@@ -167,13 +195,11 @@ merge: \
     LANES(m) pcs[l] = pc; \
     goto schedule; \
 limit: \
-    SAVE \
     rc = over >= 0 ? RC_HANG : RC_QUOTA; \
     LANES(m) pcs[l] = pc; \
     st->warp = w, st->at = over >= 0 ? over : pc; \
     goto out; \
 fallback: \
-    SAVE \
     rc = RC_FALLBACK; \
     LANES(m) pcs[l] = pc; \
     st->warp = w, st->at = pc; \
@@ -210,7 +236,7 @@ int run(State *st) { \
             for (int64_t w = b * st->wpb; w < (b + 1) * st->wpb; w++) { \
                 if (!runnable(st, w)) continue; \
                 int rc = run_warp(st, w); \
-                if (rc != RC_OK) return rc; \
+                if (rc != RC_OK) { flush(st); return rc; } \
                 progressed = 1; \
             } \
             if (!progressed) progressed = release(st, b); \
@@ -218,5 +244,6 @@ int run(State *st) { \
         for (int64_t i = b * st->per_block; i < (b + 1) * st->per_block && !stuck; i++) stuck = st->status[i] == BAR; \
     } \
     st->bi = 0; \
+    flush(st); \
     return stuck ? RC_STUCK : RC_DONE; \
 }
