@@ -130,8 +130,7 @@ class Emitter:
         guard = self.guard(ins, fn)
         base = inst.base
         if base == "bra":
-            target = o.prog.place(fn, ins.operands[0].name, ins.line).address
-            return f"{guard} if (!g) {{ {TAIL} }} {emit_control.bra(inst, o, TAIL, int(self.order[target]))}"
+            return f"{guard} if (!g) {{ {TAIL} }} {emit_control.bra(inst, o, TAIL, self.order)}"
         if base in emit_control.TABLE:
             code = emit_control.TABLE[base](inst, o, TAIL)
             if base in ("bar", "barrier") and code != TAIL:

@@ -18,17 +18,23 @@ def go(target: int, order: int) -> str:
     return f"pc = {target}; if ({order} < wmin) goto I{target}; goto merge;"
 
 
-def bra(ins: Inst, o: COperands, after: str, target_order: int) -> str:
+def bra(ins: Inst, o: COperands, after: str, order) -> str:
+    """A branch; where it splits the lanes of m, the half at the instruction first in the order runs on (straight
+    there while no waiting lane comes before it) and the other half waits, as the reference schedules them."""
     place = o.prog.place(o.fn, ins.ops[0].name, ins.ins.line) if isinstance(ins.ops[0], ptx.Sym) else None
     if place is None or place.space != "label":
         raise Untranslatable("bra to a non-label")
-    target = place.address
-    taken = go(target, target_order)
-    if ins.ins.guard is None:
+    target, nxt = place.address, ins.index + 1
+    taken = go(target, int(order[target]))
+    if ins.ins.guard is None or target == nxt:
         return taken
-    nxt = ins.index + 1
-    return (f"if (g == m) {{ {taken} }} if (g) {{ LANES(g) pcs[l] = {target}; LANES(m & ~g) pcs[l] = {nxt}; "
-            f"goto schedule; }} {after}")
+    if nxt >= len(o.prog.code):  # the fall-through is off the function's end: the scheduler reports it
+        return (f"if (g == m) {{ {taken} }} if (g) {{ LANES(g) pcs[l] = {target}; LANES(m & ~g) pcs[l] = {nxt}; "
+                f"goto schedule; }} {after}")
+    (first, lanes), (then, wait) = sorted([(target, "g"), (nxt, "m & ~g")], key=lambda x: int(order[x[0]]))
+    split = (f"LANES({wait}) pcs[l] = {then}; if ({int(order[then])} < wmin) wmin = {int(order[then])}; "
+             f"m = {lanes}; {go(first, int(order[first]))}")
+    return f"if (g == m) {{ {taken} }} if (g) {{ {split} }} {after}"
 
 
 def _stop(status: str, extra: str, after: str) -> str:

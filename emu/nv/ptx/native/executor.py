@@ -65,8 +65,8 @@ def tier_up(c: reference.Compiled, ran: int) -> None:
 
 class View:
     """The C's view of a State's arrays, kept with it across State.renew, and the scratch that holds the registers
-    of a block's warps while they run (codegen.scratch, warp.h's take). The C clears a warp's registers as the warp starts (State.warp_cleared), so
-    a renewed batch's need no clearing before."""
+    of a block's warps while they run (codegen.scratch, warp.h's take). The C clears a warp's registers as the warp
+    starts (State.warp_cleared), so a renewed batch's need no clearing before."""
 
     def __init__(self, c: reference.Compiled, st: State):
         ffi = build.ffi(codegen.DECLS)

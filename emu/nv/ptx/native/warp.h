@@ -186,10 +186,14 @@ schedule: \
       for (int l = 0; l < cnt; l++) live |= (uint32_t)(stat[l] == RUN) << l, ended &= stat[l] == EXIT; \
       if (ended) st->owner[k] = -1; /* its registers are read no more: not saved */ } \
     if (!live) { rc = RC_OK; goto out; } \
-    { int64_t best = INT64_MAX; \
+    pc = pcs[__builtin_ctz(live)]; m = 0; wmin = INT64_MAX; \
+    LANES(live) m |= (uint32_t)(pcs[l] == pc) << l; \
+    if (m != live) { /* lanes apart: those at the PC first in the order run */ \
+      int64_t best = INT64_MAX; \
       LANES(live) { int64_t o = ORDER_OF(pcs[l]); if (o < best) best = o, pc = pcs[l]; } \
-      m = 0; wmin = INT64_MAX; \
-      LANES(live) { if (pcs[l] == pc) m |= BIT(l); else { int64_t o = ORDER_OF(pcs[l]); if (o < wmin) wmin = o; } } } \
+      m = 0; \
+      LANES(live) { if (pcs[l] == pc) m |= BIT(l); else { int64_t o = ORDER_OF(pcs[l]); if (o < wmin) wmin = o; } } \
+    } \
     goto dispatch; \
 merge: \
     LANES(m) pcs[l] = pc; \
@@ -210,12 +214,12 @@ out: \
 /* the block's lanes that have not exited all wait at one plain barrier (no count, no reduction): released */ \
 static int release(State *st, int64_t b) { \
     const int64_t lo = b * st->per_block, hi = lo + st->per_block; \
-    int64_t id = -1; \
+    int64_t id = -1, site = -1; \
     for (int64_t i = lo; i < hi; i++) { \
         if (st->status[i] == EXIT) continue; \
-        if (st->status[i] != BAR || !PLAIN_BAR(st->bar_site[i]) || st->bar_count[i] || \
-            (id >= 0 && st->bar_id[i] != id)) return 0; \
-        id = st->bar_id[i]; \
+        if (st->status[i] != BAR || st->bar_count[i] || (id >= 0 && st->bar_id[i] != id)) return 0; \
+        if (st->bar_site[i] != site && !PLAIN_BAR(st->bar_site[i])) return 0; \
+        id = st->bar_id[i], site = st->bar_site[i]; \
     } \
     if (id < 0) return 0; \
     for (int64_t i = lo; i < hi; i++) if (st->status[i] == BAR) st->status[i] = RUN; \
