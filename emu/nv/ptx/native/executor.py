@@ -7,6 +7,7 @@ and time slices come back as return codes and leave with the reference's errors.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -46,21 +47,32 @@ def library(c: reference.Compiled, only: frozenset[int] | None = None) -> object
             lib, c.optimised = _build(c, None, build.FLAGS), True
         else:
             lib, c.optimised = _build(c, only, build.QUICK), only is not None
-        c.native, c.ran = lib, 0
+        c.native, c.ran, c.pending = lib, 0, None
     return lib
 
 
 TIER_UP = 1 << 22  # lane-instructions a kernel runs on its quick build before its optimised one is made
+# the optimised builds, one at a time beside the emulator (clang-22 runs while the quick build runs, the GIL let go)
+_OPTIMISER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="usergpu-native-O2")
+
+
+def settle() -> None:
+    """Wait for the optimised builds under way (a bench's warm figures are theirs)."""
+    _OPTIMISER.submit(lambda: None).result()  # one worker: done when every build before it is
 
 
 def tier_up(c: reference.Compiled, ran: int) -> None:
-    """Count ran more lane-instructions of c; past TIER_UP on its quick build, build the optimised one and run it
-    from here on (kernels that run little never pay for it)."""
+    """Count ran more lane-instructions of c; past TIER_UP on its quick build, start its optimised build in the
+    background, and run that once it is made (kernels that run little never pay for it; none waits for it)."""
     if c.optimised:
+        return
+    if c.pending is not None:
+        if c.pending.done():
+            c.native, c.optimised = c.pending.result(), True
         return
     c.ran += ran
     if c.ran > TIER_UP:
-        c.native, c.optimised = _build(c, None, build.FLAGS), True
+        c.pending = _OPTIMISER.submit(_build, c, None, build.FLAGS)
 
 
 class View:
