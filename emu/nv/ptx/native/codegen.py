@@ -10,10 +10,14 @@ of g, and the tail to the next instruction (straight there while no waiting lane
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import numpy as np
 
 from usergpu.emu.nv.ptx.native import emit_alu, emit_control, emit_memory
-from usergpu.emu.nv.ptx.native.coperands import CARRY, COperands, Lanes, Untranslatable
+from usergpu.emu.nv.ptx.native.coperands import CARRY, COperands, Lanes, Prechecked, Untranslatable
+from usergpu.emu.nv.ptx.native.emit_memory import MASK64
 from usergpu.emu.nv.ptx.operands import storage
 from usergpu.emu.nv.ptx.program import Program
 from usergpu.emu.nv.ptx.semantics import Inst
@@ -78,9 +82,46 @@ def _whole_warp(copies: list[tuple[str, str | None, int]]) -> str:
     return f"if (cnt == 32) {{ {whole} }} else {{ {part} }}"
 
 
+WRITES = re.compile(r"\b(r\d+)\[l\] = ")  # a register's write in an instruction's C (COperands.set)
+
+
+def _text(body: str | Lanes | Prechecked) -> str:
+    return body.slow if isinstance(body, Prechecked) else body.code if isinstance(body, Lanes) else body
+
+
+def _prechecks(bodies: list) -> tuple[list, str]:
+    """A basic block's bodies with each Prechecked access in its fast form where no instruction before it in the
+    block writes its register, and the C checking, for the block's lanes, every such access through each register
+    at once (setting bad_; global memory: the distance d<reg>_ from an address to its host byte)."""
+    spans: dict[tuple[str, str], list] = {}  # (space, register) -> [lowest offset, highest end, written]
+    written: set[str] = set()
+    out = []
+    for body in bodies:
+        if isinstance(body, Prechecked) and body.reg not in written:
+            span = spans.setdefault((body.space, body.reg), [body.offset, body.offset + body.size, False])
+            span[0], span[1] = min(span[0], body.offset), max(span[1], body.offset + body.size)
+            span[2] |= body.write
+            out.append(body.fast)
+        else:
+            out.append(body.slow if isinstance(body, Prechecked) else body)
+        written |= set(WRITES.findall(_text(body)))
+    checks = []
+    for (space, reg), (low, high, write) in spans.items():
+        at = f"((uint64_t){reg}[l] + {low & MASK64:#x}ull)"
+        if space == "shared":
+            checks.append(f"LANES(m) {{ uint64_t a_ = {at}; bad_ |= (a_ >= CLUSTER_SHARED) | "
+                          f"(a_ + {high - low} > (uint64_t)st->shared_size); }}")
+        else:
+            checks.append(f"uint64_t lo{reg}_ = ~0ull, hi{reg}_ = 0; LANES(m) {{ uint64_t a_ = {at}; "
+                          f"lo{reg}_ = a_ < lo{reg}_ ? a_ : lo{reg}_; hi{reg}_ = a_ > hi{reg}_ ? a_ : hi{reg}_; }} "
+                          f"uint8_t *h{reg}_ = gmem(st, lo{reg}_, hi{reg}_ - lo{reg}_ + {high - low}, {int(write)}); "
+                          f"bad_ |= !h{reg}_; uintptr_t d{reg}_ = (uintptr_t)h{reg}_ - lo{reg}_;")
+    return out, " ".join(checks)
+
+
 def _loop(run: list[Lanes]) -> str:
     """A run of each lane's own instructions as one loop over the lanes of m, each under its lane's guard."""
-    return "  LANES(m) { " + " ".join(f"if ({x.guard}) {{ {x.code} }}" if x.guard else x.code for x in run) + " }"
+    return "  RUN_LANES(m) { " + " ".join(f"if ({x.guard}) {{ {x.code} }}" if x.guard else x.code for x in run) + " }"
 
 
 class Emitter:
@@ -143,6 +184,10 @@ class Emitter:
         code = emit_memory.TABLE[base](inst, o)
         if isinstance(code, Lanes):
             return Lanes(code.code, self.lane_guard(ins, fn))
+        if isinstance(code, Prechecked):
+            fast = (Lanes(code.fast.code, self.lane_guard(ins, fn)) if isinstance(code.fast, Lanes) else
+                    f"{guard} if (g) LANES(g) {{ {code.fast} }} {TAIL}")
+            return replace(code, slow=f"{guard} if (g) {{ {code.slow} }} {TAIL}", fast=fast)
         return f"{guard} if (g) {{ {code} }} {TAIL}"
 
     def leaders(self, bodies: list[str | None]) -> set[int]:
@@ -168,25 +213,35 @@ class Emitter:
                 continue
             end = next((k for k in range(start + 1, len(bodies)) if k in leaders), len(bodies))
             size = end - start
-            lines = [f"I{start}: CHECK({start}, {size}) steps += {size}; lsteps += {size} * POPC(m);"]
-            run: list[Lanes] = []  # a run of each lane's own instructions: one loop over the lanes
-            for i in range(start, end):
-                body = bodies[i]
-                if isinstance(body, Lanes):
-                    run.append(body)
-                    body = TAIL
-                elif run:
-                    lines.append(_loop(run))
-                    run = []
-                left = end - i  # a fault here: the steps not run natively (the reference counts its own)
-                body = body.replace("goto fallback;", f"{{ pc = {i}; steps -= {left}; lsteps -= {left} * POPC(m); "
-                                                      "goto fallback; }")
-                if run and i == end - 1:
-                    lines.append(_loop(run))
-                lines.append("  " + body.replace(TAIL, self.tail(self.next[i]) if i == end - 1 else ""))
-                self.native += 1
-            out.append("\n".join(line for line in lines if line.strip()))
+            head = f"I{start}: CHECK({start}, {size}) steps += {size}; lsteps += {size} * POPC(m);"
+            fast, checks = _prechecks(bodies[start:end])
+            slow = self.straight(start, end, [b.slow if isinstance(b, Prechecked) else b for b in bodies[start:end]])
+            self.native += size
+            if not checks:
+                out.append("\n".join([head, *slow]))
+                continue
+            fast_lines = self.straight(start, end, fast)
+            out.append("\n".join([head, f"  {{ uint64_t bad_ = 0; {checks} if (!bad_) {{", *fast_lines, "  } }",
+                                   *slow]))
         return out
+
+    def straight(self, start: int, end: int, bodies: list[str | Lanes]) -> list[str]:
+        """The C of the basic block [start, end) from its instructions' bodies: each run of Lanes one loop."""
+        lines, run = [], []  # run: each lane's own instructions, one loop over the lanes
+        for i, body in zip(range(start, end), bodies, strict=True):
+            if isinstance(body, Lanes):
+                run.append(body)
+                body = TAIL
+            elif run:
+                lines.append(_loop(run))
+                run = []
+            left = end - i  # a fault here: the steps not run natively (the reference counts its own)
+            body = body.replace("goto fallback;", f"{{ pc = {i}; steps -= {left}; lsteps -= {left} * POPC(m); "
+                                                  "goto fallback; }")
+            if run and i == end - 1:
+                lines.append(_loop(run))
+            lines.append("  " + body.replace(TAIL, self.tail(self.next[i]) if i == end - 1 else ""))
+        return [line for line in lines if line.strip()]
 
     def source(self) -> str:
         blocks = self.blocks()

@@ -36,6 +36,22 @@ class Lanes:
     guard: str = ""
 
 
+@dataclass(frozen=True)
+class Prechecked:
+    """A load or store at a register plus a constant, in shared or global memory, in two forms: slow checks its own
+    lanes' addresses; fast assumes them checked, which codegen does once at a basic block's start for every such
+    access of the block through that register (while no instruction before it in the block writes the register).
+    A fast load is each lane's own (a Lanes), so it joins the runs of the instructions around it."""
+
+    slow: str
+    fast: str | Lanes
+    space: str  # "shared" or "global" (const too: the same mappings)
+    reg: str
+    offset: int
+    size: int  # the bytes accessed
+    write: bool
+
+
 def size(t: str) -> int:
     return 1 if t == "pred" else np.dtype(NP[t]).itemsize
 

@@ -6,10 +6,23 @@ another CTA (.shared::cluster addresses), b128 and the half types run on the ref
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from usergpu.emu.nv.ptx.memops import GENERIC_OF, _space, _vector
-from usergpu.emu.nv.ptx.native.coperands import FLOAT, INT, COperands, Lanes, Untranslatable, ctype, size
+from usergpu.emu.nv.ptx.native.coperands import (
+    FLOAT,
+    INT,
+    COperands,
+    Lanes,
+    Prechecked,
+    Untranslatable,
+    ctype,
+    size,
+)
 from usergpu.emu.nv.ptx.semantics import Inst
 from usergpu.isa.nv import ptx
+
+MASK64 = (1 << 64) - 1
 
 # C finding each lane's host bytes for an access of {n} bytes at a_[l] in a space (the prelude), and the lane's
 # pointer as C; the prelude jumps to the fallback where an access would fault (or is another CTA's shared memory): the
@@ -89,24 +102,45 @@ def _access(ins: Inst, o: COperands, addr, data, write: int) -> tuple[str, list,
     return t, _elements(data, n), _find(ins, o, addr, size(t) * n, write)
 
 
-def ld(ins: Inst, o: COperands) -> str | Lanes:
+def _prechecked(ins: Inst, o: COperands, op, slow: str, each: Callable[[str], str], nbytes: int,
+                 write: bool) -> str | Prechecked:
+    """slow, or both forms where op is a register plus a constant in shared or global memory (Prechecked); each: a
+    lane's access at a pointer (C)."""
+    base, offset = (op.base, op.offset) if isinstance(op, ptx.Addr) else (op, 0)
+    space = _space(ins)
+    if not isinstance(base, ptx.Reg) or space not in ("shared", "global", "const"):
+        return slow
+    reg, _ = o.reg(base)
+    if space == "shared":
+        at = f"(st->shared + b * st->shared_size + ((uint64_t){reg}[l] + {offset & MASK64:#x}ull))"
+    else:
+        at = f"((uint8_t *)(uintptr_t)((uint64_t){reg}[l] + {offset & MASK64:#x}ull + d{reg}_))"
+    return Prechecked(slow, each(at), "shared" if space == "shared" else "global", reg, offset, nbytes, write)
+
+
+def ld(ins: Inst, o: COperands) -> str | Lanes | Prechecked:
     t, dsts, (find, at) = _access(ins, o, ins.ops[1], ins.ops[0], 0)
     c = ctype(t)
+
+    def loads(at: str) -> str:
+        return " ".join(f"{{ {c} v_; memcpy(&v_, {at} + {i * size(t)}, {size(t)}); {o.set(d, t, 'v_')} }}"
+                        for i, d in enumerate(dsts))
     offset = o.param_offset(ins.ops[1]) if _address(ins, o, ins.ops[1])[1] == "param" else None
     if offset is not None and offset + size(t) * len(dsts) <= o.prog.param_size:  # in bounds wherever it runs
-        at = f"(st->param + (lane0 + l) * {max(o.prog.param_size, 1)} + {offset})"
-        find = ""
-    loads = " ".join(f"{{ {c} v_; memcpy(&v_, {at} + {i * size(t)}, {size(t)}); {o.set(d, t, 'v_')} }}"
-                     for i, d in enumerate(dsts))
-    return f"{{ {find} LANES(g) {{ {loads} }} }}" if find else Lanes(loads)
+        return Lanes(loads(f"(st->param + (lane0 + l) * {max(o.prog.param_size, 1)} + {offset})"))
+    return _prechecked(ins, o, ins.ops[1], f"{{ {find} LANES(g) {{ {loads(at)} }} }}", lambda at: Lanes(loads(at)),
+                       size(t) * len(dsts), False)
 
 
-def st(ins: Inst, o: COperands) -> str:
+def st(ins: Inst, o: COperands) -> str | Prechecked:
     t, srcs, (find, at) = _access(ins, o, ins.ops[0], ins.ops[1], 1)
     c = ctype(t)
     values = " ".join(f"{c} v{i}_ = {o.get(s, t)};" for i, s in enumerate(srcs))
-    stores = " ".join(f"memcpy({at} + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
-    return f"{{ {find} LANES(g) {{ {values} {stores} }} }}"
+
+    def stores(at: str) -> str:
+        return values + " " + " ".join(f"memcpy({at} + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
+    return _prechecked(ins, o, ins.ops[0], f"{{ {find} LANES(g) {{ {stores(at)} }} }}", stores,
+                       size(t) * len(srcs), True)
 
 
 ATOMIC = {  # new = f(o_, b_, c_) for integer types

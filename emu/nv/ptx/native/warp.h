@@ -32,6 +32,11 @@ enum { RUN, BAR, EXIT };
 /* one loop over the warp, vectorised and not unrolled (unrolled, the kernels take twice as long to compile) */
 #define LANES(mask) _Pragma("clang loop unroll(disable) vectorize_width(16) interleave_count(1)") \
     for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
+/* a loop over lanes none of which touches memory another writes (codegen's runs of each lane's own instructions:
+ * the lane's registers, and memory only read), which the compiler cannot see through the loads' addresses */
+#define RUN_LANES(mask) \
+    _Pragma("clang loop unroll(disable) vectorize(assume_safety) vectorize_width(16) interleave_count(1)") \
+    for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
 #define POPC(x) __builtin_popcount(x)
 /* a basic block of len instructions from s may run: else the slice ends before it, or the budget ends at the
  * instruction of the block where the warp's steps reach it (the reference's hang names that one) */

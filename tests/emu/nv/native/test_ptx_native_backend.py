@@ -163,6 +163,41 @@ def test_a_fault_is_the_references(what):
     assert message.startswith("GPU fault: ") and f"line {line}:" in message, message
 
 
+# accesses through one register plus constants, checked once at their basic block's start (codegen's prechecks)
+PRECHECKED = {
+    "shared": ("and.b32 %r1, %r0, 3;\nshl.b32 %r1, %r1, 2;\nbar.sync 0;\nld.shared.u32 %r2, [%r1];\n"
+               "ld.shared.u32 %r3, [%r1+52];\nst.global.b32 [%a1], %r3;", ".shared .align 4 .b8 s[64];"),
+    "global": ("bar.sync 0;\nld.global.u32 %r2, [%a1];\nld.global.u32 %r3, [%a1+0x7c];\nst.global.b32 [%a1], %r3;",
+               ""),
+}
+
+
+@native_only
+@pytest.mark.parametrize("space", sorted(PRECHECKED))
+def test_a_checked_block_faults_at_the_access_out_of_bounds(space):
+    """Both loads through the register are checked at the block's start; the first is in bounds for every lane,
+    the second (line of the second ld) is not for some: the fault names it, as the reference does."""
+    body, decls = PRECHECKED[space]
+    text = kernel(body, decls)
+    message = _raises(text, GPUFault)
+    line = [n for n, t in enumerate(text.splitlines(), 1) if t.startswith("ld.") and n > 12][1]
+    assert f"line {line}:" in message, message
+
+
+@native_only
+def test_a_lane_guarded_off_an_access_out_of_bounds_does_not_fault():
+    """The block's check covers every lane running, so it fails for a lane whose guard is false; the accesses then
+    check their own lanes (the guarded ones), and nothing faults."""
+    text = kernel("setp.lt.u32 %p, %r0, 16;\nshl.b32 %r1, %r0, 2;\n@%p st.shared.u32 [%r1], %r0;\n"
+                  "setp.lt.u32 %p, %r0, 15;\nbar.sync 0;\n@%p ld.shared.u32 %r2, [%r1];\n"
+                  "@%p ld.shared.u32 %r3, [%r1+4];\nadd.u32 %r2, %r2, %r3;\nst.global.b32 [%a1], %r2;",
+                  ".shared .align 4 .b8 s[64];")
+    ref, got = both(text, lambda stats: launch(text, "k", (1, 1, 1), (32, 1, 1), [np.ones(32, np.uint32)],
+                                               stats=stats))
+    lanes = np.arange(32)
+    assert (got[0] == np.where(lanes < 15, 2 * lanes + 1, 0)).all()  # s[i] + s[i + 1]; registers start at 0
+
+
 @native_only
 def test_a_spin_past_the_budget_is_the_references_hang():
     text = kernel("LOOP:\nadd.u32 %r1, %r1, 1;\nbra.uni LOOP;")
