@@ -89,34 +89,44 @@ def _text(body: str | Lanes | Prechecked) -> str:
     return body.slow if isinstance(body, Prechecked) else body.code if isinstance(body, Lanes) else body
 
 
-def _prechecks(bodies: list) -> tuple[list, str]:
-    """A basic block's bodies with each Prechecked access in its fast form where no instruction before it in the
-    block writes its register, and the C checking, for the block's lanes, every such access through each register
-    at once (setting bad_; global memory: the distance d<reg>_ from an address to its host byte)."""
-    spans: dict[tuple[str, str], list] = {}  # (space, register) -> [lowest offset, highest end, written]
-    written: set[str] = set()
+MAX_CHECKS = 3  # points in a basic block where accesses are checked together (each has its slow rest of the block)
+
+
+def _prechecks(start: int, bodies: list) -> tuple[list, dict[int, str]]:
+    """A basic block's (from instruction start) bodies with each Prechecked access in its fast form, and the C
+    checking such accesses together, by instruction: before the first instruction after the last write of their
+    register (the block's start where none writes it), every access through the register from there is checked
+    for the block's lanes at once (global memory: the distance d<reg>_<at>_ from an address to its host byte); one
+    that fails goes to S<at>, the rest of the block in its slow form."""
+    spans: dict[tuple[int, str, str], list] = {}  # (at, space, register) -> [lowest offset, highest end, written]
+    last: dict[str, int] = {}  # register -> the instruction after its last write so far
     out = []
-    for body in bodies:
-        if isinstance(body, Prechecked) and body.reg not in written:
-            span = spans.setdefault((body.space, body.reg), [body.offset, body.offset + body.size, False])
+    for i, body in enumerate(bodies, start):
+        at = last.get(body.reg, start) if isinstance(body, Prechecked) else None
+        if at is not None and ((at, body.space, body.reg) in spans or len({k[0] for k in spans} | {at}) <= MAX_CHECKS):
+            span = spans.setdefault((at, body.space, body.reg), [body.offset, body.offset + body.size, False])
             span[0], span[1] = min(span[0], body.offset), max(span[1], body.offset + body.size)
             span[2] |= body.write
-            out.append(body.fast)
+            fast = body.fast
+            out.append(replace(fast, code=fast.code.replace(f"d{body.reg}_", f"d{body.reg}_{at}_"))
+                       if isinstance(fast, Lanes) else fast.replace(f"d{body.reg}_", f"d{body.reg}_{at}_"))
         else:
             out.append(body.slow if isinstance(body, Prechecked) else body)
-        written |= set(WRITES.findall(_text(body)))
-    checks = []
-    for (space, reg), (low, high, write) in spans.items():
-        at = f"((uint64_t){reg}[l] + {low & MASK64:#x}ull)"
+        last.update(dict.fromkeys(WRITES.findall(_text(body)), i + 1))
+    checks: dict[int, list[str]] = {}
+    for (at, space, reg), (low, high, write) in spans.items():
+        addr = f"((uint64_t){reg}[l] + {low & MASK64:#x}ull)"
+        bad = f"bad{at}_"
         if space == "shared":
-            checks.append(f"LANES(m) {{ uint64_t a_ = {at}; bad_ |= (a_ >= CLUSTER_SHARED) | "
-                          f"(a_ + {high - low} > (uint64_t)st->shared_size); }}")
+            code = (f"LANES(m) {{ uint64_t a_ = {addr}; {bad} |= (a_ >= CLUSTER_SHARED) | "
+                    f"(a_ + {high - low} > (uint64_t)st->shared_size); }}")
         else:
-            checks.append(f"uint64_t lo{reg}_ = ~0ull, hi{reg}_ = 0; LANES(m) {{ uint64_t a_ = {at}; "
-                          f"lo{reg}_ = a_ < lo{reg}_ ? a_ : lo{reg}_; hi{reg}_ = a_ > hi{reg}_ ? a_ : hi{reg}_; }} "
-                          f"uint8_t *h{reg}_ = gmem(st, lo{reg}_, hi{reg}_ - lo{reg}_ + {high - low}, {int(write)}); "
-                          f"bad_ |= !h{reg}_; uintptr_t d{reg}_ = (uintptr_t)h{reg}_ - lo{reg}_;")
-    return out, " ".join(checks)
+            lo, hi, h, d = (f"{x}{reg}_{at}_" for x in ("lo", "hi", "h", "d"))
+            code = (f"uint64_t {lo} = ~0ull, {hi} = 0; LANES(m) {{ uint64_t a_ = {addr}; {lo} = a_ < {lo} ? a_ : {lo}; "
+                    f"{hi} = a_ > {hi} ? a_ : {hi}; }} uint8_t *{h} = gmem(st, {lo}, {hi} - {lo} + {high - low}, "
+                    f"{int(write)}); {bad} |= !{h}; uintptr_t {d} = (uintptr_t){h} - {lo};")
+        checks.setdefault(at, [f"uint64_t {bad} = 0;"]).append(code)
+    return out, {at: " ".join(codes) + f" if (bad{at}_) goto S{at};" for at, codes in checks.items()}
 
 
 def _loop(run: list[Lanes]) -> str:
@@ -214,21 +224,29 @@ class Emitter:
             end = next((k for k in range(start + 1, len(bodies)) if k in leaders), len(bodies))
             size = end - start
             head = f"I{start}: CHECK({start}, {size}) steps += {size}; lsteps += {size} * POPC(m);"
-            fast, checks = _prechecks(bodies[start:end])
-            slow = self.straight(start, end, [b.slow if isinstance(b, Prechecked) else b for b in bodies[start:end]])
+            fast, checks = _prechecks(start, bodies[start:end])
+            slow = [b.slow if isinstance(b, Prechecked) else b for b in bodies[start:end]]
             self.native += size
             if not checks:
-                out.append("\n".join([head, *slow]))
+                out.append("\n".join([head, *self.straight(start, end, slow)]))
                 continue
-            fast_lines = self.straight(start, end, fast)
-            out.append("\n".join([head, f"  {{ uint64_t bad_ = 0; {checks} if (!bad_) {{", *fast_lines, "  } }",
-                                   *slow]))
+            lines = [head, "  {", *self.straight(start, end, fast, checks), "  }"]
+            for at in sorted(checks):  # where a check fails: the rest of the block, each access checking its own
+                lines += [f"S{at}: ;", *self.straight(at, end, slow[at - start:])]
+            out.append("\n".join(lines))
         return out
 
-    def straight(self, start: int, end: int, bodies: list[str | Lanes]) -> list[str]:
-        """The C of the basic block [start, end) from its instructions' bodies: each run of Lanes one loop."""
+    def straight(self, start: int, end: int, bodies: list[str | Lanes], before: dict[int, str] | None = None
+                 ) -> list[str]:
+        """The C of the instructions [start, end) of a basic block from their bodies (and C to run before some):
+        each run of Lanes one loop."""
         lines, run = [], []  # run: each lane's own instructions, one loop over the lanes
         for i, body in zip(range(start, end), bodies, strict=True):
+            if before and i in before:
+                if run:
+                    lines.append(_loop(run))
+                    run = []
+                lines.append("  " + before[i])
             if isinstance(body, Lanes):
                 run.append(body)
                 body = TAIL
