@@ -119,7 +119,7 @@ def _prechecks(start: int, bodies: list) -> tuple[list, dict[int, str]]:
         bad = f"bad{at}_"
         if space == "shared":
             code = (f"LANES(m) {{ uint64_t a_ = {addr}; {bad} |= (a_ >= CLUSTER_SHARED) | "
-                    f"(a_ + {high - low} > (uint64_t)st->shared_size); }}")
+                    f"(a_ + {high - low} > shared_size_); }}")
         else:
             lo, hi, h, d = (f"{x}{reg}_{at}_" for x in ("lo", "hi", "h", "d"))
             code = (f"uint64_t {lo} = ~0ull, {hi} = 0; LANES(m) {{ uint64_t a_ = {addr}; {lo} = a_ < {lo} ? a_ : {lo}; "

@@ -148,8 +148,8 @@ class COperands:
         base, _, comp = name.partition(".")
         axis = "xyz".index(comp) if comp else 0
         value = {
-            "tid": f"st->tid[{axis} * st->n + lane0 + l]", "ctaid": f"st->ctaid[{axis} * st->n + lane0 + l]",
-            "ntid": f"(uint32_t)st->ntid[{axis}]", "nctaid": f"(uint32_t)st->nctaid[{axis}]",
+            "tid": f"tid_[{axis} * n_ + l]", "ctaid": f"ctaid_[{axis} * n_ + l]",
+            "ntid": f"(uint32_t)ntid_[{axis}]", "nctaid": f"(uint32_t)nctaid_[{axis}]",
             "laneid": "(uint32_t)l", "warpid": "(uint32_t)k", "nwarpid": "64u",
             "lanemask_eq": "BIT(l)", "lanemask_lt": "(BIT(l) - 1u)", "lanemask_le": "((BIT(l) << 1) - 1u)",
             "lanemask_gt": "~((BIT(l) << 1) - 1u)", "lanemask_ge": "~(BIT(l) - 1u)",
@@ -171,7 +171,7 @@ class COperands:
         if place.space in ("global", "const"):
             if place.name not in self.globals:
                 self.globals.append(place.name)
-            return f"(st->gaddr[{self.globals.index(place.name)}] + {off})"
+            return f"(gaddr_[{self.globals.index(place.name)}] + {off})"
         if place.space in ("shared", "local", "param"):
             return f"((uint64_t){place.address:#x}ull + {off})"
         if place.space == "func" and base.name in self.prog.functions.values():

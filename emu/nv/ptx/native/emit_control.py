@@ -38,8 +38,10 @@ def bra(ins: Inst, o: COperands, after: str, order) -> str:
 
 
 def _stop(status: str, extra: str, after: str) -> str:
-    """The lanes of g stop (exit, or wait at a barrier); the rest of m go on."""
-    return f"LANES(g) {{ stat[l] = {status}; {extra} }} m &= ~g; if (!m) goto schedule; {after}"
+    """The lanes of g stop (exit, or wait at a barrier); the rest of m go on. Where none goes on and none waits
+    (wmin), the warp waits at the barrier: it leaves at once (the scheduler would find no lane to run)."""
+    none = "if (wmin == INT64_MAX) { rc = RC_OK; goto out; } " if status == "BAR" else ""
+    return f"LANES(g) {{ stat[l] = {status}; {extra} }} m &= ~g; if (!m) {{ {none}goto schedule; }} {after}"
 
 
 def exit(ins: Inst, o: COperands, after: str) -> str:
@@ -54,8 +56,7 @@ def bar(ins: Inst, o: COperands, after: str) -> str:
         return after
     ident = o.get(ins.ops[0], "u32")
     p = ins.index
-    return _stop("BAR", f"pcs[l] = {p + 1}; st->bar_site[lane0 + l] = {p}; st->bar_id[lane0 + l] = {ident} & 15; "
-                        "st->bar_count[lane0 + l] = 0;", after)
+    return _stop("BAR", f"pcs[l] = {p + 1}; bsite[l] = {p}; bid[l] = {ident} & 15; bcount[l] = 0;", after)
 
 
 def nothing(ins: Inst, o: COperands, after: str) -> str:

@@ -30,9 +30,9 @@ MASK64 = (1 << 64) - 1
 # memory by the span of the warp's addresses in one mapping (then a lane's bytes are at its address plus one
 # distance), else lane by lane.
 ROWS = {  # space -> (the lane's row, its size)
-    "shared": ("st->shared + b * st->shared_size", "st->shared_size"),
-    "local": ("st->local + (lane0 + l) * st->local_size", "st->local_size"),
-    "param": ("st->param + (lane0 + l) * st->param_size", "st->param_size"),
+    "shared": ("shared_", "shared_size_"),
+    "local": ("local_ + l * local_size_", "local_size_"),
+    "param": ("param_ + l * param_size_", "param_size_"),
 }
 CHECKED = ("uint64_t a_[32], bad_ = 0; LANES(g) {{ a_[l] = {addr}; bad_ |= {far}(a_[l] + {n} > (uint64_t){size}); }} "
            "if (bad_) goto fallback;")
@@ -43,9 +43,9 @@ GLOBAL = ("uint64_t a_[32], lo_ = ~0ull, hi_ = 0; uintptr_t d_[32]; "
           "d_[l] = (uintptr_t)q_ - a_[l]; }}")
 GLOBAL_AT = "((uint8_t *)(uintptr_t)(a_[l] + (h_ ? dh_ : d_[l])))"
 GENERIC = ("uint8_t *p_[32]; LANES(g) {{ uint64_t a = {addr}, s_ = a - SHARED_WINDOW, t_ = a - LOCAL_WINDOW; "
-           "p_[l] = s_ < WINDOW ? (s_ < CLUSTER_SHARED && s_ + {n} <= (uint64_t)st->shared_size ? "
-           "st->shared + b * st->shared_size + s_ : (uint8_t *)0) : "
-           "t_ < WINDOW ? (t_ + {n} <= (uint64_t)st->local_size ? st->local + (lane0 + l) * st->local_size + t_ : "
+           "p_[l] = s_ < WINDOW ? (s_ < CLUSTER_SHARED && s_ + {n} <= shared_size_ ? "
+           "shared_ + s_ : (uint8_t *)0) : "
+           "t_ < WINDOW ? (t_ + {n} <= local_size_ ? local_ + l * local_size_ + t_ : "
            "(uint8_t *)0) : gmem(st, a, {n}, {write}); if (!p_[l]) goto fallback; }}")
 
 
@@ -112,7 +112,7 @@ def _prechecked(ins: Inst, o: COperands, op, slow: str, each: Callable[[str], st
         return slow
     reg, _ = o.reg(base)
     if space == "shared":
-        at = f"(st->shared + b * st->shared_size + ((uint64_t){reg}[l] + {offset & MASK64:#x}ull))"
+        at = f"(shared_ + ((uint64_t){reg}[l] + {offset & MASK64:#x}ull))"
     else:
         at = f"((uint8_t *)(uintptr_t)((uint64_t){reg}[l] + {offset & MASK64:#x}ull + d{reg}_))"
     return Prechecked(slow, each(at), "shared" if space == "shared" else "global", reg, offset, nbytes, write)
@@ -127,7 +127,7 @@ def ld(ins: Inst, o: COperands) -> str | Lanes | Prechecked:
                         for i, d in enumerate(dsts))
     offset = o.param_offset(ins.ops[1]) if _address(ins, o, ins.ops[1])[1] == "param" else None
     if offset is not None and offset + size(t) * len(dsts) <= o.prog.param_size:  # in bounds wherever it runs
-        return Lanes(loads(f"(st->param + (lane0 + l) * {max(o.prog.param_size, 1)} + {offset})"))
+        return Lanes(loads(f"(param_ + l * {max(o.prog.param_size, 1)} + {offset})"))
     return _prechecked(ins, o, ins.ops[1], f"{{ {find} LANES(g) {{ {loads(at)} }} }}", lambda at: Lanes(loads(at)),
                        size(t) * len(dsts), False)
 

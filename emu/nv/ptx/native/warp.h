@@ -176,6 +176,15 @@ static void flush(State *st) {
 static int run_warp(State *st, int64_t w) { \
     WARP_LANES(w) \
     int64_t *const pcs = st->pc + lane0; int8_t *const stat = st->status + lane0; \
+    int64_t *const bsite = st->bar_site + lane0, *const bid = st->bar_id + lane0, *const bcount = st->bar_count + lane0; \
+    /* the State's fields the instructions read, loaded once (a byte's or a predicate's store may alias them) */ \
+    uint8_t *const shared_ = st->shared + b * st->shared_size, *const local_ = st->local + lane0 * st->local_size; \
+    uint8_t *const param_ = st->param + lane0 * st->param_size; \
+    const uint64_t shared_size_ = st->shared_size, local_size_ = st->local_size, param_size_ = st->param_size; \
+    const uint32_t *const tid_ = st->tid + lane0, *const ctaid_ = st->ctaid + lane0; const int64_t n_ = st->n; \
+    const int64_t *const ntid_ = st->ntid, *const nctaid_ = st->nctaid; const uint64_t *const gaddr_ = st->gaddr; \
+    (void)bsite, (void)bid, (void)bcount, (void)shared_, (void)local_, (void)param_, (void)shared_size_; \
+    (void)local_size_, (void)param_size_, (void)tid_, (void)ctaid_, (void)n_, (void)ntid_, (void)nctaid_, (void)gaddr_; \
     int64_t steps = st->wsteps[w], lsteps = 0, pc = 0, wmin = 0, over = -1; \
     const int64_t start = steps, budget = st->budget; \
     const int64_t limit = budget < steps + st->quota ? budget : steps + st->quota; \
@@ -219,6 +228,20 @@ out: \
 /* the block's lanes that have not exited all wait at one plain barrier (no count, no reduction): released */ \
 static int release(State *st, int64_t b) { \
     const int64_t lo = b * st->per_block, hi = lo + st->per_block; \
+    { /* most often every lane not exited waits at one barrier instruction: looked for in one vectorised pass */ \
+      int64_t first = lo; \
+      while (first < hi && st->status[first] == EXIT) first++; \
+      if (first == hi || st->status[first] != BAR) return 0; \
+      const int64_t site0 = st->bar_site[first], id0 = st->bar_id[first]; int other = 0; \
+      for (int64_t i = first; i < hi; i++) \
+          other |= (st->status[i] != EXIT) & ((st->status[i] != BAR) | (st->bar_site[i] != site0) | \
+                                              (st->bar_id[i] != id0) | (st->bar_count[i] != 0)); \
+      if (!other) { \
+          if (!PLAIN_BAR(site0)) return 0; \
+          int8_t *const status = st->status; /* (a byte's store may alias st's fields: loaded once) */ \
+          for (int64_t i = first; i < hi; i++) status[i] = status[i] == BAR ? RUN : status[i]; \
+          return 1; \
+      } } \
     int64_t id = -1, site = -1; \
     for (int64_t i = lo; i < hi; i++) { \
         if (st->status[i] == EXIT) continue; \
@@ -240,16 +263,13 @@ int run(State *st) { \
     int stuck = 0; \
     for (; st->bi < st->nblocks; st->bi++) { \
         const int64_t b = st->bi; \
-        for (int progressed = 1; progressed;) { \
-            progressed = 0; \
+        do { /* a warp runs until no lane of it can (RC_OK): then only a barrier's release lets any run on */ \
             for (int64_t w = b * st->wpb; w < (b + 1) * st->wpb; w++) { \
                 if (!runnable(st, w)) continue; \
                 int rc = run_warp(st, w); \
                 if (rc != RC_OK) { flush(st); return rc; } \
-                progressed = 1; \
             } \
-            if (!progressed) progressed = release(st, b); \
-        } \
+        } while (release(st, b)); \
         for (int64_t i = b * st->per_block; i < (b + 1) * st->per_block && !stuck; i++) stuck = st->status[i] == BAR; \
     } \
     st->bi = 0; \
