@@ -152,7 +152,11 @@ class State:
         self.lane_steps = 0
         self.site = {name: np.full(n, -1, np.int64) for name in prog.functions.values()}  # indirect call sites
         self.printed: list[bytes] = []  # the lines of printf calls, in the order the threads called
-        self._cluster_geometry(first, nb, cluster)
+        self.cluster = cluster_shape(prog, nctaid, cluster)
+        self.explicit_cluster = self.cluster != (1, 1, 1)
+        self.cluster_size = self.cluster[0] * self.cluster[1] * self.cluster[2]
+        self.cluster_phase = np.zeros(n, np.int64)  # barrier.cluster.arrive's per thread
+        self._cluster_layout(first)
 
     def renew(self, first: int) -> None:
         """This State as the launch's next batch of as many blocks, from block number first: its arrays cleared in
@@ -172,15 +176,13 @@ class State:
         self.printed = []
         if self.native is not None:
             self.native.renewed(self)
-        self._cluster_geometry(first, self.blocks, self.cluster)
+        self.cluster_phase = np.zeros(self.n, np.int64)  # (fresh pages: touched only by cluster barriers)
+        self._cluster_layout(first)
 
-    def _cluster_geometry(self, first: int, nb: int, cluster: tuple[int, int, int]) -> None:
-        self.cluster = cluster_shape(self.prog, self.nctaid, cluster)
-        self.explicit_cluster = self.cluster != (1, 1, 1)
-        self.cluster_size = self.cluster[0] * self.cluster[1] * self.cluster[2]
+    def _cluster_layout(self, first: int) -> None:
         (self.clusterid, self.cluster_ctaid, self.cluster_ctarank, self.cluster_of_block,
-         self.cluster_rows) = _cluster_layout(self.prog.kernel.name, self.ntid, self.nctaid, first, nb, self.cluster)
-        self.cluster_phase = np.zeros(self.n, np.int64)  # barrier.cluster.arrive's per thread
+         self.cluster_rows) = _cluster_layout(self.prog.kernel.name, self.ntid, self.nctaid, first, self.blocks,
+                                              self.cluster)
 
     # ---- registers -------------------------------------------------------------------------------------------
     def register(self, key: str, dtype: np.dtype) -> np.ndarray:
