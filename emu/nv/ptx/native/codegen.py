@@ -5,8 +5,11 @@ control and warp instructions from emit_control. An instruction none of them has
 the warp's lanes at it to the reference for that one instruction (the same semantics, at its speed), so every
 kernel runs, and runs the same.
 
-A block: the step count against the limit, the guard's lanes (g, within the active mask m), the body over the lanes
-of g, and the tail to the next instruction (straight there while no waiting lane comes first in the order)."""
+A basic block: the step count against the limit, then its instructions: a run of each lane's own instructions (Lanes)
+is one loop over the lanes of the active mask m, each under its lane's guard; any other instruction works on the
+guard's lanes g; loads and stores through a register plus constants are checked together (_prechecks), with the
+rest of the block in its slow form where a check fails; the tail goes to the next instruction (straight there
+while no waiting lane comes first in the order)."""
 
 from __future__ import annotations
 
@@ -53,8 +56,8 @@ def registers(prog: Program) -> list[str]:
 
 def scratch(prog: Program) -> tuple[list[int], int]:
     """Where each register's 32 lanes lie in a warp's scratch (State.scratch: the C's registers while a warp runs,
-    cache-hot, copied from and to the State's arrays only where a warp resumes or leaves lanes that have not
-    exited), in the order of registers(), and the scratch's size."""
+    cache-hot; saved to the State's arrays only when another warp takes the scratch or the C returns, warp.h's
+    take), in the order of registers(), and the scratch's size."""
     offsets, at = [], 0
     types = register_types(prog)
     for key in registers(prog):
@@ -160,21 +163,24 @@ class Emitter:
         except ERRORS:
             return None
 
-    def lane_guard(self, ins, fn: str) -> str:
-        """The guard of a lane as C, "" for none."""
+    def guard_register(self, ins, fn: str) -> str | None:
+        """The C name of the instruction's guard predicate, None for none."""
         if ins.guard is None:
-            return ""
+            return None
         name, _ = self.o.at(fn, ins).reg(ins.guard)
         if self.regs[name] != "_Bool":
             raise Untranslatable("a guard that is not a predicate")
-        return f"{'!' if ins.guard.negate else ''}{name}[l]"
+        return name
+
+    def lane_guard(self, ins, fn: str) -> str:
+        """The guard of a lane as C, "" for none."""
+        name = self.guard_register(ins, fn)
+        return "" if name is None else f"{'!' if ins.guard.negate else ''}{name}[l]"
 
     def guard(self, ins, fn: str) -> str:
         """C setting g, the guard's lanes among m."""
-        if ins.guard is None:
-            return "g = m;"
-        name = self.lane_guard(ins, fn).lstrip("!")[:-3]
-        return f"g = m & {'~' if ins.guard.negate else ''}pmask({name});"
+        name = self.guard_register(ins, fn)
+        return "g = m;" if name is None else f"g = m & {'~' if ins.guard.negate else ''}pmask({name});"
 
     def body(self, inst: Inst, fn: str, ins, i: int) -> str | Lanes | None:
         o = self.o.at(fn, ins)

@@ -111,7 +111,6 @@ class View:
 
     def renewed(self, st: State) -> None:
         """Pointed at the State's next batch (renewed in place: only %ctaid is another array)."""
-        self.ctaid = st.ctaid
         self.cst.ctaid = build.ffi(codegen.DECLS).from_buffer("uint32_t[]", st.ctaid)
         self.wsteps.fill(0)
         self.owner.fill(-1)
