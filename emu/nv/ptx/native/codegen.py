@@ -202,7 +202,7 @@ class Emitter:
             return Lanes(code.code, self.lane_guard(ins, fn))
         if isinstance(code, Prechecked):
             fast = (Lanes(code.fast.code, self.lane_guard(ins, fn)) if isinstance(code.fast, Lanes) else
-                    f"{guard} if (g) LANES(g) {{ {code.fast} }} {TAIL}")
+                    f"{guard} if (g) {{ {code.fast} }} {TAIL}")
             return replace(code, slow=f"{guard} if (g) {{ {code.slow} }} {TAIL}", fast=fast)
         return f"{guard} if (g) {{ {code} }} {TAIL}"
 

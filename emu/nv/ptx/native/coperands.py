@@ -39,9 +39,9 @@ class Lanes:
 @dataclass(frozen=True)
 class Prechecked:
     """A load or store at a register plus a constant, in shared or global memory, in two forms: slow checks its own
-    lanes' addresses; fast assumes them checked, which codegen does once at a basic block's start for every such
-    access of the block through that register (while no instruction before it in the block writes the register).
-    A fast load is each lane's own (a Lanes), so it joins the runs of the instructions around it."""
+    lanes' addresses; fast assumes them checked, which codegen does once for the accesses of a basic block through
+    that register after its last write (codegen._prechecks). A fast load is each lane's own (a Lanes), so it joins
+    the runs of the instructions around it; a fast store is its loop over the lanes of g."""
 
     slow: str
     fast: str | Lanes

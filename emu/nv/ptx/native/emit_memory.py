@@ -137,10 +137,14 @@ def st(ins: Inst, o: COperands) -> str | Prechecked:
     c = ctype(t)
     values = " ".join(f"{c} v{i}_ = {o.get(s, t)};" for i, s in enumerate(srcs))
 
+    # one element a lane: the compiler may scatter them (a scatter writes overlapping elements from the lowest lane
+    # up, the lane order); a vector's elements would be scattered element by element, out of lane order
+    loop = "RUN_LANES" if len(srcs) == 1 else "LANES"
+
     def stores(at: str) -> str:
-        return values + " " + " ".join(f"memcpy({at} + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
-    return _prechecked(ins, o, ins.ops[0], f"{{ {find} LANES(g) {{ {stores(at)} }} }}", stores,
-                       size(t) * len(srcs), True)
+        each = " ".join(f"memcpy({at} + {i * size(t)}, &v{i}_, {size(t)});" for i in range(len(srcs)))
+        return f"{loop}(g) {{ {values} {each} }}"
+    return _prechecked(ins, o, ins.ops[0], f"{{ {find} {stores(at)} }}", stores, size(t) * len(srcs), True)
 
 
 ATOMIC = {  # new = f(o_, b_, c_) for integer types

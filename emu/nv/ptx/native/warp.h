@@ -32,8 +32,9 @@ enum { RUN, BAR, EXIT };
 /* one loop over the warp, vectorised and not unrolled (unrolled, the kernels take twice as long to compile) */
 #define LANES(mask) _Pragma("clang loop unroll(disable) vectorize_width(16) interleave_count(1)") \
     for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
-/* a loop over lanes none of which touches memory another writes (codegen's runs of each lane's own instructions:
- * the lane's registers, and memory only read), which the compiler cannot see through the loads' addresses */
+/* a loop over lanes none of which reads memory another writes (codegen's runs of each lane's own instructions: the
+ * lane's registers, and memory only read; a store of one element a lane, whose scatter keeps the lane order), which
+ * the compiler cannot see through the accesses' addresses */
 #define RUN_LANES(mask) \
     _Pragma("clang loop unroll(disable) vectorize(assume_safety) vectorize_width(16) interleave_count(1)") \
     for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
@@ -270,7 +271,9 @@ int run(State *st) { \
                 if (rc != RC_OK) { flush(st); return rc; } \
             } \
         } while (release(st, b)); \
-        for (int64_t i = b * st->per_block; i < (b + 1) * st->per_block && !stuck; i++) stuck = st->status[i] == BAR; \
+        { const int8_t *const status = st->status; int waiting = 0; /* (vectorised: no early exit) */ \
+          for (int64_t i = b * st->per_block; i < (b + 1) * st->per_block; i++) waiting |= status[i] == BAR; \
+          stuck |= waiting; } \
     } \
     st->bi = 0; \
     flush(st); \

@@ -199,6 +199,19 @@ def test_a_lane_guarded_off_an_access_out_of_bounds_does_not_fault():
 
 
 @native_only
+def test_stores_to_one_address_keep_the_lane_order():
+    """Every lane stores its %tid.x to one word, and overlapping 8-byte stores (lane i's high half is lane i + 1's
+    low half): the later lane wins, as on the reference (the C may scatter a warp's stores at once)."""
+    text = kernel("st.global.b32 [%a0], %r0;\nst.global.b64 [%a1+128], %a1;")
+    ref, got = both(text, lambda stats: launch(text, "k", (1, 1, 1), (32, 1, 1), [np.zeros(128, np.uint32)],
+                                               stats=stats))
+    words = got[0]
+    assert words[0] == 31
+    low = int(words[32])  # lane 0's value's low half: the buffer's address
+    assert [int(w) for w in words[32:64]] == [(low + 4 * i) & 0xFFFFFFFF for i in range(32)]  # each lane's low half
+
+
+@native_only
 def test_a_spin_past_the_budget_is_the_references_hang():
     text = kernel("LOOP:\nadd.u32 %r1, %r1, 1;\nbra.uni LOOP;")
     message = _raises(text, GPUHang, budget=5000)
