@@ -92,6 +92,25 @@ def _text(body: str | Lanes | Prechecked) -> str:
     return body.slow if isinstance(body, Prechecked) else body.code if isinstance(body, Lanes) else body
 
 
+READS = re.compile(r"\b(r\d+)\b")  # a register named in an instruction's C
+
+
+def _defined_first(entry: list) -> set[str]:
+    """The registers the kernel's entry block (every lane of a warp runs all of it, before anything else) writes,
+    unguarded, before any instruction reads them: a warp need not clear them as it starts."""
+    defined: set[str] = set()
+    read_first: set[str] = set()
+    for body in entry:
+        if body is None:  # the reference runs it: what it reads and writes is not known here
+            break
+        text = _text(body)
+        writes, reads = WRITES.findall(text), READS.findall(text)
+        read_first |= {r for r in set(reads) - defined if reads.count(r) > writes.count(r)}
+        if (body.guard == "") if isinstance(body, Lanes) else _text(body).startswith("g = m;"):
+            defined |= set(writes) - read_first
+    return defined
+
+
 MAX_CHECKS = 3  # points in a basic block where accesses are checked together (each has its slow rest of the block)
 
 
@@ -222,6 +241,7 @@ class Emitter:
     def blocks(self) -> list[str]:
         bodies = [self.translate(i) for i in range(len(self.prog.code))]
         leaders = self.leaders(bodies)
+        self.defined = _defined_first(bodies[:min(k for k in leaders if k > 0) if len(leaders) > 1 else len(bodies)])
         out = []
         for start in sorted(leaders):
             if bodies[start] is None:
@@ -282,7 +302,8 @@ class Emitter:
                         f"{offsets[i]}); (void)r{i};" for i in used)
         load = _whole_warp([(f"r{i}", state[i], sizes[i]) for i in used])
         save = _whole_warp([(state[i], f"r{i}", sizes[i]) for i in used])
-        clear = " ".join(f"memset(r{i}, 0, {32 * sizes[i]});" for i in used) + " " + _whole_warp(
+        clear = " ".join(f"memset(r{i}, 0, {32 * sizes[i]});" for i in used if f"r{i}" not in self.defined)
+        clear += " " + _whole_warp(
             [(state[i], None, sizes[i]) for i in range(len(sizes)) if i not in in_c])
         bars = " ".join(f"case {i}:" for i in self.plain_bars)
         order = ", ".join(str(int(x)) for x in self.order)

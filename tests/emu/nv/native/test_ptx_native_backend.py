@@ -212,6 +212,16 @@ def test_stores_to_one_address_keep_the_lane_order():
 
 
 @native_only
+def test_a_register_read_before_written_starts_at_zero_in_every_warp():
+    """The k-th warps of the blocks share a scratch; a register the entry block reads before writing it is cleared
+    as each warp starts (one written first is not), so every block's %r2 + %tid.x is %tid.x."""
+    text = kernel("add.u32 %r2, %r2, %r0;\nmov.u32 %r3, 7;\nadd.u32 %r2, %r2, %r3;\nst.global.b32 [%a1], %r2;")
+    ref, got = both(text, lambda stats: launch(text, "k", (4, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)],
+                                               stats=stats))
+    assert (got[0] == np.arange(64) + 7).all()
+
+
+@native_only
 def test_a_spin_past_the_budget_is_the_references_hang():
     text = kernel("LOOP:\nadd.u32 %r1, %r1, 1;\nbra.uni LOOP;")
     message = _raises(text, GPUHang, budget=5000)
