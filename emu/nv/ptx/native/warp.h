@@ -144,25 +144,26 @@ static inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
     return out;
 }
 
-/* warp w's first lane in the batch and its count of lanes */
-#define WARP_LANES(w) const int64_t b = (w) / st->wpb, k = (w) % st->wpb, lane0 = b * st->per_block + k * 32; \
-    const int cnt = st->per_block - k * 32 < 32 ? (int)(st->per_block - k * 32) : 32; (void)b;
+/* the first lane in the batch, and the count of lanes, of warp k of block b (warp b * wpb + k) */
+#define WARP_LANES(b, k) const int64_t lane0 = (b) * st->per_block + (k) * 32; \
+    const int cnt = st->per_block - (k) * 32 < 32 ? (int)(st->per_block - (k) * 32) : 32;
 
 /* A running warp's registers are in its scratch, one per warp of a block (the k-th warp of each block shares the
  * k-th): owner[k] is the warp whose registers it holds (-1: none). A warp taking its scratch saves the owner's to the
  * State's arrays, then loads its own (clears them, as it starts); whenever run() returns, every scratch is saved, so
  * the reference and Python see the registers in the State's arrays. */
 static void save_warp(State *st, int64_t w) {
-    WARP_LANES(w)
+    const int64_t k = w % st->wpb;
+    WARP_LANES(w / st->wpb, k)
     uint8_t *const base = st->scratch + k * SCRATCH; (void)base;
     REGS(base)
     SAVE
 }
-static void take(State *st, int64_t w) {
-    const int64_t o = st->owner[w % st->wpb];
+static void take(State *st, int64_t w, int64_t b, int64_t k) {
+    const int64_t o = st->owner[k];
     if (o == w) return;
     if (o >= 0) save_warp(st, o);
-    WARP_LANES(w)
+    WARP_LANES(b, k)
     uint8_t *const base = st->scratch + k * SCRATCH; (void)base;
     REGS(base)
     if (!st->wsteps[w]) { CLEAR } else { LOAD }
@@ -174,8 +175,8 @@ static void flush(State *st) {
 }
 
 #define WARP_BEGIN \
-static int run_warp(State *st, int64_t w) { \
-    WARP_LANES(w) \
+static int run_warp(State *st, int64_t w, int64_t b, int64_t k) { \
+    WARP_LANES(b, k) \
     int64_t *const pcs = st->pc + lane0; int8_t *const stat = st->status + lane0; \
     int64_t *const bsite = st->bar_site + lane0, *const bid = st->bar_id + lane0, *const bcount = st->bar_count + lane0; \
     /* the State's fields the instructions read, loaded once (a byte's or a predicate's store may alias them) */ \
@@ -190,7 +191,7 @@ static int run_warp(State *st, int64_t w) { \
     const int64_t start = steps, budget = st->budget; \
     const int64_t limit = budget < steps + st->quota ? budget : steps + st->quota; \
     uint32_t m = 0, g = 0, live = 0; int rc; (void)g; \
-    take(st, w); \
+    take(st, w, b, k); \
     uint8_t *const base = st->scratch + k * SCRATCH; (void)base; \
     REGS(base) \
     goto schedule;
@@ -254,10 +255,9 @@ static int release(State *st, int64_t b) { \
     for (int64_t i = lo; i < hi; i++) if (st->status[i] == BAR) st->status[i] = RUN; \
     return 1; \
 } \
-static int runnable(State *st, int64_t w) { \
-    const int64_t lo = (w / st->wpb) * st->per_block + (w % st->wpb) * 32; \
-    const int64_t hi = lo + 32 < (w / st->wpb + 1) * st->per_block ? lo + 32 : (w / st->wpb + 1) * st->per_block; \
-    for (int64_t i = lo; i < hi; i++) if (st->status[i] == RUN) return 1; \
+static int runnable(State *st, int64_t b, int64_t k) { \
+    WARP_LANES(b, k) \
+    for (int l = 0; l < cnt; l++) if (st->status[lane0 + l] == RUN) return 1; \
     return 0; \
 } \
 int run(State *st) { \
@@ -265,9 +265,9 @@ int run(State *st) { \
     for (; st->bi < st->nblocks; st->bi++) { \
         const int64_t b = st->bi; \
         do { /* a warp runs until no lane of it can (RC_OK): then only a barrier's release lets any run on */ \
-            for (int64_t w = b * st->wpb; w < (b + 1) * st->wpb; w++) { \
-                if (!runnable(st, w)) continue; \
-                int rc = run_warp(st, w); \
+            for (int64_t k = 0; k < st->wpb; k++) { /* (the warp's block and place passed on: no division) */ \
+                if (!runnable(st, b, k)) continue; \
+                int rc = run_warp(st, b * st->wpb + k, b, k); \
                 if (rc != RC_OK) { flush(st); return rc; } \
             } \
         } while (release(st, b)); \
