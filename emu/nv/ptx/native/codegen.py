@@ -166,6 +166,7 @@ class Emitter:
         self.o = COperands(prog, index, self.regs, globals_of(prog))
         self.plain_bars: list[int] = []
         self.native = 0  # instructions with C of their own
+        self.defined: set[str] = set()  # registers a warp need not clear as it starts (blocks() finds them)
 
     def tail(self, n: int) -> str:
         if n >= len(self.prog.code):  # off a function's end: the reference reports it

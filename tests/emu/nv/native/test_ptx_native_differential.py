@@ -184,23 +184,25 @@ def test_random_branchy_programs_are_the_same_on_both_backends(body, seed):
     _same([line for part in body for line in part], seed)
 
 
-SNAN_MIN = HEADER.format(arch="sm_90") + """.visible .entry k(.param .u64 out)
-{
-.reg .b32 %r1;
-.reg .f32 %f<2>;
+def per_thread(decls: str, body: str, t: str, value: str, tid: str) -> str:
+    """A kernel of one .u64 parameter that runs body (after decls) and stores value (.t) to out[tid]."""
+    return HEADER.format(arch="sm_90") + f""".visible .entry k(.param .u64 out)
+{{
+{decls}
 .reg .b64 %a<2>;
-mov.b32 %f0, 0xFAB6A788;
-mov.b32 %f1, 0x7F800001;
-mov.u32 %r1, %tid.x;
-min.f32 %f0, %f0, %f1;
+{body}
 ld.param.u64 %a0, [out];
 cvta.to.global.u64 %a0, %a0;
-mul.wide.u32 %a1, %r1, 4;
+mul.wide.u32 %a1, {tid}, 4;
 add.s64 %a0, %a0, %a1;
-st.global.f32 [%a0], %f0;
+st.global.{t} [%a0], {value};
 ret;
-}
+}}
 """
+
+
+SNAN_MIN = per_thread(".reg .b32 %r1;\n.reg .f32 %f<2>;", "mov.b32 %f0, 0xFAB6A788;\nmov.b32 %f1, 0x7F800001;\n"
+                      "mov.u32 %r1, %tid.x;\nmin.f32 %f0, %f0, %f1;", "f32", "%f0", "%r1")
 
 
 def test_min_of_a_signalling_nan_is_the_other_operand_on_both_backends():
@@ -237,22 +239,8 @@ def test_a_warp_storing_to_two_buffers_is_the_same_on_both_backends():
 
 
 # ---- lockstep.py -----------------------------------------------------------------------------------------------------
-MUL_ADD = HEADER.format(arch="sm_90") + """.visible .entry k(.param .u64 out)
-{
-.reg .b32 %r<4>;
-.reg .b64 %a<2>;
-mov.u32 %r0, %tid.x;
-mul.lo.u32 %r1, %r0, 3;
-add.u32 %r2, %r1, 7;
-xor.b32 %r3, %r2, %r0;
-ld.param.u64 %a0, [out];
-cvta.to.global.u64 %a0, %a0;
-mul.wide.u32 %a1, %r0, 4;
-add.s64 %a0, %a0, %a1;
-st.global.b32 [%a0], %r3;
-ret;
-}
-"""
+MUL_ADD = per_thread(".reg .b32 %r<4>;", "mov.u32 %r0, %tid.x;\nmul.lo.u32 %r1, %r0, 3;\nadd.u32 %r2, %r1, 7;\n"
+                     "xor.b32 %r3, %r2, %r0;", "b32", "%r3", "%r0")
 
 
 @pytest.fixture
