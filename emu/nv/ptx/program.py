@@ -10,6 +10,7 @@ callee's parameters at the call and back from its return values at its ret.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -67,6 +68,17 @@ class Program:
 
     def reg(self, fn: str, name: str) -> str:
         return f"{fn}:{name}"
+
+    @functools.cached_property
+    def writes_param(self) -> bool:
+        """Whether a thread may write its param space (st.param, a call's arguments and return values, a generic
+        store, atom or red at a .param variable): where none does, every thread's holds the launch's parameters."""
+        def stores_param(ins: ptx.Instruction, fn: str) -> bool:
+            return ins.opcode.split(".")[0] in ("st", "atom", "red") and any(
+                isinstance(op, ptx.Addr) and isinstance(op.base, ptx.Sym)
+                and self.place(fn, op.base.name, ins.line).space == "param" for op in ins.operands)
+        return any(ins.opcode.startswith(("st.param", "call")) or stores_param(ins, fn)
+                   for ins, fn in zip(self.code, self.owner, strict=True))
 
 
 @dataclass(frozen=True)

@@ -146,8 +146,7 @@ class State:
         row[:len(params)] = np.frombuffer(params, np.uint8)
         self.param = np.tile(row, n)
         # as the launch gives it, for renew where the program writes it (a call's arguments)
-        self._param = self.param.copy() if any(ins.opcode.startswith(("st.param", "call")) for ins in prog.code) \
-            else None
+        self._param = self.param.copy() if prog.writes_param else None
         self.steps = 0
         self.lane_steps = 0
         self.site = {name: np.full(n, -1, np.int64) for name in prog.functions.values()}  # indirect call sites

@@ -127,7 +127,9 @@ def ld(ins: Inst, o: COperands) -> str | Lanes | Prechecked:
                         for i, d in enumerate(dsts))
     offset = o.param_offset(ins.ops[1]) if _address(ins, o, ins.ops[1])[1] == "param" else None
     if offset is not None and offset + size(t) * len(dsts) <= o.prog.param_size:  # in bounds wherever it runs
-        return Lanes(loads(f"(param_ + l * {max(o.prog.param_size, 1)} + {offset})"))
+        # where no thread writes its param space, every thread's is the launch's: the warp's first lane's is read
+        row = f"l * {max(o.prog.param_size, 1)} + " if o.prog.writes_param else ""
+        return Lanes(loads(f"(param_ + {row}{offset})"))
     return _prechecked(ins, o, ins.ops[1], f"{{ {find} LANES(g) {{ {loads(at)} }} }}", lambda at: Lanes(loads(at)),
                        size(t) * len(dsts), False)
 

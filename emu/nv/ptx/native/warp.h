@@ -44,12 +44,25 @@ enum { RUN, BAR, EXIT };
 #define CHECK(s, len) if (steps + (len) > limit) { pc = (s); over = steps + (len) > budget ? (s) + (budget - steps) : -1; \
     goto limit; }
 
+/* the lanes l < cnt whose p[l] is v, as a mask: a whole warp's in one vector compare (clang's bool vectors are
+ * bits), where a loop over the lanes shifts and ORs each */
+typedef _Bool bits32 __attribute__((ext_vector_type(32)));
+#define EQ_MASK(name, T) \
+    typedef T name##_x32 __attribute__((ext_vector_type(32))); \
+    static inline uint32_t name(const T *p, int cnt, T v) { \
+        if (cnt == 32) { \
+            name##_x32 x; memcpy(&x, p, sizeof x); \
+            bits32 b = __builtin_convertvector(x == v, bits32); \
+            uint32_t r; memcpy(&r, &b, 4); \
+            return r; \
+        } \
+        uint32_t r = 0; \
+        for (int l = 0; l < cnt; l++) r |= (uint32_t)(p[l] == v) << l; \
+        return r; \
+    }
+EQ_MASK(eq8, int8_t) EQ_MASK(eq64, int64_t)
 /* a predicate register's lanes as a mask */
-static inline uint32_t pmask(const _Bool *p) {
-    uint32_t r = 0;
-    for (int l = 0; l < 32; l++) r |= (uint32_t)(p[l] != 0) << l;
-    return r;
-}
+static inline uint32_t pmask(const _Bool *p) { return ~eq8((const int8_t *)p, 32, 0); }
 
 /* PTX's float results: a NaN is the canonical one; .ftz flushes a subnormal to a zero of its sign; .sat clamps to
  * [0, 1] with NaN to 0 (fp.py) */
@@ -184,7 +197,8 @@ static int run_warp(State *st, int64_t w, int64_t b, int64_t k) { \
     uint8_t *const param_ = st->param + lane0 * st->param_size; \
     const uint64_t shared_size_ = st->shared_size, local_size_ = st->local_size, param_size_ = st->param_size; \
     const uint32_t *const tid_ = st->tid + lane0, *const ctaid_ = st->ctaid + lane0; const int64_t n_ = st->n; \
-    const int64_t *const ntid_ = st->ntid, *const nctaid_ = st->nctaid; const uint64_t *const gaddr_ = st->gaddr; \
+    const int64_t ntid_[3] = { st->ntid[0], st->ntid[1], st->ntid[2] }; \
+    const int64_t nctaid_[3] = { st->nctaid[0], st->nctaid[1], st->nctaid[2] }; const uint64_t *const gaddr_ = st->gaddr; \
     (void)bsite, (void)bid, (void)bcount, (void)shared_, (void)local_, (void)param_, (void)shared_size_; \
     (void)local_size_, (void)param_size_, (void)tid_, (void)ctaid_, (void)n_, (void)ntid_, (void)nctaid_, (void)gaddr_; \
     int64_t steps = st->wsteps[w], lsteps = 0, pc = 0, wmin = 0, over = -1; \
@@ -197,13 +211,11 @@ static int run_warp(State *st, int64_t w, int64_t b, int64_t k) { \
     goto schedule;
 #define WARP_END \
 schedule: \
-    live = 0; \
-    { int ended = 1; \
-      for (int l = 0; l < cnt; l++) live |= (uint32_t)(stat[l] == RUN) << l, ended &= stat[l] == EXIT; \
-      if (ended) st->owner[k] = -1; /* its registers are read no more: not saved */ } \
+    live = eq8(stat, cnt, RUN); \
+    if (eq8(stat, cnt, EXIT) == (cnt == 32 ? ~0u : BIT(cnt) - 1)) st->owner[k] = -1; /* registers read no more */ \
     if (!live) { rc = RC_OK; goto out; } \
-    pc = pcs[__builtin_ctz(live)]; m = 0; wmin = INT64_MAX; \
-    LANES(live) m |= (uint32_t)(pcs[l] == pc) << l; \
+    pc = pcs[__builtin_ctz(live)]; wmin = INT64_MAX; \
+    m = eq64(pcs, cnt, pc) & live; \
     if (m != live) { /* lanes apart: those at the PC first in the order run */ \
       int64_t best = INT64_MAX; \
       LANES(live) { int64_t o = ORDER_OF(pcs[l]); if (o < best) best = o, pc = pcs[l]; } \
@@ -257,8 +269,7 @@ static int release(State *st, int64_t b) { \
 } \
 static int runnable(State *st, int64_t b, int64_t k) { \
     WARP_LANES(b, k) \
-    for (int l = 0; l < cnt; l++) if (st->status[lane0 + l] == RUN) return 1; \
-    return 0; \
+    return eq8(st->status + lane0, cnt, RUN) != 0; \
 } \
 int run(State *st) { \
     int stuck = 0; \

@@ -222,6 +222,20 @@ def test_a_register_read_before_written_starts_at_zero_in_every_warp():
 
 
 @native_only
+@pytest.mark.parametrize("store", ["st.param.u32", "st.u32"])
+def test_a_thread_that_writes_its_parameters_reads_its_own_back(store):
+    """Each thread's param space is its own: where a thread writes a parameter (st.param, or a generic store at the
+    .param variable), a load reads that thread's value, not the launch's (the C reads the launch's once where no
+    thread writes one)."""
+    text = kernel(f"{store} [out], %r0;\nld.param.u32 %r1, [out];\nst.global.b32 [%a1], %r1;")
+    assert compiled(module_of(text), "k").prog.writes_param
+    ref, got = both(text, lambda stats: launch(text, "k", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.uint32)],
+                                               stats=stats))
+    assert (got[0] == np.arange(64)).all()
+    assert not compiled(module_of(TWICE), "k").prog.writes_param
+
+
+@native_only
 def test_a_spin_past_the_budget_is_the_references_hang():
     text = kernel("LOOP:\nadd.u32 %r1, %r1, 1;\nbra.uni LOOP;")
     message = _raises(text, GPUHang, budget=5000)
