@@ -72,6 +72,16 @@ _BLOCKS: dict[str, tuple[str, tuple[str, str], str | None]] = {
                       None),
     "smuio/smuio_14_0_2": ("Navi48 (SMUIO 14.0.2; smuio_v14_0_2.c includes these)", ("SMUIO_MCM_CONFIG", "DIE_ID"),
                            None),
+    "mmhub/mmhub_1_8_0": ("MI300X (GC 9.4.3; mmhub_v1_8.c includes these)", ("VM_L2_CNTL", "ENABLE_L2_CACHE"), None),
+    "nbio/nbio_7_9_0": ("MI300X (GC 9.4.3; nbio_v7_9.c includes these)", ("BIF_BX_PF0_GPU_HDP_FLUSH_REQ", "CP0"),
+                        "NBIO_HWIP"),
+    "oss/osssys_4_4_2": ("MI300X (GC 9.4.3; vega20_ih.c includes these)", ("IH_RB_CNTL", "RB_ENABLE"), "OSSSYS_HWIP"),
+    "mp/mp_13_0_6": ("MI300X (MP0/MP1 13.0.6; psp_v13_0.c and smu_v13_0_6_ppt.c include these)",
+                     ("MP1_SMN_C2PMSG_66", "CONTENT"), "MP1_HWIP"),
+    "hdp/hdp_4_4_2": ("MI300X (GC 9.4.3; hdp_v4_0.c includes these)", ("HDP_MMHUB_CNTL", "HDP_MMHUB_RO"), None),
+    "sdma/sdma_4_4_2": ("MI300X (SDMA 4.4.2; sdma_v4_4_2.c includes these)", ("SDMA_F32_CNTL", "HALT"), "SDMA0_HWIP"),
+    "smuio/smuio_13_0_3": ("MI300X (SMUIO 13.0.3; smuio_v13_0_3.c includes these)",
+                           ("SMUIO_MCM_CONFIG", "SOCKET_ID"), None),
 }
 
 

@@ -32,11 +32,13 @@ LINUX_TARBALL = Path(f"/usr/src/{LINUX_SOURCE}.tar.xz")
 AMD_DRM = "drivers/gpu/drm/amd"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "usergpu"
 
-# register maps of the IP blocks around GC (<asic_reg folder>/<file stem>): Navi31's, then Navi48's
+# register maps of the IP blocks around GC (<asic_reg folder>/<file stem>): Navi31's, Navi48's, then MI300X's
 REG_BLOCKS = (
     "mmhub/mmhub_3_0_0", "nbio/nbio_4_3_0", "oss/osssys_6_0_0", "mp/mp_13_0_0", "mp/mp_13_0_2", "hdp/hdp_6_0_0",
     "smuio/smuio_13_0_6",
     "mmhub/mmhub_4_1_0", "nbif/nbif_6_3_1", "oss/osssys_7_0_0", "mp/mp_14_0_2", "hdp/hdp_7_0_0", "smuio/smuio_14_0_2",
+    "mmhub/mmhub_1_8_0", "nbio/nbio_7_9_0", "oss/osssys_4_4_2", "mp/mp_13_0_6", "hdp/hdp_4_4_2", "sdma/sdma_4_4_2",
+    "smuio/smuio_13_0_3",
 )
 # The amd files of linux-source-6.12 the generator reads (relative to drivers/gpu/drm/amd).
 LINUX_AMD_FILES = (

@@ -40,7 +40,7 @@ class RegisterMap:
         address = _ipmaps.address(block, ip.version, ip.bases, name)
         if address is None:
             raise UnsupportedGPU(f"{block} {'.'.join(map(str, ip.version))}: AM has no register map for it (it "
-                                 f"knows {', '.join(f'{b} {v}' for b, v in _ipmaps.MAPS)})")
+                                 f"knows {_ipmaps.known()})")
         return address
 
 

@@ -17,9 +17,6 @@ from usergpu.emu.amd.mock import discovery
 from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 FLUSH_REQ, FLUSH_DONE = "BIF_BX_PF0_GPU_HDP_FLUSH_REQ", "BIF_BX_PF0_GPU_HDP_FLUSH_DONE"
-# NBIO 7.9's pair (nbio_7_9_0_offset.h: offsets 0x106 and 0x107 of segment 2), which no generated register map
-# covers: (offset, segment) by name
-NBIO_7_9 = {FLUSH_REQ: (0x106, 2), FLUSH_DONE: (0x107, 2)}
 
 
 class HDP:
@@ -47,8 +44,6 @@ def flush_registers(arch: str) -> dict[str, int]:
     does not list has its family's first board's NBIO)."""
     ips = discovery.IPS.get(arch) or next(ips for name, ips in discovery.IPS.items() if name[:5] == arch[:5])
     _, _, version, bases = next(ip for ip in ips if ip[0] == "NBIF")
-    if version[:2] == (7, 9):
-        return {name: bases[segment] + offset for name, (offset, segment) in NBIO_7_9.items()}
     return {name: _ipmaps.address("NBIF", version, bases, name) for name in (FLUSH_REQ, FLUSH_DONE)}
 
 

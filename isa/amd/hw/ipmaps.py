@@ -1,40 +1,68 @@
-"""Which generated register map serves which IP block (as IP discovery names it) of which major version
-(hand-written, like _regs.py). Shared by AM, which finds its registers with it, and the mock PCI GPU, which places
-its register models with it."""
+"""Which generated register map serves which IP block (as IP discovery names it) of which version (hand-written,
+like _regs.py): the map of the longest version prefix listed (MP 13.0.6, MI300X's, has its own map; other MP 13.x
+parts share 13.0.0's). Shared by AM, which finds its registers with it, and the mock PCI GPU, which places its
+register models with it."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
 from usergpu.autogen import (
+    regs_gc_9_4_3,
     regs_gc_11_0_0,
     regs_gc_12_0_0,
+    regs_hdp_4_4_2,
     regs_hdp_6_0_0,
     regs_hdp_7_0_0,
+    regs_mmhub_1_8_0,
     regs_mmhub_3_0_0,
     regs_mmhub_4_1_0,
     regs_mp_13_0_0,
+    regs_mp_13_0_6,
     regs_mp_14_0_2,
     regs_nbif_6_3_1,
     regs_nbio_4_3_0,
+    regs_nbio_7_9_0,
+    regs_osssys_4_4_2,
     regs_osssys_6_0_0,
     regs_osssys_7_0_0,
+    regs_sdma_4_4_2,
+    regs_smuio_13_0_3,
     regs_smuio_13_0_6,
     regs_smuio_14_0_2,
 )
 
-MAPS: dict[tuple[str, int], ModuleType] = {
-    ("GC", 11): regs_gc_11_0_0, ("GC", 12): regs_gc_12_0_0, ("MP1", 13): regs_mp_13_0_0, ("MP1", 14): regs_mp_14_0_2,
-    ("MP0", 13): regs_mp_13_0_0, ("MP0", 14): regs_mp_14_0_2, ("NBIF", 4): regs_nbio_4_3_0,
-    ("NBIF", 6): regs_nbif_6_3_1, ("SMUIO", 13): regs_smuio_13_0_6, ("SMUIO", 14): regs_smuio_14_0_2,
-    ("MMHUB", 3): regs_mmhub_3_0_0, ("MMHUB", 4): regs_mmhub_4_1_0, ("OSSSYS", 6): regs_osssys_6_0_0,
-    ("OSSSYS", 7): regs_osssys_7_0_0, ("HDP", 6): regs_hdp_6_0_0, ("HDP", 7): regs_hdp_7_0_0}
+# (block, version prefix) -> map. MI300X's (GC 9.4.3) and MI350X's (GC 9.5.0) blocks share MI300X's maps, as
+# amdgpu's drivers for them include the same headers (linux 6.12 has no 9.5.0 ones).
+MAPS: dict[tuple[str, tuple[int, ...]], ModuleType] = {
+    ("GC", (11,)): regs_gc_11_0_0, ("GC", (12,)): regs_gc_12_0_0, ("GC", (9,)): regs_gc_9_4_3,
+    ("MP1", (13,)): regs_mp_13_0_0, ("MP1", (14,)): regs_mp_14_0_2, ("MP0", (13,)): regs_mp_13_0_0,
+    ("MP0", (14,)): regs_mp_14_0_2, ("NBIF", (4,)): regs_nbio_4_3_0, ("NBIF", (6,)): regs_nbif_6_3_1,
+    ("NBIF", (7,)): regs_nbio_7_9_0, ("SMUIO", (13,)): regs_smuio_13_0_6, ("SMUIO", (14,)): regs_smuio_14_0_2,
+    ("MMHUB", (3,)): regs_mmhub_3_0_0, ("MMHUB", (4,)): regs_mmhub_4_1_0, ("MMHUB", (1,)): regs_mmhub_1_8_0,
+    ("OSSSYS", (6,)): regs_osssys_6_0_0, ("OSSSYS", (7,)): regs_osssys_7_0_0, ("OSSSYS", (4,)): regs_osssys_4_4_2,
+    ("HDP", (6,)): regs_hdp_6_0_0, ("HDP", (7,)): regs_hdp_7_0_0, ("HDP", (4,)): regs_hdp_4_4_2,
+    ("SDMA", (4,)): regs_sdma_4_4_2,
+    **{(mp, v): regs_mp_13_0_6 for mp in ("MP0", "MP1") for v in ((13, 0, 6), (13, 0, 12), (13, 0, 14))},
+    ("SMUIO", (13, 0, 3)): regs_smuio_13_0_3,
+}
+
+
+def regmap(block: str, version: tuple[int, ...]) -> ModuleType | None:
+    """The map serving a block version: the longest version prefix's (SDMA0..SDMA3 are SDMA's); None if none."""
+    block = "SDMA" if block.startswith("SDMA") else block
+    return next((MAPS[block, version[:n]] for n in range(len(version), 0, -1) if (block, version[:n]) in MAPS), None)
+
+
+def known() -> str:
+    """The block versions served, for an error to list."""
+    return ", ".join(block + " " + ".".join(map(str, version)) for block, version in MAPS)
 
 
 def table(block: str, version: tuple[int, ...], name: str):
     """A register's generated description (offset, segment, fields) in the map of that block version; None if no
     map serves it."""
-    regs = MAPS.get((block, version[0]))
+    regs = regmap(block, version)
     return None if regs is None else regs.REGS[name]
 
 
