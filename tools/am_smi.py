@@ -30,7 +30,7 @@ from usergpu.drivers.hal import HAL
 from usergpu.errors import DeviceNotFound, Error
 from usergpu.tools.common import Parser, guarded, pci_address, positive, seconds
 
-COLUMNS = ("bus", "name", "power", "smu", "gfx %", "mem %", "clocks MHz gfx/mem/fclk", "temp C edge/hot/mem",
+COLUMNS = ("bus", "name", "power", "smu", "gfx % (per XCC)", "mem %", "clocks MHz gfx/mem/fclk", "temp C edge/hot/mem",
            "power W", "fan rpm", "gfx mV", "throttle", "VRAM MiB", "pid (command)")
 # options that only mean something with another: (option, the one it needs)
 NEEDS = (("kill", "pids"), ("iterations", "watch"), ("watch_time", "watch"))
@@ -58,10 +58,14 @@ def row(s: dict) -> list:
     owner = f"{s['pid']} ({s['command'][:40]})" if s["pid"] else "-"
     if "smu_version" not in s:
         return [s["bus"], s["name"], s["power_state"]] + ["-"] * (len(COLUMNS) - 4) + [owner]
-    return [s["bus"], s["name"], s["power_state"], s["smu_version"], s["gfx_activity"], s["memory_activity"],
-            f"{s['gfx_clock']}/{s['memory_clock']}/{s['fabric_clock']}",
-            f"{s['edge_temperature']}/{s['hotspot_temperature']}/{s['memory_temperature']}",
-            f"{s['power']}/{s['power_limit']}", s["fan_rpm"], s["gfx_voltage"],
+    v = {k: "-" if x is None else x for k, x in s.items()}  # a sensor the board lacks (MI300X: edge, fan)
+    gfx = v["gfx_activity"]
+    if "xcc_activity" in s:  # CDNA: each XCC's too
+        gfx = f"{gfx} ({' '.join(map(str, s['xcc_activity']))})"
+    return [v["bus"], v["name"], v["power_state"], v["smu_version"], gfx, v["memory_activity"],
+            f"{v['gfx_clock']}/{v['memory_clock']}/{v['fabric_clock']}",
+            f"{v['edge_temperature']}/{v['hotspot_temperature']}/{v['memory_temperature']}",
+            f"{v['power']}/{v['power_limit']}", v["fan_rpm"], v["gfx_voltage"],
             ",".join(s["throttle_reasons"]) or "-", f"{s['vram_used'] >> 20}/{s['vram_total'] >> 20}", owner]
 
 

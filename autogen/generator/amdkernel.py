@@ -134,6 +134,15 @@ and the VBIOS powerplay table smu_14_0_2_powerplay_table (smu_v14_0_2_pptable.h)
 The firmware's structs are typedefs of untagged structs: each class is named after its typedef and its
 _cname_ is the typedef (`SmuMetrics_t`)."""
 
+SMU13_6_DOC = """SMU 13.0.6 (MI300X, MP1 13.0.6; smu_v13_0_6_ppt.c drives MI350X's 13.0.12 and 13.0.14 with it too)
+interface: the PPSMC_MSG_* message ids and PPSMC_Result_* responses (smu_v13_0_6_ppsmc.h, the messages written to
+the MP1 C2PMSG mailbox), the firmware's tables (smu_v13_0_6_pmfw.h: the metrics table MetricsTableX_t with per-XCC
+activity and clocks, HBM use, socket power and temperatures, Q10 fixed point; FEATURE_* ids) and the driver
+interface (smu13_driver_if_v13_0_6.h: SMU13_0_6_DRIVER_IF_VERSION, the PPCLK_* clock ids of the frequency messages).
+
+The firmware's structs are typedefs of untagged structs: each class is named after its typedef and its
+_cname_ is the typedef (`MetricsTableX_t`)."""
+
 INTERFACES = [
     Interface("amd_discovery", DISCOVERY_DOC,
               ("include/discovery.h", "amdgpu/amdgpu_discovery.h", "include/soc15_hw_ip.h")),
@@ -144,6 +153,9 @@ INTERFACES = [
               ("pm/swsmu/inc/pmfw_if/smu_v13_0_0_ppsmc.h", "pm/swsmu/inc/pmfw_if/smu13_driver_if_v13_0_0.h",
                "pm/inc/smu_v13_0_0_pptable.h"),
               support=("include/atomfirmware.h",)),
+    Interface("smu_v13_0_6", SMU13_6_DOC,
+              ("pm/swsmu/inc/pmfw_if/smu_v13_0_6_ppsmc.h", "pm/swsmu/inc/pmfw_if/smu_v13_0_6_pmfw.h",
+               "pm/swsmu/inc/pmfw_if/smu13_driver_if_v13_0_6.h")),
     Interface("smu_v14_0_2", SMU14_DOC,
               ("pm/swsmu/inc/pmfw_if/smu_v14_0_2_ppsmc.h", "pm/swsmu/inc/pmfw_if/smu14_driver_if_v14_0.h",
                "pm/swsmu/inc/smu_v14_0_2_pptable.h"),

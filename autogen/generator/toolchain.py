@@ -58,6 +58,7 @@ LINUX_AMD_FILES = (
     "amdgpu/psp_gfx_if.h",
     *(f"pm/swsmu/inc/pmfw_if/{h}" for h in (
         "smu_v13_0_0_ppsmc.h", "smu13_driver_if_v13_0_0.h", "smu_v14_0_2_ppsmc.h", "smu14_driver_if_v14_0.h",
+        "smu_v13_0_6_ppsmc.h", "smu_v13_0_6_pmfw.h", "smu13_driver_if_v13_0_6.h",
     )),
     "pm/inc/smu_v13_0_0_pptable.h",
     "pm/swsmu/inc/smu_v14_0_2_pptable.h",

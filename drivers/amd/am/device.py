@@ -28,6 +28,7 @@ from usergpu.drivers.amd.am.smu import SMU
 from usergpu.drivers.hal import HAL
 from usergpu.drivers.pci import PCIDevice
 from usergpu.errors import Error
+from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 AM_MARKER = 0xA0A0_0001  # what AM leaves in SCRATCH_REG7 once it has brought a board up (its version)
 METRICS_BELOW_TOP = 128 << 10  # the SMU metrics buffer, under the 64 KiB the discovery table takes
@@ -36,7 +37,7 @@ PSP_STAGING_BELOW_TOP = 16 << 20  # the PSP's parts are staged here (1 MiB-align
 RESERVED = 64 << 20  # the top of VRAM AM keeps for itself (see the module doc); the TMR starts at its bottom
 TMR_SIZE = "SCRATCH_REG5"  # where AM keeps the TMR's size, so a partial boot knows the firmware's place
 VRAM_USED = "SCRATCH_REG6"  # where AM keeps the MiB of VRAM its allocator has handed out, for monitors to read
-FAMILIES = {11: "gfx11", 12: "gfx12"}  # GC major -> the family its page tables and engines follow
+DRIVEN = ("gfx11", "gfx12")  # families whose NBIO, GMC, IH, GFX and SDMA AM drives; MI300X's and MI350X's not yet
 
 
 class SmallBAR(Error):
@@ -73,12 +74,14 @@ class AMDevice:
             self.smu = SMU(self.mmio, self.regs)
             with self.step("SMU", "firmware version"):
                 self.smu_version = self.smu.version()
-            if self.gc_version[0] not in FAMILIES:
-                raise ip.UnsupportedGPU(f"GC {'.'.join(map(str, self.gc_version))}: AM drives GC 11 and 12")
+            family = _ipmaps.family(self.gc_version)
+            if family is None:
+                raise ip.UnsupportedGPU(f"GC {'.'.join(map(str, self.gc_version))}: AM drives GC 11, 12, 9.4 and "
+                                        "9.5")
         except BaseException:
             hal.close(self.lock)
             raise
-        self.family = FAMILIES[self.gc_version[0]]
+        self.family = family
         self.reg = ip.Registers(self.mmio, self.regs)
 
     @contextlib.contextmanager
@@ -94,6 +97,11 @@ class AMDevice:
         """Bring the GPU up to running queues (or, on a partial boot, set up anew what a process owns): each IP
         block's init in amdgpu's order; the PSP's firmware loads between IH and GFX, unless a partial boot keeps
         them."""
+        if self.family not in DRIVEN:  # so far: the PSP and the firmware only
+            if not self.partial or not self.firmware_alive():
+                self.load_firmware()
+            raise ip.UnsupportedGPU(f"GC {'.'.join(map(str, self.gc_version))}: AM brings its PSP and firmware up; "
+                                    "its NBIO, GMC, IH, GFX and SDMA are not driven yet")
         memory = np.frombuffer(self.vram.memory, np.uint8)
         self.allocator = Allocator(0, self.vram_size - RESERVED, pci=self.pci)
         ring = self.allocator.alloc(ih.RING_BYTES)
@@ -190,7 +198,8 @@ def vram_size(mmio) -> int:
 
 def fb_base(regs: ip.Registers) -> int:
     """Where VRAM starts in the GPU's MC address space (the VBIOS sets the hubs' FB_LOCATION_BASE)."""
-    return regs.read("MMHUB", "MMMC_VM_FB_LOCATION_BASE") << 24
+    hub, prefix = _ipmaps.FB_LOCATION[_ipmaps.family(regs.map.ip("GC").version)][1]
+    return regs.read(hub, prefix + "BASE") << 24
 
 
 def read_metrics(smu: SMU, vram, regs: ip.Registers) -> dict[str, int | float]:

@@ -48,16 +48,19 @@ def read(mmio: Registers, vram: Registers) -> dict[str, list[IPBlock]]:
 
 
 def read_gc_info(mmio: Registers, vram: Registers) -> dict[str, int]:
-    """The GC table (gc_info v1.x, as amdgpu_discovery_get_gfx_info reads it): gc_num_se, gc_num_sa_per_se,
-    gc_num_wgp0_per_sa, ... without their gc_num_/gc_ prefix."""
+    """The GC table as amdgpu_discovery_get_gfx_info reads it (gc_info v1.x, RDNA's; v2.x, CDNA's, per XCC):
+    gc_num_se, gc_num_sa_per_se (v2: gc_num_sh_per_se), ... without their gc_num_/gc_ prefix."""
     blob, where = _binary(mmio, vram)
     info = dt.struct_binary_header.from_buffer_copy(blob).table_list[dt.GC]
     head = _struct(dt.struct_gpu_info_header, blob, info.offset, "GC table header")
-    if not info.offset or head.table_id != dt.GC_TABLE_ID or head.version_major != 1:
+    known = [k for k in (f"struct_gc_info_v{head.version_major}_{m}" for m in range(head.version_minor, -1, -1))
+             if hasattr(dt, k)]
+    if not info.offset or head.table_id != dt.GC_TABLE_ID or not known:
         raise DiscoveryError(f"discovery GC table at byte {info.offset}: id {head.table_id:#x} version "
-                             f"{head.version_major}.{head.version_minor}, expected {dt.GC_TABLE_ID:#x} version 1.x")
+                             f"{head.version_major}.{head.version_minor}, expected {dt.GC_TABLE_ID:#x} version 1.x "
+                             "or 2.x")
     _checksum(blob, info.offset, info.size, info.checksum, "GC table", where)
-    gc = _struct(dt.struct_gc_info_v1_0, blob, info.offset, "GC table")
+    gc = _struct(getattr(dt, known[0]), blob, info.offset, "GC table")
     return {name.removeprefix("gc_").removeprefix("num_"): getattr(gc, name) for name, _ in gc._fields_
             if name != "header"}
 

@@ -31,6 +31,19 @@ class NBIO:
         self.regs.mmio.read32(4 * discovery.RCC_CONFIG_MEMSIZE)
 
 
+def smn_read(regs: Registers, address: int) -> int:
+    """A register past BAR5 by its byte address on the SMN bus, through NBIO's BIF_BX0_PCIE_INDEX2 / _DATA2 pair
+    (bits 39:32 in _INDEX2_HI), as amdgpu_device_indirect_rreg_ext reads one."""
+    high = address >> 32 & 0xFF
+    regs.write("NBIF", "BIF_BX0_PCIE_INDEX2", address & 0xFFFFFFFF)
+    if high:
+        regs.write("NBIF", "BIF_BX0_PCIE_INDEX2_HI", high)
+    value = regs.read("NBIF", "BIF_BX0_PCIE_DATA2")
+    if high:
+        regs.write("NBIF", "BIF_BX0_PCIE_INDEX2_HI", 0)
+    return value
+
+
 class FlushedDoorbells:
     """The doorbell BAR as queues ring it: the HDP flushed first, so the engine sees the packets the CPU wrote."""
 

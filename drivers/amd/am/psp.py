@@ -14,7 +14,8 @@ import time
 from usergpu.autogen import amdgpu_ucode as uc
 from usergpu.autogen import psp_gfx_if as gfx
 from usergpu.drivers.amd.am.firmware import Firmware, Ucode, sos_binaries
-from usergpu.drivers.amd.am.ip import UnsupportedGPU
+from usergpu.drivers.amd.am.ip import Registers, UnsupportedGPU
+from usergpu.drivers.amd.am.nbio import smn_read
 from usergpu.drivers.amd.am.psp_ring import PSPError, Ring, RingMemory
 from usergpu.isa.amd.hw import psp as _psp
 
@@ -42,7 +43,7 @@ class PSP:
     def boot(self, sos: Firmware) -> int:
         """Load the SOS file's parts in order, then the sOS; its version (also when it was up already)."""
         if not self.sos_alive():
-            parts = sos_binaries(sos)
+            parts = sos_binaries(sos, aux=self.aux_sos())
             for kind, command in _psp.ORDER:
                 if kind in parts:
                     self._load(parts[kind], command, f"loading {PARTS[kind]} ({len(parts[kind])} bytes)")
@@ -53,6 +54,12 @@ class PSP:
                                    "the SOS was loaded")
                 time.sleep(0.0005)
         return self.mmio.read32(self.reg[58])
+
+    def aux_sos(self) -> bool:
+        """Whether the SOS file's aux binaries are the ones to load (MI300X with older SMU firmware)."""
+        if self.version != _psp.AUX_SOS_MP0:
+            return False
+        return smn_read(Registers(self.mmio, self.regs), _psp.MP1_PUB_SCRATCH0) < _psp.AUX_SOS_BELOW
 
     def _ready(self, step: str) -> None:
         deadline = time.monotonic() + TIMEOUT
@@ -83,7 +90,7 @@ class PSP:
 
     def tmr_size(self, sos: Firmware) -> int:
         """What the TMR needs: the sOS's answer to LOAD_TOC with the SOS file's TOC, else amdgpu's fixed size."""
-        toc = sos_binaries(sos).get(uc.PSP_FW_TYPE_PSP_TOC)
+        toc = sos_binaries(sos, aux=self.aux_sos()).get(uc.PSP_FW_TYPE_PSP_TOC)
         if toc is None:
             return _psp.TMR_SIZE
         mc = self._stage(toc, "the TOC")

@@ -19,7 +19,7 @@ from usergpu.drivers.remote.client import remote_board
 from usergpu.errors import DriverError
 
 NAMES = {0x744C: "Radeon RX 7900 XTX", 0x7448: "Radeon Pro W7900", 0x7550: "Radeon RX 9070 XT",
-         0x7590: "Radeon RX 9060 XT"}
+         0x7590: "Radeon RX 9060 XT", 0x74A1: "Instinct MI300X", 0x75A0: "Instinct MI350X"}
 
 
 def status(hal: HAL, bus: str) -> dict:

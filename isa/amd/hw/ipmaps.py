@@ -71,5 +71,19 @@ def address(block: str, version: tuple[int, ...], bases: tuple[int, ...], name: 
     reg = table(block, version, name)
     return None if reg is None else bases[reg.base_idx] + reg.offset
 
+# GC version prefix -> the family its page tables, hubs and engines follow
+FAMILIES = {(11,): "gfx11", (12,): "gfx12", (9, 4): "gfx94", (9, 5): "gfx95"}
+# family -> the hubs' FB_LOCATION_BASE/_TOP registers, GC's and MMHUB's (gfx9's hubs have no GC/MM prefix)
+FB_LOCATION = {"gfx11": (("GC", "GCMC_VM_FB_LOCATION_"), ("MMHUB", "MMMC_VM_FB_LOCATION_")),
+               "gfx12": (("GC", "GCMC_VM_FB_LOCATION_"), ("MMHUB", "MMMC_VM_FB_LOCATION_")),
+               "gfx94": (("GC", "MC_VM_FB_LOCATION_"), ("MMHUB", "MC_VM_FB_LOCATION_")),
+               "gfx95": (("GC", "MC_VM_FB_LOCATION_"), ("MMHUB", "MC_VM_FB_LOCATION_"))}
+
+
+def family(gc: tuple[int, ...]) -> str | None:
+    """The family of a GC version (None for one no map serves)."""
+    return next((f for v, f in FAMILIES.items() if gc[: len(v)] == v), None)
+
+
 # what the SDMA engine's microcontroller is called in its registers (SDMA<n>_F32_CNTL, ..._F32_WPTR_POLL_ENABLE)
 SDMA_MICROCONTROLLER = {"gfx11": "F32", "gfx12": "MCU"}

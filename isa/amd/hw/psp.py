@@ -30,6 +30,9 @@ TMR_SIZE, TMR_ALIGNMENT = 0x400000, 1 << 20  # PSP_TMR_SIZE (all but Aldebaran) 
 # psp_early_init / psp_check_pmfw_centralized_cstate_management, MP0 13.x on bare metal: which load the SMU's
 # firmware before SETUP_TMR, and which have no RLC autoload (AUTOLOAD_RLC after RLC_G)
 PMFW_BEFORE_TMR = {(13, 0, 0), (13, 0, 2), (13, 0, 7)}
+# psp_v13_0_is_aux_sos_load_required: MP0 13.0.6 takes the SOS file's aux binaries while the SMU firmware, whose
+# version MP1_PUB_SCRATCH0 (a byte address on the SMN bus, past BAR5) holds, is older than 85.115.0
+MP1_PUB_SCRATCH0, AUX_SOS_BELOW, AUX_SOS_MP0 = 0x3B10090, 0x557300, (13, 0, 6)
 NO_RLC_AUTOLOAD = {(13, 0, 2), (13, 0, 6), (13, 0, 14)}
 
 # psp_get_fw_type: AMDGPU_UCODE_ID_<key> -> GFX_FW_TYPE_<value>, for the ucodes AM loads through the PSP
@@ -44,5 +47,7 @@ _FW_TYPE_NAMES = {
     "IMU_I": "IMU_I", "IMU_D": "IMU_D", "RLC_RESTORE_LIST_CNTL": "RLC_RESTORE_LIST_SRM_CNTL",
     "RLC_RESTORE_LIST_GPM_MEM": "RLC_RESTORE_LIST_GPM_MEM", "RLC_RESTORE_LIST_SRM_MEM": "RLC_RESTORE_LIST_SRM_MEM",
     "RLC_IRAM": "RLC_IRAM", "RLC_DRAM": "RLC_DRAM_BOOT", "RLC_P": "RLC_P", "RLC_V": "RLC_V", "RLC_G": "RLC_G",
+    "CP_MEC1": "CP_MEC", "CP_MEC1_JT": "CP_MEC_ME1", "P2S_TABLE": "P2S_TABLE",
+    **{f"SDMA{i}": f"SDMA{i}" for i in range(8)},
 }
 FW_TYPE = {ucode: getattr(gfx, f"GFX_FW_TYPE_{name}") for ucode, name in _FW_TYPE_NAMES.items()}

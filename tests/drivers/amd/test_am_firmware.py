@@ -24,6 +24,21 @@ def test_the_sos_file_bundles_the_psp_stages():
     assert len(parts) >= 4 and all(parts.values())
 
 
+def test_mi300x_sos_file_bundles_two_sets_split_at_the_aux_index():
+    """psp_13_0_6_sos.bin is a v2.1 file: sixteen binaries, the first eight for current SMU firmware and the eight
+    from psp_aux_fw_bin_index for older (the same stages, other builds)."""
+    from usergpu.autogen import amdgpu_ucode as uc
+    fw = load("psp_13_0_6_sos")
+    main, aux = sos_binaries(fw), sos_binaries(fw, aux=True)
+    stages = {uc.PSP_FW_TYPE_PSP_SOS, uc.PSP_FW_TYPE_PSP_SYS_DRV, uc.PSP_FW_TYPE_PSP_KDB, uc.PSP_FW_TYPE_PSP_SOC_DRV,
+              uc.PSP_FW_TYPE_PSP_INTF_DRV, uc.PSP_FW_TYPE_PSP_DBG_DRV, uc.PSP_FW_TYPE_PSP_RAS_DRV,
+              uc.PSP_FW_TYPE_PSP_RL}
+    assert set(main) == set(aux) == stages
+    assert main[uc.PSP_FW_TYPE_PSP_SYS_DRV] != aux[uc.PSP_FW_TYPE_PSP_SYS_DRV]
+    with pytest.raises(FirmwareError, match="header version"):
+        sos_binaries(load("psp_13_0_0_sos"), aux=True)
+
+
 @pytest.mark.parametrize(("damage", "message"), [
     (lambda d: d[:-1], "size_bytes"),
     (lambda d: d[:24] + struct.pack("<I", len(d)) + d[28:], "ucode array"),

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from usergpu.emu.amd.mock import discovery
+from usergpu.emu.amd.mock.cdna import PARTS
 from usergpu.emu.amd.mock.gpu import GPU
 from usergpu.emu.amd.mock.hdp import HDP
 from usergpu.emu.amd.mock.pci import activity
@@ -26,14 +27,19 @@ from usergpu.emu.amd.mock.pci.function import PCIFunction
 from usergpu.emu.amd.mock.pci.gmc import MMU
 from usergpu.emu.amd.mock.pci.ih import IH
 from usergpu.emu.amd.mock.pci.psp import MockPSP
+from usergpu.emu.amd.mock.pci.smn import SMN
 from usergpu.emu.amd.mock.pci.smu import MockSMU
+from usergpu.emu.amd.mock.pci.smu_v13_0_6 import MockSMU13_0_6
 from usergpu.emu.amd.mock.pci.vfio import IOMMU
 from usergpu.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE, os_mmap, view
 from usergpu.isa.amd.hw import ipmaps as _ipmaps
+from usergpu.isa.amd.hw import psp as _psp
 
 RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in MiB
-# arch -> (PCI device id, VRAM bytes)
-ARCHS = {"gfx1100": (0x744C, 24 << 30), "gfx1200": (0x7590, 8 << 30)}
+# arch -> (PCI device id, VRAM bytes): Navi31, Navi44, and the CDNA parts of cdna.py (MI300X, MI350X)
+ARCHS = {"gfx1100": (0x744C, 24 << 30), "gfx1200": (0x7590, 8 << 30),
+         **{arch: (part.device_id, part.vram) for arch, part in PARTS.items()}}
+CDNA = tuple(PARTS)  # boards whose queues' engines (CP, SDMA, MMU) are not modelled yet: they boot to the PSP
 DOORBELLS, MMIO = 2 << 20, 1 << 20  # the doorbell and register BARs' sizes
 FB_BASE = 0x80_0000_0000  # where the VBIOS places VRAM in the MC address space (FB_LOCATION_BASE << 24)
 FB_LOCATION_SHIFT = 24  # FB_LOCATION_BASE/TOP count 16 MiB units (mmhub_v3_0_get_fb_location: << 24)
@@ -44,8 +50,13 @@ VRAM_BAR, DOORBELL_BAR, MMIO_BAR = 0, 2, 5
 VRAM_BAR_BASE, DOORBELL_BAR_BASE, MMIO_BAR_BASE = 0x80_0000_0000, 0x7F_F000_0000, 0xFCE0_0000
 PCI_VENDOR_ATI = 0x1002  # PCI_VENDOR_ID_ATI (pci_ids.h): AMD's GPUs, as vendor and as subsystem vendor
 PCI_CLASS_DISPLAY_VGA = 0x030000  # class code (pci_ids.h PCI_CLASS_DISPLAY_VGA << 8): a VGA-compatible display
-PCI_REVISION = 0xC8  # the RX 7900 XTX's revision (lspci: rev c8), which both mock boards report
+PCI_CLASS_ACCELERATOR_PROCESSING = 0x120000  # (pci_ids.h 0x1200 << 8): what the Instinct boards are
+PCI_REVISION = 0xC8  # the RX 7900 XTX's revision (lspci: rev c8), which both RDNA mock boards report
 PCI_SUBSYSTEM = 0x0E3B  # the subsystem id of AMD's own RX 7900 XTX board (lspci -nn: 1002:0e3b)
+# arch -> (class code | revision, subsystem id): the CDNA boards are OAM modules, revision 0, subsystem their device
+IDENTITY = {"gfx1100": (PCI_CLASS_DISPLAY_VGA << 8 | PCI_REVISION, PCI_SUBSYSTEM),
+            "gfx1200": (PCI_CLASS_DISPLAY_VGA << 8 | PCI_REVISION, PCI_SUBSYSTEM),
+            **{arch: (PCI_CLASS_ACCELERATOR_PROCESSING << 8, part.device_id) for arch, part in PARTS.items()}}
 # name -> size (None: the VRAM's); "firmware": words the models' firmware keeps to itself (the SMU's table address)
 STATE_FILES = {"vram": None, "mmio": MMIO, "activity": 8 * activity.WORDS, "firmware": 4096}
 
@@ -57,7 +68,7 @@ class MockPCIGPU(PCIFunction):
         super().__init__({VRAM_BAR: (VRAM_BAR_BASE, vram, True, True),
                           DOORBELL_BAR: (DOORBELL_BAR_BASE, DOORBELLS, True, True),
                           MMIO_BAR: (MMIO_BAR_BASE, MMIO, False, False)},
-                         (PCI_VENDOR_ATI, device, PCI_CLASS_DISPLAY_VGA << 8 | PCI_REVISION, PCI_SUBSYSTEM))
+                         (PCI_VENDOR_ATI, device, *IDENTITY[arch]))
         self.arch, self.vram_size = arch, vram
         fds, fresh, guard = _state(arch, vram, state)
         self.memfd = fds["vram"]
@@ -73,14 +84,17 @@ class MockPCIGPU(PCIFunction):
         self.iommu = IOMMU()  # what VFIO maps of this process's memory for the board's DMA (vfio.py)
         faults = set(filter(None, os.environ.get("MOCKPCI_FAULT", "").split(",")))
         mailbox = (self.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
-        self.smu = MockSMU(self, *mailbox, silent="smu-silent" in faults)
-        self.psp = None  # MP0 13.x only so far (Navi31); 14.x's bootloader is not modelled yet
-        if arch == "gfx1100":
+        self.smu = (MockSMU13_0_6 if arch in CDNA else MockSMU)(self, *mailbox, silent="smu-silent" in faults)
+        self.psp = None  # MP0 13.x only so far (Navi31, MI300X, MI350X); 14.x's bootloader is not modelled yet
+        if self.ip("MP0")[0][0] == 13:
             bootloader = (self.address("MP0", f"MP0_SMN_C2PMSG_{n}") for n in (35, 36, 58, 81))
             self.psp = MockPSP(self, *bootloader, never_ready="psp-never-ready" in faults)
-        self.mmu = MMU(self, self.gpu)
-        self.cp = CommandProcessor(self, self.gpu)
-        self.ih = IH(self, self.gpu, self.cp.run)
+        self.smn = SMN(self, MMIO_BAR, {_psp.MP1_PUB_SCRATCH0: lambda: self.smu.version}) if arch in CDNA else None
+        self.mmu = self.cp = None
+        if arch not in CDNA:
+            self.mmu = MMU(self, self.gpu)
+            self.cp = CommandProcessor(self, self.gpu)
+        self.ih = IH(self, self.gpu, self.run)
         self.hdp = HDP(self)
         if fresh:
             self.power_on()
@@ -94,7 +108,7 @@ class MockPCIGPU(PCIFunction):
         """What the board holds when power comes up: the discovery table, the straps the VBIOS sets, and each
         model's reset state."""
         self.regs[RCC_CONFIG_MEMSIZE] = self.vram_size >> MEMSIZE_SHIFT
-        for hub in (("GC", "GCMC_VM_FB_LOCATION_"), ("MMHUB", "MMMC_VM_FB_LOCATION_")):
+        for hub in _ipmaps.FB_LOCATION[self.arch[:5]]:
             self.regs[self.address(hub[0], hub[1] + "BASE")] = FB_BASE >> FB_LOCATION_SHIFT
             self.regs[self.address(hub[0], hub[1] + "TOP")] = (FB_BASE + self.vram_size - 1) >> FB_LOCATION_SHIFT
         blob = discovery.table(self.arch)
@@ -104,20 +118,29 @@ class MockPCIGPU(PCIFunction):
             if model is not None:
                 model.power_on()
 
+    def ip(self, block: str) -> tuple[tuple[int, int, int], tuple[int, ...]]:
+        """The block's version and segment bases (its first instance's) in this GPU's discovery table."""
+        _, _, version, bases = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
+        return version, bases
+
     def address(self, block: str, name: str) -> int:
         """Where this GPU has one of its registers (dword): the block's base from its discovery table."""
-        _, _, version, bases = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
-        return _ipmaps.address(block, version, bases, name)
+        return _ipmaps.address(block, *self.ip(block), name)
 
     def table(self, block: str, name: str):
         """A register's generated description (fields) in this GPU's map of the block."""
-        _, _, version, _ = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
-        return _ipmaps.table(block, version, name)
+        return _ipmaps.table(block, self.ip(block)[0], name)
+
+    def run(self) -> None:
+        """The engines, until none can make progress (none where the board models no queues)."""
+        if self.cp is not None:
+            self.cp.run()
 
     def mc_to_vram(self, address: int, size: int = 1) -> int:
         """The VRAM offset of an MC address in the FB aperture (what the PSP and SMU are given); ValueError outside
         it."""
-        base = int(self.regs[self.address("MMHUB", "MMMC_VM_FB_LOCATION_BASE")]) << FB_LOCATION_SHIFT
+        hub, prefix = _ipmaps.FB_LOCATION[self.arch[:5]][1]
+        base = int(self.regs[self.address(hub, prefix + "BASE")]) << FB_LOCATION_SHIFT
         if not (base <= address and address + size <= base + self.vram_size):
             raise ValueError(f"MC address {address:#x} (+{size:#x}) is outside VRAM [{base:#x}, "
                              f"{base + self.vram_size:#x})")
@@ -145,7 +168,8 @@ class MockPCIGPU(PCIFunction):
             self.vram[offset : offset + 4].view(np.uint32)[0] = value
         elif bar == DOORBELL_BAR:
             self.hdp.doorbell()
-            self.cp.doorbell(offset // 4)
+            if self.cp is not None:
+                self.cp.doorbell(offset // 4)
         elif bar == MMIO_BAR:
             self.regs[offset // 4] = value
             if offset // 4 in self.on_write:

@@ -14,7 +14,8 @@ from usergpu.isa.amd.hw import psp as _psp
 
 COMMANDS = {command for _, command in _psp.ORDER}
 ERROR_ORDER, ERROR_COMMAND, ERROR_EMPTY = 0x01, 0x02, 0x03
-SOS_VERSION = {"gfx1100": 0x00310025, "gfx1200": 0x003A0017}  # psp_13_0_0_sos.bin's ucode version
+# the sOS's version (its binary's in the SOS file: psp_13_0_0_sos.bin, psp_13_0_6_sos.bin, psp_13_0_14_sos.bin)
+SOS_VERSION = {"gfx1100": 0x00310025, "gfx1200": 0x003A0017, "gfx942": 0x00360260, "gfx950": 0x00360822}
 
 
 class MockPSP:

@@ -6,7 +6,8 @@ the frames up to it: each frame's command buffer is read and executed, its resp.
 value written to the fence address. A frame whose command or fence buffer is outside VRAM is dropped unanswered.
 
 Commands: LOAD_TOC answers a TMR size; SETUP_TMR records the TMR (inside VRAM, 1 MiB-aligned, at least the TOC's
-size, its VRAM offset as the system address); LOAD_IP_FW needs the TOC, and the TMR for all but the SMU's firmware
+size — PSP_TMR_SIZE where the SOS file has no TOC — its VRAM offset as the system address); LOAD_IP_FW needs the
+TOC (where there is one), and the TMR for all but the SMU's firmware
 (amdgpu loads that one before SETUP_TMR on MP0 13.0.0), a known type and a payload inside VRAM, not all zeros;
 AUTOLOAD_RLC needs RLC_G. Failures answer GlobalPlatform TEE codes (which one is the model's choice), anything else
 PSP_ERR_UNKNOWN_COMMAND. Nothing is authenticated. What other blocks ask (which firmware is in, whether the RLC
@@ -23,6 +24,7 @@ from usergpu.autogen import psp_gfx_if as gfx
 from usergpu.isa.amd.hw import psp as _psp
 
 RING_BAD_ADDRESS, RING_BAD_SIZE, RING_BAD_COMMAND = 0x1, 0x2, 0x3
+TOC_SOS = ("gfx1100", "gfx1200")  # the boards whose SOS file carries a TOC (LOAD_TOC sizes their TMR)
 TEE_ERROR_BAD_PARAMETERS, TEE_ERROR_BAD_STATE = 0xFFFF0006, 0xFFFF0007
 TOC_TMR_SIZE = 0x1000000  # the model's answer to LOAD_TOC (the real sOS sizes the TMR from what the TOC lists)
 FRAME, CMD = ctypes.sizeof(gfx.struct_psp_gfx_rb_frame), ctypes.sizeof(gfx.struct_psp_gfx_cmd_resp)
@@ -60,8 +62,11 @@ class MockSOS:
         self.words[WORDS] = 0
 
     def start(self) -> None:
-        """The bootloader started the sOS: it takes ring commands."""
+        """The bootloader started the sOS: it takes ring commands. An sOS whose SOS file has no TOC (MI300X's,
+        MI350X's) sizes the TMR itself, as amdgpu does without one: LOAD_TOC is not needed first."""
         self.gpu.regs[self.reg[CTRL]] = _psp.TOS_READY
+        if self.gpu.arch not in TOC_SOS:
+            self.words[TOC] = _psp.TMR_SIZE
 
     def has_firmware(self, fw_type: int) -> bool:
         return bool(int(self.words[LOADED + fw_type // 32]) >> fw_type % 32 & 1)
