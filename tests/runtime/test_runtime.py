@@ -20,7 +20,7 @@ CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch, wave in corpus.
            if arch in corpus.cases.RDNA]
 CDNA_CONFIGS = [(c, arch, wave) for c in corpus.cases.CASES for arch, wave in corpus.cases.runs(c)
                 if arch in corpus.cases.CDNA]
-_cdna_devices: dict[tuple[str, str], object] = {}  # (arch, queue) -> this worker's Device for the CDNA corpus
+_cdna_devices: dict[tuple[str, str, str], object] = {}  # (arch, queue, interface) -> this worker's Device for it
 
 
 @pytest.mark.parametrize("via", INTERFACES)
@@ -35,21 +35,23 @@ def test_corpus_through_the_runtime(case, arch, wave, via, monkeypatch):
     corpus.check(got, want, case)
 
 
+@pytest.mark.parametrize("via", ["MOCKKFD+AMD", "MOCKPCI+AMD"])
 @pytest.mark.parametrize("queue", ["pm4", "aql"])
 @pytest.mark.parametrize(("case", "arch", "wave"),
                          [pytest.param(c, a, w, id=f"{c.name}-{a}-w{w}") for c, a, w in CDNA_CONFIGS])
-def test_corpus_on_the_mock_cdna_gpus(case, arch, wave, queue, monkeypatch):
-    """The corpus on MOCKKFD+AMD's MI300X and MI350X of eight XCCs: an AQL dispatch split over the XCCs, a PM4 one
-    on the first XCC (the runtime's predication)."""
+def test_corpus_on_the_mock_cdna_gpus(case, arch, wave, queue, via, monkeypatch):
+    """The corpus on the mock MI300X and MI350X: through MOCKKFD+AMD, eight XCCs (an AQL dispatch split over the
+    XCCs, a PM4 one on the first XCC: the runtime's predication); through AM's MOCKPCI+AMD, on XCC 0's queues."""
     import usergpu
 
     monkeypatch.setenv("MOCKGPU_ARCH", arch)
-    if (arch, queue) not in _cdna_devices or _cdna_devices[arch, queue].closed:
-        _cdna_devices[arch, queue] = usergpu.Device("MOCKKFD+AMD", queue=queue)
+    key = (arch, queue, via)
+    if key not in _cdna_devices or _cdna_devices[key].closed:
+        _cdna_devices[key] = usergpu.Device(interface(via, monkeypatch), queue=queue)
     args = case.args(np.random.default_rng(0))
     want = case.reference(copy.deepcopy(args))
     got = launch(corpus.code_object(case.file, arch, wave), case.kernel, case.grid, case.block, args,
-                 _cdna_devices[arch, queue])
+                 _cdna_devices[key])
     corpus.check(got, want, case)
 
 

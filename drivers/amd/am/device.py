@@ -37,7 +37,6 @@ PSP_STAGING_BELOW_TOP = 16 << 20  # the PSP's parts are staged here (1 MiB-align
 RESERVED = 64 << 20  # the top of VRAM AM keeps for itself (see the module doc); the TMR starts at its bottom
 TMR_SIZE = "SCRATCH_REG5"  # where AM keeps the TMR's size, so a partial boot knows the firmware's place
 VRAM_USED = "SCRATCH_REG6"  # where AM keeps the MiB of VRAM its allocator has handed out, for monitors to read
-DRIVEN = ("gfx11", "gfx12")  # families whose NBIO, GMC, IH, GFX and SDMA AM drives; MI300X's and MI350X's not yet
 
 
 class SmallBAR(Error):
@@ -97,11 +96,6 @@ class AMDevice:
         """Bring the GPU up to running queues (or, on a partial boot, set up anew what a process owns): each IP
         block's init in amdgpu's order; the PSP's firmware loads between IH and GFX, unless a partial boot keeps
         them."""
-        if self.family not in DRIVEN:  # so far: the PSP and the firmware only
-            if not self.partial or not self.firmware_alive():
-                self.load_firmware()
-            raise ip.UnsupportedGPU(f"GC {'.'.join(map(str, self.gc_version))}: AM brings its PSP and firmware up; "
-                                    "its NBIO, GMC, IH, GFX and SDMA are not driven yet")
         memory = np.frombuffer(self.vram.memory, np.uint8)
         self.allocator = Allocator(0, self.vram_size - RESERVED, pci=self.pci)
         ring = self.allocator.alloc(ih.RING_BYTES)
@@ -109,7 +103,7 @@ class AMDevice:
         self.gmc = GMC(self.reg, memory, self.allocator, self.family, self.fb_base)
         self.ih = ih.IH(self.reg, memory, ring, self.fb_base + ring,
                         lambda: self.pci.sync_for_cpu(0, ring, ih.RING_BYTES))
-        self.gfx, self.sdma = GFX(self.reg), SDMA(self.reg, self.family)
+        self.gfx, self.sdma = GFX(self.reg, self.family), SDMA(self.reg, self.family)
         self.blocks_up: list[ip.BlockDriver] = []
         self._init("NBIO", "HDP flush remap", self.nbio)
         self._init("GMC", "page tables and apertures", self.gmc)

@@ -18,7 +18,7 @@ from usergpu.drivers.amd.am.gfx import EOP_BYTES
 from usergpu.drivers.amd.am.gmc import RWX
 from usergpu.drivers.amd.am.nbio import FlushedDoorbells
 from usergpu.drivers.amd.handles import Queue, reserve, unreserve
-from usergpu.drivers.devices import GPU_CLASSES
+from usergpu.drivers.devices import GPU_CLASSES, gfx_arch
 from usergpu.drivers.hal import (
     HAL,
     MAP_FIXED,
@@ -35,14 +35,23 @@ from usergpu.hostmem import page_align
 from usergpu.isa.amd.hw import ih as _ih
 from usergpu.isa.amd.hw import vm as _vm
 
+# GC versions whose ISA target is not their own number (kgd2kfd_probe's gfx_target_version)
+TARGET_VERSIONS = {(9, 4, 3): 90402, (9, 4, 4): 90402}
+
 
 def node_properties(gc_version: tuple[int, int, int], gc: dict[str, int]) -> dict[str, int]:
-    """The node properties the runtime reads (as amdkfd's topology names them) from the discovery's GC table."""
+    """The node properties the runtime reads (as amdkfd's topology names them) from the discovery's GC table:
+    gc_info v1 (RDNA: WGPs of two CUs, two SIMDs a CU) or v2 (CDNA: CUs per shader array, four SIMDs a CU). AM
+    runs its queues on XCC 0, so the node is one XCC's."""
     major, minor, rev = gc_version
-    cus_per_sa, arrays = 2 * (gc["wgp0_per_sa"] + gc["wgp1_per_sa"]), gc["se"] * gc["sa_per_se"]
-    return {"gfx_target_version": major * 10000 + minor * 100 + rev, "num_xcc": 1,
-            "array_count": arrays, "simd_arrays_per_engine": gc["sa_per_se"],
-            "cu_per_simd_array": cus_per_sa, "simd_per_cu": 2, "simd_count": 2 * cus_per_sa * arrays,
+    if "cu_per_sh" in gc:
+        cus_per_sa, sas, simds = gc["cu_per_sh"], gc["sh_per_se"], 4
+    else:
+        cus_per_sa, sas, simds = 2 * (gc["wgp0_per_sa"] + gc["wgp1_per_sa"]), gc["sa_per_se"], 2
+    arrays = gc["se"] * sas
+    return {"gfx_target_version": TARGET_VERSIONS.get(gc_version, major * 10000 + minor * 100 + rev), "num_xcc": 1,
+            "array_count": arrays, "simd_arrays_per_engine": sas,
+            "cu_per_simd_array": cus_per_sa, "simd_per_cu": simds, "simd_count": simds * cus_per_sa * arrays,
             "max_waves_per_simd": gc["max_waves_per_simd"], "wave_front_size": gc["wave_size"],
             "lds_size_in_kb": gc["lds_size"], "max_slots_scratch_cu": gc["max_scratch_slots_per_cu"]}
 
@@ -79,9 +88,8 @@ class AM:
         self.dev = AMDevice(self.pci, hal)
         try:
             self.dev.boot()
-            major, minor, rev = self.dev.gc_version
-            self.arch = f"gfx{major}{minor:x}{rev:x}"
             self.properties = node_properties(self.dev.gc_version, self.dev.gc_info)
+            self.arch = gfx_arch(self.properties["gfx_target_version"])
             self._vram = self.pci.bar_file(0)
             self._doorbells = FlushedDoorbells(self.pci.mmio(2, width=8), self.dev.nbio)
         except BaseException:

@@ -1,12 +1,14 @@
-"""GFX: the compute engine (MEC) and its hardware queue descriptors, as gfx_v11_0.c fills a compute MQD — here
-written straight into the HQD registers of a (pipe, queue) slot of ME 1, selected with GRBM_GFX_CNTL: ring base,
-size, read-pointer report and write-pointer poll addresses, EOP buffer, doorbell, AQL mode, then CP_HQD_ACTIVE.
-The MEC runs only once its firmware is loaded (PSP) and CP_MEC_RS64_CNTL releases its halt."""
+"""GFX: the compute engine (MEC) and its hardware queue descriptors, as gfx_v11_0.c (gfx_v9_4_3.c) fills a compute
+MQD — here written straight into the HQD registers of a (pipe, queue) slot of ME 1, selected with GRBM_GFX_CNTL:
+ring base, size, read-pointer report and write-pointer poll addresses, EOP buffer, doorbell, AQL mode, then
+CP_HQD_ACTIVE. The MEC runs only once its firmware is loaded (PSP) and CP_MEC_RS64_CNTL (gfx9: CP_MEC_CNTL)
+releases its halt. On MI300X the queues are XCC 0's (the first instance of GC)."""
 
 from __future__ import annotations
 
 from usergpu.drivers.amd.am.ip import Registers
 from usergpu.errors import Error
+from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 MEC_RING0 = 0x003  # AMDGPU_NAVI10_DOORBELL_MEC_RING0: the first compute queue's (64-bit) doorbell
 PIPES, QUEUES = 4, 8  # per MEC (ME 1)
@@ -18,8 +20,8 @@ class QueueSlots(Error):
 
 
 class GFX:
-    def __init__(self, regs: Registers):
-        self.regs = regs
+    def __init__(self, regs: Registers, family: str):
+        self.regs, self.cntl = regs, _ipmaps.MEC_CNTL[family]
         self.slots: dict[int, tuple[int, int]] = {}  # doorbell (64-bit index) -> (pipe, queue)
 
     def init(self) -> None:
@@ -27,8 +29,8 @@ class GFX:
         queues a previous owner of the board left active."""
         self.regs.write("GC", "CP_MEC_DOORBELL_RANGE_LOWER", MEC_RING0 * 8)
         self.regs.write("GC", "CP_MEC_DOORBELL_RANGE_UPPER", (MEC_RING0 + PIPES * QUEUES) * 8 - 4)
-        self.regs.write("GC", "CP_MEC_RS64_CNTL", MEC_PIPE0_ACTIVE=1, MEC_PIPE1_ACTIVE=1, MEC_PIPE2_ACTIVE=1,
-                        MEC_PIPE3_ACTIVE=1)
+        name, _, run = self.cntl
+        self.regs.write("GC", name, **run)
         for pipe in range(PIPES):
             for queue in range(QUEUES):
                 self._select(pipe, queue, me=1)

@@ -1,4 +1,5 @@
-"""GMC: the GPU's memory controller hubs as gmc_v11_0/gfxhub_v3_0/mmhub_v3_0 set them up, and AM's GPU page tables.
+"""GMC: the GPU's memory controller hubs as gmc_v11_0/gfxhub_v3_0/mmhub_v3_0 (gmc_v9_0/gfxhub_v1_2/mmhub_v1_8 on
+MI300X, whose hubs' registers have no GC/MM prefix) set them up, and AM's GPU page tables.
 
 Both hubs (GC's GCVM for the CP, shaders and SDMA; MMHUB for the rest) get the same VM context 0: a 4-level table
 (PDB2 -> PDB1 -> PDB0 -> PTB, 512 entries each, 4 KiB pages, 48-bit addresses) whose root's VRAM address goes to
@@ -15,7 +16,6 @@ from usergpu.drivers.amd.am.ip import Registers
 from usergpu.errors import Error, GPUFault
 from usergpu.isa.amd.hw import vm as _vm
 
-HUBS = {"GC": "GC", "MMHUB": "MM"}  # block -> register prefix (GCVM_*, MMVM_*; GCMC_*, MMMC_*)
 RWX = _vm.VALID | _vm.READABLE | _vm.WRITEABLE | _vm.EXECUTABLE
 
 
@@ -39,6 +39,7 @@ class GMC:
     def __init__(self, regs: Registers, vram: np.ndarray, allocator: Allocator, family: str, fb_base: int):
         """vram: all of VRAM as bytes (BAR0); allocator: where page tables come from."""
         self.regs, self.vram, self.allocator, self.family, self.fb_base = regs, vram, allocator, family, fb_base
+        self.hubs = _vm.HUB_PREFIX[family]  # block -> its registers' prefix
         self.root = self._table()
         self.tables: dict[tuple[int, int], int] = {(0, 0): self.root}  # (level, VA of its span) -> VRAM address
 
@@ -53,7 +54,7 @@ class GMC:
     def init(self) -> None:
         """Program both hubs: system aperture over VRAM, context 0 on the tables, then invalidate."""
         vram_end = self.fb_base + self.vram.size - 1
-        for block, p in HUBS.items():
+        for block, p in self.hubs.items():
             self.regs.write(block, f"{p}MC_VM_SYSTEM_APERTURE_LOW_ADDR", self.fb_base >> 18)
             self.regs.write(block, f"{p}MC_VM_SYSTEM_APERTURE_HIGH_ADDR", vram_end >> 18)
             self.regs.write(block, f"{p}VM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32", (self.root | _vm.VALID) & 0xFFFFFFFF)
@@ -69,7 +70,7 @@ class GMC:
 
     def fini(self) -> None:
         """Context 0 off on both hubs (its tables go with this driver), translations dropped."""
-        for block, p in HUBS.items():
+        for block, p in self.hubs.items():
             self.regs.write(block, f"{p}VM_CONTEXT0_CNTL", 0)
         self.flush()
 
@@ -112,13 +113,13 @@ class GMC:
         """A UTCL2 fault interrupt's error, with the hub's latched status, which is then cleared for the next."""
         name = _vm.FAULT_STATUS[self.family]
         status = self.regs.table("GC", name).decode(self.regs.read("GC", name))
-        self.regs.write("GC", "GCVM_L2_PROTECTION_FAULT_CNTL",
-                        self.regs.read("GC", "GCVM_L2_PROTECTION_FAULT_CNTL") | 1)  # CLEAR_PROTECTION_FAULT_STATUS_ADDR
+        cntl = f"{self.hubs['GC']}VM_L2_PROTECTION_FAULT_CNTL"
+        self.regs.write("GC", cntl, self.regs.read("GC", cntl) | 1)  # CLEAR_PROTECTION_FAULT_STATUS_ADDR
         return VMFault(address, "write" if write else "read", status)
 
     def flush(self) -> None:
         """Invalidate VMID 0's translations on both hubs (engine 17) and wait for each ACK."""
-        for block, p in HUBS.items():
+        for block, p in self.hubs.items():
             self.regs.write(block, f"{p}VM_INVALIDATE_ENG17_REQ", PER_VMID_INVALIDATE_REQ=1, INVALIDATE_L2_PTES=1,
                             INVALIDATE_L2_PDE0=1, INVALIDATE_L2_PDE1=1, INVALIDATE_L2_PDE2=1, INVALIDATE_L1_PTES=1)
             self.regs.wait(block, f"{p}VM_INVALIDATE_ENG17_ACK", 1, 1, "TLB invalidation of VMID 0")

@@ -85,5 +85,10 @@ def family(gc: tuple[int, ...]) -> str | None:
     return next((f for v, f in FAMILIES.items() if gc[: len(v)] == v), None)
 
 
+# family -> the MEC's control register, its halt field (what the mock checks) and the fields AM sets to run it:
+# RS64 MECs (gfx11/12) run their pipes once active; gfx9's F32 MEC runs once its halt bits are clear
+MEC_CNTL = {"gfx11": ("CP_MEC_RS64_CNTL", "MEC_HALT", {f"MEC_PIPE{p}_ACTIVE": 1 for p in range(4)}),
+            "gfx12": ("CP_MEC_RS64_CNTL", "MEC_HALT", {f"MEC_PIPE{p}_ACTIVE": 1 for p in range(4)}),
+            "gfx94": ("CP_MEC_CNTL", "MEC_ME1_HALT", {}), "gfx95": ("CP_MEC_CNTL", "MEC_ME1_HALT", {})}
 # what the SDMA engine's microcontroller is called in its registers (SDMA<n>_F32_CNTL, ..._F32_WPTR_POLL_ENABLE)
 SDMA_MICROCONTROLLER = {"gfx11": "F32", "gfx12": "MCU"}

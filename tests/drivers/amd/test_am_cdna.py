@@ -1,7 +1,8 @@
 """AM on the mock MI300X and MI350X boards, as far as it drives them so far: discovery (gc_info v2.1), the SMU's
 13.0.6 interface (version, per-XCC metrics), the PSP's bootloader (the SOS file's main or aux binaries, as the SMU
 firmware's version in MP1_PUB_SCRATCH0 says, read past BAR5 through NBIO's index/data pair), the sOS's ring, the
-TMR and GC 9.4.3's firmware set; then a clear refusal for the blocks not driven yet."""
+TMR and GC 9.4.3's firmware set; the hubs, the IH, the MEC and SDMA 4.4's rings. (The runtime through it: the CDNA
+corpus in tests/runtime/test_runtime.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from usergpu.autogen import amdgpu_ucode as uc
 from usergpu.autogen import psp_gfx_if as gfx
 from usergpu.drivers.amd.am.device import AMDevice
 from usergpu.drivers.amd.am.firmware import load, sos_binaries
-from usergpu.drivers.amd.am.ip import Registers, UnsupportedGPU
+from usergpu.drivers.amd.am.ip import Registers
 from usergpu.drivers.amd.am.nbio import smn_read
 from usergpu.drivers.amd.am.psp import PSP
 from usergpu.drivers.pci import pci_devices
@@ -41,18 +42,21 @@ def board(tmp_path, arch):
 
 
 @pytest.mark.parametrize("arch", PARTS)
-def test_boot_brings_the_psp_and_firmware_up_then_says_what_is_not_driven(arch, tmp_path):
+def test_boot_brings_the_psp_firmware_and_engines_up(arch, tmp_path):
     hal, mock, dev = board(tmp_path, arch)
     gc, smu, _ = PARTS[arch]
     assert dev.gc_version == gc and dev.smu_version == smu and dev.family == f"gfx{gc[0]}{gc[1]}"
     assert dev.gc_info["se"] == 4 and dev.gc_info["cu_per_sh"] in (9, 10)  # gc_info v2.1, one XCC's
-    with pytest.raises(UnsupportedGPU, match=r"GC 9\.\d\.0?\d?.*PSP and firmware up; its NBIO, GMC, IH, GFX and SDMA "
-                                             "are not driven yet"):
-        dev.boot()
+    dev.boot()
     assert mock.psp.loaded[-1] == _psp.LOAD_SOSDRV and mock.psp.loaded_fw == FIRMWARE
     assert mock.psp.sos.images[gfx.GFX_FW_TYPE_CP_MEC_ME1] == load(f"gc_{'_'.join(map(str, gc))}_mec").data[
         256 + 66832 * 4: 256 + 66832 * 4 + 288 * 4]  # jt_offset and jt_size (dwords) of the file's v1 header
+    assert mock.cp.mec_running()  # CP_MEC_CNTL's halts released, the MEC's firmware in
+    ring = dev.allocator.alloc(4096)
+    doorbell = dev.sdma.create_queue(dev.fb_base + ring, 4096, dev.fb_base + ring + 2048, dev.fb_base + ring + 2056)
+    assert ("SDMA", 0, 0) in mock.cp.queues and mock.cp.queues["SDMA", 0, 0][0] == 2 * doorbell  # SDMA0's GFX ring
     dev.close()
+    assert ("SDMA", 0, 0) not in mock.cp.queues
 
 
 def test_the_smu_firmware_version_picks_the_sos_binaries(tmp_path, monkeypatch):

@@ -39,7 +39,7 @@ RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in Mi
 # arch -> (PCI device id, VRAM bytes): Navi31, Navi44, and the CDNA parts of cdna.py (MI300X, MI350X)
 ARCHS = {"gfx1100": (0x744C, 24 << 30), "gfx1200": (0x7590, 8 << 30),
          **{arch: (part.device_id, part.vram) for arch, part in PARTS.items()}}
-CDNA = tuple(PARTS)  # boards whose queues' engines (CP, SDMA, MMU) are not modelled yet: they boot to the PSP
+CDNA = tuple(PARTS)
 DOORBELLS, MMIO = 2 << 20, 1 << 20  # the doorbell and register BARs' sizes
 FB_BASE = 0x80_0000_0000  # where the VBIOS places VRAM in the MC address space (FB_LOCATION_BASE << 24)
 FB_LOCATION_SHIFT = 24  # FB_LOCATION_BASE/TOP count 16 MiB units (mmhub_v3_0_get_fb_location: << 24)
@@ -90,11 +90,9 @@ class MockPCIGPU(PCIFunction):
             bootloader = (self.address("MP0", f"MP0_SMN_C2PMSG_{n}") for n in (35, 36, 58, 81))
             self.psp = MockPSP(self, *bootloader, never_ready="psp-never-ready" in faults)
         self.smn = SMN(self, MMIO_BAR, {_psp.MP1_PUB_SCRATCH0: lambda: self.smu.version}) if arch in CDNA else None
-        self.mmu = self.cp = None
-        if arch not in CDNA:
-            self.mmu = MMU(self, self.gpu)
-            self.cp = CommandProcessor(self, self.gpu)
-        self.ih = IH(self, self.gpu, self.run)
+        self.mmu = MMU(self, self.gpu)
+        self.cp = CommandProcessor(self, self.gpu)
+        self.ih = IH(self, self.gpu, self.cp.run)
         self.hdp = HDP(self)
         if fresh:
             self.power_on()
@@ -118,23 +116,19 @@ class MockPCIGPU(PCIFunction):
             if model is not None:
                 model.power_on()
 
-    def ip(self, block: str) -> tuple[tuple[int, int, int], tuple[int, ...]]:
-        """The block's version and segment bases (its first instance's) in this GPU's discovery table."""
-        _, _, version, bases = next(ip for ip in discovery.IPS[self.arch] if ip[0] == block)
+    def ip(self, block: str, instance: int = 0) -> tuple[tuple[int, int, int], tuple[int, ...]]:
+        """The block's version and segment bases (of an instance of it) in this GPU's discovery table."""
+        _, _, version, bases = next(ip for ip in discovery.IPS[self.arch] if ip[:2] == (block, instance))
         return version, bases
 
-    def address(self, block: str, name: str) -> int:
+    def address(self, block: str, name: str, instance: int = 0) -> int:
         """Where this GPU has one of its registers (dword): the block's base from its discovery table."""
-        return _ipmaps.address(block, *self.ip(block), name)
+        return _ipmaps.address(block, *self.ip(block, instance), name)
 
     def table(self, block: str, name: str):
         """A register's generated description (fields) in this GPU's map of the block."""
         return _ipmaps.table(block, self.ip(block)[0], name)
 
-    def run(self) -> None:
-        """The engines, until none can make progress (none where the board models no queues)."""
-        if self.cp is not None:
-            self.cp.run()
 
     def mc_to_vram(self, address: int, size: int = 1) -> int:
         """The VRAM offset of an MC address in the FB aperture (what the PSP and SMU are given); ValueError outside
@@ -168,8 +162,7 @@ class MockPCIGPU(PCIFunction):
             self.vram[offset : offset + 4].view(np.uint32)[0] = value
         elif bar == DOORBELL_BAR:
             self.hdp.doorbell()
-            if self.cp is not None:
-                self.cp.doorbell(offset // 4)
+            self.cp.doorbell(offset // 4)
         elif bar == MMIO_BAR:
             self.regs[offset // 4] = value
             if offset // 4 in self.on_write:

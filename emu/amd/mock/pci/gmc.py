@@ -27,12 +27,13 @@ class MMU:
         self.rejected: list[tuple[int, int, str]] = []  # (VA, entry, why) of PTEs the last walk could not map
         self.system: list[list[int]] = []  # [va, host address, size] of system memory, merged like VRAM's runs
         self.status = _vm.FAULT_STATUS[self.family]
+        self.vm = _vm.HUB_PREFIX[self.family]["GC"] + "VM_"  # the GC hub's VM registers' prefix
         gpu.fault_handlers.append(self.fault)
-        board.on_write[board.address("GC", "GCVM_L2_PROTECTION_FAULT_CNTL")] = self._fault_cntl
-        for hub, prefix in (("GC", "GCVM"), ("MMHUB", "MMVM")):
+        board.on_write[board.address("GC", self.vm + "L2_PROTECTION_FAULT_CNTL")] = self._fault_cntl
+        for hub, prefix in _vm.HUB_PREFIX[self.family].items():
             for eng in range(ENGINES):
-                req = board.address(hub, f"{prefix}_INVALIDATE_ENG{eng}_REQ")
-                ack = board.address(hub, f"{prefix}_INVALIDATE_ENG{eng}_ACK")
+                req = board.address(hub, f"{prefix}VM_INVALIDATE_ENG{eng}_REQ")
+                ack = board.address(hub, f"{prefix}VM_INVALIDATE_ENG{eng}_ACK")
                 board.on_write[req] = lambda value, ack=ack, walk=hub == "GC": self.invalidate(value, ack, walk)
 
     def invalidate(self, request: int, ack: int, walk: bool) -> None:
@@ -52,13 +53,13 @@ class MMU:
             regs[at("GC", self.status)] |= status.encode(MORE_FAULTS=1)
         else:
             regs[at("GC", self.status)] = status.encode(RW=access == "write", MAPPING_ERROR=1)
-            regs[at("GC", "GCVM_L2_PROTECTION_FAULT_ADDR_LO32")] = address >> 12 & 0xFFFFFFFF
-            regs[at("GC", "GCVM_L2_PROTECTION_FAULT_ADDR_HI32")] = address >> 44 & 0xF
+            regs[at("GC", self.vm + "L2_PROTECTION_FAULT_ADDR_LO32")] = address >> 12 & 0xFFFFFFFF
+            regs[at("GC", self.vm + "L2_PROTECTION_FAULT_ADDR_HI32")] = address >> 44 & 0xF
         self.board.ih.post("UTCL2_FAULT", _ih.fault_data(address, access == "write"))
 
     def _fault_cntl(self, value: int) -> None:
         if value & 1:  # CLEAR_PROTECTION_FAULT_STATUS_ADDR
-            for name in (self.status, "GCVM_L2_PROTECTION_FAULT_ADDR_LO32", "GCVM_L2_PROTECTION_FAULT_ADDR_HI32"):
+            for name in (self.status, *(f"{self.vm}L2_PROTECTION_FAULT_ADDR_{half}" for half in ("LO32", "HI32"))):
                 self.board.regs[self.board.address("GC", name)] = 0
 
     def _reg(self, name: str) -> int:
@@ -68,9 +69,9 @@ class MMU:
         """The engines' memory as context 0's tables map it now."""
         mem = Memory()
         self.rejected = []
-        cntl = self.board.table("GC", "GCVM_CONTEXT0_CNTL").decode(self._reg("GCVM_CONTEXT0_CNTL"))
-        base = self._reg("GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32") << 32 | self._reg(
-            "GCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32")
+        cntl = self.board.table("GC", self.vm + "CONTEXT0_CNTL").decode(self._reg(self.vm + "CONTEXT0_CNTL"))
+        base = self._reg(self.vm + "CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32") << 32 | self._reg(
+            self.vm + "CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32")
         if not cntl["ENABLE_CONTEXT"] or not base & _vm.VALID or cntl["PAGE_TABLE_DEPTH"] != _vm.DEPTH:
             return mem  # no translation: every access faults
         runs: list[list[int]] = []  # [va, vram address, size], merged where contiguous in both
