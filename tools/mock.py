@@ -34,8 +34,8 @@ from usergpu.tools.common import BadArgument, ranged
 
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mock_site")
 DEVICES = tuple(k for k in MACHINES if k != "MOCK+AMD")
-BOARD_ARCHS = ("gfx1100", "gfx1200")  # the mock boards' GPUs (MOCKPCI, MOCKUSB)
-ARCHS = BOARD_ARCHS + tuple(PARTS)  # the mock KFD's: those and the CDNA parts
+USB_ARCHS = ("gfx1100", "gfx1200")  # the mock USB boards' GPUs (MOCKUSB: RDNA cards behind a USB4 bridge)
+ARCHS = USB_ARCHS + tuple(PARTS)  # the mock KFD's and the mock PCI boards': those and the CDNA parts
 NV_ARCHS = tuple(CHIPS)  # MOCK+NV's chips
 # the LLVM tinygrad's LLVM renderer loads (its LLVM_PATH): the project's llvm-22, which tinygrad's own search
 # (libLLVM.so[.N], then LLVM-21 down to -14) passes over for Debian's older libLLVM-15
@@ -90,8 +90,9 @@ def environment(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]
     nv = interface.endswith("+NV")
     if args.arch is not None and (args.arch in NV_ARCHS) != nv or args.release and not nv:
         raise Error(f"mock: {interface} runs {', '.join(NV_ARCHS if nv else ARCHS)}; --release is MOCK+NV's")
-    if not nv and interface != "MOCKKFD+AMD" and (args.arch or env.get("MOCKGPU_ARCH", "gfx1100")) not in BOARD_ARCHS:
-        raise Error(f"mock: {interface} models {', '.join(BOARD_ARCHS)} boards; the CDNA parts run on MOCKKFD+AMD")
+    if interface == "MOCKUSB+AMD" and (args.arch or env.get("MOCKGPU_ARCH", "gfx1100")) not in USB_ARCHS:
+        raise Error(f"mock: {interface} models {', '.join(USB_ARCHS)} boards; the CDNA parts run on MOCKKFD+AMD "
+                    "and MOCKPCI+AMD")
     for name, value in (("MOCKGPU_NV_ARCH" if nv else "MOCKGPU_ARCH", args.arch), ("MOCKGPU_COUNT", args.count),
                         ("MOCKGPU_PARTITION", args.partition), ("MOCKGPU_NV_RELEASE", args.release)):
         if value is not None:

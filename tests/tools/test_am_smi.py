@@ -20,7 +20,8 @@ from usergpu.tools import am_smi, cli
 BUS = "0000:03:00.0"
 GiB = 1 << 30
 # what the mock boards of each arch answer: name, SMU firmware, VRAM
-BOARD = {"gfx1100": ("Radeon RX 7900 XTX", "78.75.0", 24 * GiB), "gfx1200": ("Radeon RX 9060 XT", "104.59.0", 8 * GiB)}
+BOARD = {"gfx1100": ("Radeon RX 7900 XTX", "78.75.0", 24 * GiB), "gfx1200": ("Radeon RX 9060 XT", "104.59.0", 8 * GiB),
+         "gfx942": ("Instinct MI300X", "85.124.0", 192 * GiB), "gfx950": ("Instinct MI350X", "103.30.0", 288 * GiB)}
 WINDOW_S = 1.2  # past the SMU's 1 s averaging window
 
 # The owner: boots the board, says "ready", then idles until a "busy" line asks it to launch a kernel long enough to
@@ -151,6 +152,27 @@ def test_console_script_gfx1100(owner, mockpci):
     done = subprocess.run([script, "--list"], env=env | {"DEV": "MOCKPCI+AMD"}, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and BUS in done.stdout and name in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_console_script_cdna(owner, mockpci, arch):
+    """`am_smi --mock --json` lists a busy mock MI300X (MI350X) with each XCC's activity above zero, from the SMU's
+    MetricsTableX_t; the sensors these boards lack (edge temperature, fan, GFX voltage) are null, and the table
+    shows them as "-"."""
+    proc = owner(arch)
+    busy(proc)
+    script = Path(sys.executable).with_name("am_smi")
+    env = os.environ | {"MOCKPCI_DIR": str(mockpci), "MOCKGPU_ARCH": arch}
+    done = subprocess.run([script, "--mock", "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (state,) = json.loads(done.stdout)["boards"]
+    name, smu_version, vram = BOARD[arch]
+    assert (state["bus"], state["name"], state["pid"], state["smu_version"]) == (BUS, name, proc.pid, smu_version)
+    assert state["vram_total"] == vram and len(state["xcc_activity"]) == 8
+    assert all(a > 30 for a in state["xcc_activity"]) and state["gfx_activity"] > 30
+    assert state["edge_temperature"] is None and state["fan_rpm"] is None and state["power"] > 140
+    done = subprocess.run([script, "--mock"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and name in done.stdout and " - " in done.stdout, done.stderr
 
 
 def test_pids_kill(owner, capsys):

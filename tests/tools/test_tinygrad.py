@@ -25,6 +25,8 @@ CONFIGS = {  # name -> (usergpu mock options, environment)
     "gfx1100-pm4-default-2gpus": (["--arch", "gfx1100", "--count", "2"], {"DEV": "MOCKKFD+AMD"}),
     "gfx942-aql-llvm": (["--arch", "gfx942"], {"DEV": "MOCKKFD+AMD:LLVM"}),  # MI300X: tinygrad's default is AQL
     "gfx950-pm4-llvm": (["--arch", "gfx950"], {"DEV": "MOCKKFD+AMD:LLVM", "AMD_AQL": "0"}),
+    # MI300X through tinygrad's own AM driver (over REMOTE against usergpu serve's mock board)
+    "gfx942-am-llvm": (["--arch", "gfx942"], {"DEV": "MOCKPCI+AMD:LLVM"}),
     "sm_89-570-nv": (["--dev", "MOCK+NV", "--arch", "sm_89", "--release", "570.211.01"], {}),
     "sm_120-595-nv": (["--dev", "MOCK+NV", "--arch", "sm_120"], {}),
 }

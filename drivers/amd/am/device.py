@@ -140,11 +140,11 @@ class AMDevice:
         bring-up kills it, whatever SCRATCH_REG7 says)."""
         if self.regs.ip("MP0").version[0] != 13:
             return True
-        return PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP).sos_alive()
+        return PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP, self.fb_base).sos_alive()
 
     def _psp(self) -> tuple[PSP, firmware.Firmware]:
         major, minor, rev = self.regs.ip("MP0").version
-        psp = PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP)
+        psp = PSP(self.mmio, self.vram, self.regs, self.vram_size - PSP_STAGING_BELOW_TOP, self.fb_base)
         return psp, firmware.load(f"psp_{major}_{minor}_{rev}_sos")
 
     def boot_psp(self) -> int:

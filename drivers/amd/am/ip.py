@@ -30,13 +30,15 @@ class RegisterMap:
     def __init__(self, blocks: dict[str, list[IPBlock]]):
         self.blocks = blocks
 
-    def ip(self, block: str) -> IPBlock:
-        if block not in self.blocks:
-            raise UnsupportedGPU(f"the GPU's IP discovery table has no {block} block")
-        return self.blocks[block][0]
+    def ip(self, block: str, instance: int = 0) -> IPBlock:
+        found = [ip for ip in self.blocks.get(block, ()) if ip.instance == instance]
+        if not found:
+            raise UnsupportedGPU(f"the GPU's IP discovery table has no {block} block" +
+                                 (f" instance {instance}" if instance else ""))
+        return found[0]
 
-    def address(self, block: str, name: str) -> int:
-        ip = self.ip(block)
+    def address(self, block: str, name: str, instance: int = 0) -> int:
+        ip = self.ip(block, instance)
         address = _ipmaps.address(block, ip.version, ip.bases, name)
         if address is None:
             raise UnsupportedGPU(f"{block} {'.'.join(map(str, ip.version))}: AM has no register map for it (it "
@@ -61,13 +63,13 @@ class Registers:
     def table(self, block: str, name: str):
         return _ipmaps.table(block, self.map.ip(block).version, name)
 
-    def read(self, block: str, name: str) -> int:
-        return self.mmio.read32(4 * self.map.address(block, name))
+    def read(self, block: str, name: str, instance: int = 0) -> int:
+        return self.mmio.read32(4 * self.map.address(block, name, instance))
 
-    def write(self, block: str, name: str, value: int = 0, **fields: int) -> None:
-        """value, or the fields given (the rest zero)."""
-        self.mmio.write32(4 * self.map.address(block, name), value | (self.table(block, name).encode(**fields)
-                                                                      if fields else 0))
+    def write(self, block: str, name: str, value: int = 0, instance: int = 0, **fields: int) -> None:
+        """value, or the fields given (the rest zero), to the register of that instance of the block."""
+        self.mmio.write32(4 * self.map.address(block, name, instance),
+                          value | (self.table(block, name).encode(**fields) if fields else 0))
 
     def wait(self, block: str, name: str, mask: int, value: int, step: str) -> int:
         """Poll until (register & mask) == value; Timeout naming the step, register and values otherwise."""

@@ -1,11 +1,12 @@
-"""The PSP (MP0) bootloader, as psp_v13_0.c drives it: each part of the SOS firmware file is copied to a 1 MiB-
-aligned buffer, its address (>> 20) written to C2PMSG_36 and the bootloader's command to C2PMSG_35, which reads
-0x80000000 again when the bootloader is ready for the next (bits 7:0: an error). After the sOS, its sign of life
-appears in C2PMSG_81 and its version in C2PMSG_58. A board whose sOS is alive already is left as it is.
+"""The PSP (MP0) bootloader, as psp_v13_0.c drives it: each part of the SOS firmware file is copied to a 1 MiB-aligned
+buffer, its MC address (>> 20) written to C2PMSG_36 and the bootloader's command to C2PMSG_35, which reads 0x80000000
+again when the bootloader is ready for the next (bits 7:0: an error). After the sOS, its sign of life appears in
+C2PMSG_81 and its version in C2PMSG_58. A board whose sOS is alive already is left as it is.
 
-Then, as psp_hw_start and psp_load_non_psp_fw go on: the sOS's ring (psp_ring.py), the TMR's size (LOAD_TOC with the
-SOS file's TOC), SETUP_TMR, and each ucode through LOAD_IP_FW, staged in the same 1 MiB buffer (the PSP copies it
-into the TMR before it answers), with AUTOLOAD_RLC once RLC_G is in."""
+Then, as psp_hw_start and psp_load_non_psp_fw go on: the sOS's ring (psp_ring.py), the TMR's size (LOAD_TOC with the SOS
+file's TOC), SETUP_TMR, and each ucode through LOAD_IP_FW, staged in the same 1 MiB buffer (the PSP copies it into the
+TMR before it answers), with AUTOLOAD_RLC once RLC_G is in, and the SOS file's register list last. On MI300X and MI350X
+the firmware set the TMR up at boot: SETUP_TMR only says so (size 0)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ FW_TYPES = {t.value: t.name.removeprefix("GFX_FW_TYPE_") for t in gfx.psp_gfx_fw
 
 
 class PSP:
-    def __init__(self, mmio, vram, regs, staging: int):
-        """staging: the VRAM offset (1 MiB-aligned) parts are copied to: the bootloader's, the TOC and ucodes."""
+    def __init__(self, mmio, vram, regs, staging: int, fb_base: int):
+        """staging: the VRAM offset (1 MiB-aligned) parts are copied to: the bootloader's, the TOC and ucodes;
+        fb_base: where VRAM starts in the MC address space (the bootloader is given MC addresses)."""
         if staging % (1 << 20):
             raise PSPError(f"PSP staging buffer at {staging:#x} is not 1 MiB-aligned")
         version = regs.ip("MP0").version
@@ -34,6 +36,7 @@ class PSP:
             raise UnsupportedGPU(f"MP0 {'.'.join(map(str, version))}: AM drives the PSP 13.x bootloader (Navi31) so "
                                  "far")
         self.mmio, self.vram, self.regs, self.staging, self.version = mmio, vram, regs, staging, version
+        self.fb_base = fb_base
         self.ring: Ring | None = None
         self.reg = {n: 4 * regs.address("MP0", f"MP0_SMN_C2PMSG_{n}") for n in (35, 36, 58, 81)}
 
@@ -75,7 +78,7 @@ class PSP:
     def _load(self, data: bytes, command: int, step: str) -> None:
         self._ready(f"before {step}")
         self.vram.write(self.staging, data + bytes(-len(data) % 4))
-        self.mmio.write32(self.reg[36], self.staging >> 20)
+        self.mmio.write32(self.reg[36], (self.fb_base + self.staging) >> 20)  # an MC address (fw_pri_mc_addr)
         self.mmio.write32(self.reg[35], command)
         self._ready(step)
 
@@ -102,15 +105,16 @@ class PSP:
         return size
 
     def setup_tmr(self, offset: int, size: int) -> None:
-        """The trusted memory region at this VRAM offset (1 MiB-aligned), `size` bytes."""
+        """The trusted memory region at this VRAM offset (1 MiB-aligned), `size` bytes; a size of 0 (and address 0)
+        keeps the TMR the firmware set up at boot (psp_prep_tmr_cmd_buf without a TMR buffer)."""
         if offset % _psp.TMR_ALIGNMENT:
             raise PSPError(f"PSP SETUP_TMR: the TMR at VRAM {offset:#x} is not 1 MiB-aligned")
-        mc = self._mc(offset)
+        mc = self._mc(offset) if size else 0
         cmd = gfx.struct_psp_gfx_cmd_resp(cmd_id=gfx.GFX_CMD_ID_SETUP_TMR)
         tmr = cmd.cmd.cmd_setup_tmr
         tmr.buf_phy_addr_lo, tmr.buf_phy_addr_hi, tmr.buf_size = mc & 0xFFFFFFFF, mc >> 32, size
         tmr.bitfield.virt_phy_addr = 1  # the PSP is given the VRAM offset too
-        tmr.system_phy_addr_lo, tmr.system_phy_addr_hi = offset & 0xFFFFFFFF, offset >> 32
+        tmr.system_phy_addr_lo, tmr.system_phy_addr_hi = offset & 0xFFFFFFFF, offset >> 32  # 0 for a boot-time TMR
         self.submit(cmd, f"{size:#x} bytes at MC {mc:#x}")
 
     def load_ip_fw(self, fw_type: int, payload: bytes) -> None:
@@ -129,18 +133,22 @@ class PSP:
         firmware (before SETUP_TMR where the PMFW manages DF C-states), SETUP_TMR at VRAM `tmr` (`tmr_room` bytes
         free there), then the other ucodes, AUTOLOAD_RLC after RLC_G. The TMR's size, for the caller to keep."""
         self.create_ring(mem)
-        size = self.tmr_size(sos)
+        boot_time = self.version in _psp.BOOT_TIME_TMR
+        size = 0 if boot_time else self.tmr_size(sos)
         if size > tmr_room:
             raise PSPError(f"PSP: the sOS wants a {size:#x}-byte TMR, {tmr_room:#x} bytes are free at VRAM {tmr:#x}")
         early = [u for u in loads if u.name == "SMC" and self.version in _psp.PMFW_BEFORE_TMR]
         for ucode in early:
             self.load_ip_fw(ucode.fw_type, ucode.payload)
-        self.setup_tmr(tmr, size)
+        self.setup_tmr(0 if boot_time else tmr, size)
         for ucode in loads:
             if ucode not in early:
                 self.load_ip_fw(ucode.fw_type, ucode.payload)
                 if ucode.name == "RLC_G" and self.version not in _psp.NO_RLC_AUTOLOAD:
                     self.autoload_rlc()
+        register_list = sos_binaries(sos, aux=self.aux_sos()).get(uc.PSP_FW_TYPE_PSP_RL)
+        if register_list:  # psp_rl_load, after the other firmware
+            self.load_ip_fw(gfx.GFX_FW_TYPE_REG_LIST, register_list)
         return size
 
     def _ring(self) -> Ring:

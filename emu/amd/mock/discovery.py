@@ -7,7 +7,8 @@ bindings (drivers/amd/am/discovery.py) checks both. The IP lists are the mock's 
 versions of Navi31 (gfx1100) and Navi44 (gfx1200) as amdgpu knows them, with segment bases the mock places its
 register models at (GC's are isa/amd/hw/soc.py's), and of the CDNA parts of cdna.py: a GC instance per XCC, each at
 the XCC-local bases its command processor addresses (the mock's XCCs have no CPU register apertures of their own),
-and every SDMA engine (four instances of each of SDMA0..3, amdgpu counting each entry as an engine). The GC table
+and every SDMA engine as an instance of SDMA0 (sixteen, four an IO die: sdma_v4_4_2.c finds engine i's registers at
+SDMA0's instance i). The GC table
 is gc_info v1.0 for RDNA and v2.1 (shader arrays and CUs per array, the cache sizes) for CDNA, the versions those
 GPUs' tables have."""
 
@@ -43,18 +44,21 @@ IPS = {
                 ("SMUIO", 0, (14, 0, 2), (0x16800, 0x16A00)), ("THM", 0, (14, 0, 2), (0x16600,)),
                 ("DF", 0, (4, 8, 0), (0x7000, 0x240B800))],
 }
-# CDNA's blocks other than GC and SDMA: the bases the mock places them at; NBIO's first four are vega10_ip_offset.h's
-# NBIO_BASE (where tinygrad's gfx9 runtime finds the HDP flush pair)
-CDNA_BLOCKS = {"NBIF": NBIF_BASES[:4], "MMHUB": (0x1A000, 0x2408800), "OSSSYS": (0x10A0, 0x240A000),
+# CDNA's blocks other than GC and SDMA: the bases the mock places them at; NBIO's first six are vega10_ip_offset.h's
+# NBIO_BASE (where tinygrad's gfx9 runtime finds the HDP flush pair), and NBIO 7.9's map names three segments more
+# (its strap and config-space shadows), which the mock places past BAR5 (reached through the SMN index/data pair)
+CDNA_BLOCKS = {"NBIF": (*NBIF_BASES, 0x07C00000, 0x0A000000, 0x0C000000), "MMHUB": (0x1A000, 0x2408800),
+               "OSSSYS": (0x10A0, 0x240A000),
                "HDP": (0xF20, 0x240A400), "MP0": (0x16000, 0x243FC00), "MP1": (0x16000, 0x243FC00)}
+AIDS = 4  # the CDNA parts' IO dies, each with its MMHUB (at one register aperture in the mock, as its XCCs share one)
 SDMA_STRIDE = 0x600  # dwords between the register segments of consecutive SDMA engines (vega10's SDMA0 -> SDMA1)
 
 
 def _cdna_ips(part: Part, arch: str) -> list:
     gc = [("GC", xcc, part.ips["GC"], GC_BASES[arch[:5]]) for xcc in range(part.xccs)]
-    sdma = [(f"SDMA{block}", inst, part.ips["SDMA"], (0x1260 + SDMA_STRIDE * (4 * block + inst),))
-            for block in range(4) for inst in range(part.sdma_instances // 4)]
-    return gc + sdma + [(name, 0, part.ips[name], bases) for name, bases in CDNA_BLOCKS.items()]
+    sdma = [("SDMA0", inst, part.ips["SDMA"], (0x1260 + SDMA_STRIDE * inst,)) for inst in range(part.sdma_instances)]
+    hubs = [("MMHUB", aid, part.ips["MMHUB"], CDNA_BLOCKS["MMHUB"]) for aid in range(1, AIDS)]  # one an IO die
+    return gc + sdma + [(name, 0, part.ips[name], bases) for name, bases in CDNA_BLOCKS.items()] + hubs
 
 
 IPS.update({arch: _cdna_ips(part, arch) for arch, part in PARTS.items()})

@@ -370,15 +370,15 @@ class RingQueue:
             return False
         gpu, contexts = self.gpu, self.contexts
         ticks = gpu.ticks
-        if contexts[0].pos is None:
-            for ctx in contexts:
-                ctx.pos = self.rptr
-        wptr = self.wptr
-        taken = self.taken
-        if taken >= wptr:  # idle: every XCC is at the write pointer (a stalled packet holds its XCC short of it)
-            return False
         before = gpu.xcc
         try:
+            if contexts[0].pos is None:
+                for ctx in contexts:
+                    ctx.pos = self.rptr
+            wptr = self.wptr  # (pointers the queue's memory does not map: a fault of the queue, as any access)
+            taken = self.taken
+            if taken >= wptr:  # idle: every XCC is at the write pointer (a stalled packet holds its XCC short of it)
+                return False
             try:
                 for ctx in contexts:
                     self.ctx, gpu.xcc = ctx, ctx.xcc

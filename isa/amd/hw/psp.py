@@ -30,6 +30,9 @@ TMR_SIZE, TMR_ALIGNMENT = 0x400000, 1 << 20  # PSP_TMR_SIZE (all but Aldebaran) 
 # psp_early_init / psp_check_pmfw_centralized_cstate_management, MP0 13.x on bare metal: which load the SMU's
 # firmware before SETUP_TMR, and which have no RLC autoload (AUTOLOAD_RLC after RLC_G)
 PMFW_BEFORE_TMR = {(13, 0, 0), (13, 0, 2), (13, 0, 7)}
+# psp_early_init: MP0 versions whose TMR the firmware set up at boot (boot_time_tmr, no RLC autoload): the driver
+# makes none, and SETUP_TMR tells the sOS so with a size of 0
+BOOT_TIME_TMR = {(13, 0, 6), (13, 0, 14)}
 # psp_v13_0_is_aux_sos_load_required: MP0 13.0.6 takes the SOS file's aux binaries while the SMU firmware, whose
 # version MP1_PUB_SCRATCH0 (a byte address on the SMN bus, past BAR5) holds, is older than 85.115.0
 MP1_PUB_SCRATCH0, AUX_SOS_BELOW, AUX_SOS_MP0 = 0x3B10090, 0x557300, (13, 0, 6)

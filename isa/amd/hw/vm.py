@@ -12,6 +12,9 @@ HUB_PREFIX = {"gfx11": {"GC": "GC", "MMHUB": "MM"}, "gfx12": {"GC": "GC", "MMHUB
               "gfx94": {"GC": "", "MMHUB": ""}, "gfx95": {"GC": "", "MMHUB": ""}}
 PAGE_SHIFT, BLOCK_BITS = 12, 9  # 4 KiB pages, 512 entries a table (PAGE_TABLE_BLOCK_SIZE 0)
 DEPTH = 3  # PAGE_TABLE_DEPTH: PDB2 -> PDB1 -> PDB0 -> PTB, 48-bit addresses
+# gfx9's "translate further" (amdgpu's vm_manager.translate_further, tinygrad's AM on gfx9): PAGE_TABLE_DEPTH 2 with
+# PAGE_TABLE_BLOCK_SIZE 9 walks the same four levels, a PDB0 entry being a 2 MiB page unless it has TF (a PTB then)
+FURTHER_DEPTH, FURTHER_BLOCK, TF = 2, 9, 1 << 56
 ENTRIES = 1 << BLOCK_BITS
 
 

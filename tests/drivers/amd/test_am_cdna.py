@@ -26,11 +26,11 @@ from usergpu.isa.amd.hw import psp as _psp
 
 PARTS = {"gfx942": ((9, 4, 3), (85, 124, 0), "psp_13_0_6_sos"), "gfx950": ((9, 5, 0), (103, 30, 0), "psp_13_0_14_sos")}
 # GC 9.4.3's set in amdgpu's order: the P2S table first, one SDMA image per engine of an IO die, the MEC and its
-# jump table, the RLC's restore lists and the RLC
+# jump table, the RLC's restore lists and the RLC; the SOS file's register list last
 FIRMWARE = [gfx.GFX_FW_TYPE_P2S_TABLE, gfx.GFX_FW_TYPE_SDMA0, gfx.GFX_FW_TYPE_SDMA1, gfx.GFX_FW_TYPE_SDMA2,
             gfx.GFX_FW_TYPE_SDMA3, gfx.GFX_FW_TYPE_CP_MEC, gfx.GFX_FW_TYPE_CP_MEC_ME1,
             gfx.GFX_FW_TYPE_RLC_RESTORE_LIST_SRM_CNTL, gfx.GFX_FW_TYPE_RLC_RESTORE_LIST_GPM_MEM,
-            gfx.GFX_FW_TYPE_RLC_RESTORE_LIST_SRM_MEM, gfx.GFX_FW_TYPE_RLC_G]
+            gfx.GFX_FW_TYPE_RLC_RESTORE_LIST_SRM_MEM, gfx.GFX_FW_TYPE_RLC_G, gfx.GFX_FW_TYPE_REG_LIST]
 
 
 def board(tmp_path, arch):
@@ -65,7 +65,7 @@ def test_the_smu_firmware_version_picks_the_sos_binaries(tmp_path, monkeypatch):
     hal, mock, dev = board(tmp_path, "gfx942")
     regs = Registers(dev.mmio, dev.regs)
     assert smn_read(regs, _psp.MP1_PUB_SCRATCH0) == 0x00557C00
-    psp = PSP(dev.mmio, dev.vram, dev.regs, dev.vram_size - (16 << 20))
+    psp = PSP(dev.mmio, dev.vram, dev.regs, dev.vram_size - (16 << 20), dev.fb_base)
     assert not psp.aux_sos()
     monkeypatch.setitem(smu_v13_0_6.VERSIONS, "gfx942", (0x00557000, 750))  # 85.112.0
     assert psp.aux_sos()

@@ -13,7 +13,7 @@ from usergpu.autogen import amdgpu_ucode as uc
 from usergpu.autogen import psp_gfx_if as gfx
 from usergpu.drivers.amd.am import firmware, psp_ring
 from usergpu.drivers.amd.am.device import AMDevice
-from usergpu.drivers.amd.am.firmware import FirmwareError, load, ucodes
+from usergpu.drivers.amd.am.firmware import FirmwareError, load, sos_binaries, ucodes
 from usergpu.drivers.amd.am.psp import PSP, PSPError, RingMemory
 from usergpu.drivers.pci import pci_devices
 from usergpu.emu.amd.mock.pci.board import MockPCIGPU
@@ -34,7 +34,7 @@ def board(tmp_path):
     dev = AMDevice(pci_devices(hal, 0x1002)[0], hal, reset=False)
     dev.boot_psp()
     top = dev.vram_size
-    psp = PSP(dev.mmio, dev.vram, dev.regs, top - 16 * MiB)
+    psp = PSP(dev.mmio, dev.vram, dev.regs, top - 16 * MiB, dev.fb_base)
     mem = RingMemory(dev.fb_base, top - 20 * MiB, top - 20 * MiB + 0x1000, top - 20 * MiB + 0x2000)
     return mock, dev, psp, mem, top - 48 * MiB
 
@@ -71,7 +71,9 @@ def expected() -> list[tuple[int, int]]:
             (gfx.GFX_FW_TYPE_RLC_IRAM, rlc.v2_2.rlc_iram_ucode_size_bytes),
             (gfx.GFX_FW_TYPE_RLC_DRAM_BOOT, rlc.v2_2.rlc_dram_ucode_size_bytes),
             (gfx.GFX_FW_TYPE_RLC_P, rlc.rlcp_ucode_size_bytes), (gfx.GFX_FW_TYPE_RLC_V, rlc.rlcv_ucode_size_bytes),
-            (gfx.GFX_FW_TYPE_RLC_G, rlc.v2_2.v2_1.v2_0.header.ucode_size_bytes)]
+            (gfx.GFX_FW_TYPE_RLC_G, rlc.v2_2.v2_1.v2_0.header.ucode_size_bytes),
+            # the SOS file's register list, last (psp_rl_load after psp_load_fw)
+            (gfx.GFX_FW_TYPE_REG_LIST, len(sos_binaries(load("psp_13_0_0_sos"))[uc.PSP_FW_TYPE_PSP_RL]))]
 
 
 def test_navi31_firmware_goes_in_in_amdgpus_order(tmp_path):

@@ -27,6 +27,7 @@ from usergpu.emu.amd.mock.pci.function import PCIFunction
 from usergpu.emu.amd.mock.pci.gmc import MMU
 from usergpu.emu.amd.mock.pci.ih import IH
 from usergpu.emu.amd.mock.pci.psp import MockPSP
+from usergpu.emu.amd.mock.pci.rlc import RLC
 from usergpu.emu.amd.mock.pci.smn import SMN
 from usergpu.emu.amd.mock.pci.smu import MockSMU
 from usergpu.emu.amd.mock.pci.smu_v13_0_6 import MockSMU13_0_6
@@ -92,6 +93,7 @@ class MockPCIGPU(PCIFunction):
         self.smn = SMN(self, MMIO_BAR, {_psp.MP1_PUB_SCRATCH0: lambda: self.smu.version}) if arch in CDNA else None
         self.mmu = MMU(self, self.gpu)
         self.cp = CommandProcessor(self, self.gpu)
+        self.rlc = RLC(self)
         self.ih = IH(self, self.gpu, self.cp.run)
         self.hdp = HDP(self)
         if fresh:

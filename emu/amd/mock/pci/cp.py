@@ -47,8 +47,8 @@ class Ring:
 
 def sdma_rings(board) -> list[Ring]:
     """The board's SDMA rings: on gfx11/12 eight queues of each of two engines in GC's registers; on CDNA the GFX
-    ring of every engine its discovery table lists (SDMA0..3, one instance an engine of an IO die), each engine in
-    its own registers, running the SDMA<n> firmware of its place in the die (amdgpu loads one image per place)."""
+    ring of every engine its discovery table lists (SDMA0's instances, four an IO die), each engine in its own
+    registers, running the SDMA<n> firmware of its place in the die (amdgpu loads one image per place)."""
     if board.arch[:5] in ("gfx11", "gfx12"):
         halt = _ipmaps.SDMA_MICROCONTROLLER[board.arch[:5]]
         return [Ring(("SDMA", n, q), "GC", 0, f"SDMA{n}_QUEUE{q}_", f"SDMA{n}_{halt}_CNTL",

@@ -1,12 +1,12 @@
-"""The mock GPU's MMU (GCVM, what the CP, shaders and SDMA see): on a TLB invalidation (VM_INVALIDATE_ENG*_REQ) it
-walks VM context 0's page tables from VM_CONTEXT0_PAGE_TABLE_BASE_ADDR as the driver wrote them in VRAM and remaps
-the engines' memory to what they say: every run of valid PTEs becomes a mapping of those VRAM pages at its virtual
-address, and a system-memory PTE (SYSTEM set, an IO virtual address) one of the host memory the IOMMU maps there
-(vfio.py). An address no valid PTE maps — an invalid entry, a PTE pointing outside VRAM or at system memory the
-IOMMU does not map — stays unmapped, so an access there is a VM fault naming the address: the engine stops, the
-hub latches the fault (GCVM_L2_PROTECTION_FAULT_STATUS and _ADDR, cleared through _CNTL) and raises the UTCL2 fault
-interrupt. Each hub acknowledges its invalidations in VM_INVALIDATE_ENG*_ACK; MMHUB's tables are not walked (no
-mock engine sits behind it)."""
+"""The mock GPU's MMU (GCVM, what the CP, shaders and SDMA see): on a TLB invalidation (VM_INVALIDATE_ENG*_REQ) it walks
+VM context 0's page tables (four levels; on gfx9 also in the translate-further form, vm.py) from
+VM_CONTEXT0_PAGE_TABLE_BASE_ADDR as the driver wrote them in VRAM and remaps the engines' memory to what they say:
+every run of valid PTEs becomes a mapping of those VRAM pages at its virtual address, and a system-memory PTE (SYSTEM
+set, an IO virtual address) one of the host memory the IOMMU maps there (vfio.py). An address no valid PTE maps — an
+invalid entry, a PTE pointing outside VRAM or at system memory the IOMMU does not map — stays unmapped, so an access
+there is a VM fault naming the address: the engine stops, the hub latches the fault (GCVM_L2_PROTECTION_FAULT_STATUS
+and _ADDR, cleared through _CNTL) and raises the UTCL2 fault interrupt. Each hub acknowledges its invalidations in
+VM_INVALIDATE_ENG*_ACK; MMHUB's tables are not walked (no mock engine sits behind it)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ class MMU:
     def __init__(self, board, gpu):
         self.board, self.gpu = board, gpu
         self.family = board.arch[:5]
+        self.further = False  # the tables are gfx9's translate-further form (vm.py)
         self.rejected: list[tuple[int, int, str]] = []  # (VA, entry, why) of PTEs the last walk could not map
         self.system: list[list[int]] = []  # [va, host address, size] of system memory, merged like VRAM's runs
         self.status = _vm.FAULT_STATUS[self.family]
@@ -35,6 +36,8 @@ class MMU:
                 req = board.address(hub, f"{prefix}VM_INVALIDATE_ENG{eng}_REQ")
                 ack = board.address(hub, f"{prefix}VM_INVALIDATE_ENG{eng}_ACK")
                 board.on_write[req] = lambda value, ack=ack, walk=hub == "GC": self.invalidate(value, ack, walk)
+                sem = board.address(hub, f"{prefix}VM_INVALIDATE_ENG{eng}_SEM")  # a read takes it: always free
+                board.on_read[sem] = lambda sem=sem: board.regs.__setitem__(sem, 1)
 
     def invalidate(self, request: int, ack: int, walk: bool) -> None:
         """A request clears its VMIDs' ACK bits; each is set again once those VMIDs' translations are gone."""
@@ -72,11 +75,16 @@ class MMU:
         cntl = self.board.table("GC", self.vm + "CONTEXT0_CNTL").decode(self._reg(self.vm + "CONTEXT0_CNTL"))
         base = self._reg(self.vm + "CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32") << 32 | self._reg(
             self.vm + "CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32")
-        if not cntl["ENABLE_CONTEXT"] or not base & _vm.VALID or cntl["PAGE_TABLE_DEPTH"] != _vm.DEPTH:
+        shape = cntl["PAGE_TABLE_DEPTH"], cntl["PAGE_TABLE_BLOCK_SIZE"]
+        self.further = self.family in ("gfx94", "gfx95") and shape == (_vm.FURTHER_DEPTH, _vm.FURTHER_BLOCK)
+        if not cntl["ENABLE_CONTEXT"] or not base & _vm.VALID or shape[0] != _vm.DEPTH and not self.further:
             return mem  # no translation: every access faults
         runs: list[list[int]] = []  # [va, vram address, size], merged where contiguous in both
         self.system = []
-        self._table(base & _vm.ADDRESS, 0, 0, runs)
+        # the tables translate addresses from the context's start (PAGE_TABLE_START_ADDR, in pages) up
+        start = (self._reg(self.vm + "CONTEXT0_PAGE_TABLE_START_ADDR_HI32") << 32 |
+                 self._reg(self.vm + "CONTEXT0_PAGE_TABLE_START_ADDR_LO32")) << _vm.PAGE_SHIFT
+        self._table(base & _vm.ADDRESS, 0, start, runs)
         for va, address, size in runs:
             mem.map_at(va, self.board.vram[address : address + size])
         for va, host, size in self.system:
@@ -90,8 +98,12 @@ class MMU:
         entries = self.board.vram[address : address + _vm.ENTRIES * 8].view(np.uint64)
         shift = _vm.level_shift(level)
         index = np.flatnonzero(entries & np.uint64(_vm.VALID))
-        pages = np.ones(len(index), bool) if level == _vm.DEPTH else \
-            (entries[index] & np.uint64(_vm.PDE_PTE[self.family])) != 0
+        if level == _vm.DEPTH:
+            pages = np.ones(len(index), bool)
+        elif self.further and level == _vm.DEPTH - 1:  # PDB0: a 2 MiB page, or with TF a PTB
+            pages = (entries[index] & np.uint64(_vm.TF)) == 0
+        else:
+            pages = (entries[index] & np.uint64(_vm.PDE_PTE[self.family])) != 0
         for i in index[~pages]:
             self._table(int(entries[i]) & _vm.ADDRESS, level + 1, va + (int(i) << shift), runs)
         self._pages(va + (index[pages].astype(np.int64) << shift), entries[index[pages]], 1 << shift, runs)

@@ -1,9 +1,9 @@
 """The mock PSP (MP0) bootloader: C2PMSG_35 reads 0x80000000 while it waits for a command; a command takes the part
-staged at C2PMSG_36 << 20 in VRAM and answers ready again, or ready with an error code in bits 7:0 (a part out of
-order: anything after the sOS, the sOS before the system driver; an unknown command; nothing staged). Loading the
-sOS lights its sign of life (C2PMSG_81) and version (C2PMSG_58). The parts are not authenticated: the real PSP
-checks their signatures, the mock only that something was staged. MOCKPCI_FAULT=psp-never-ready: C2PMSG_35 stays
-0. The sOS's ring and commands: psp_ring.py."""
+staged at C2PMSG_36 << 20 (an MC address in VRAM's FB aperture, as psp_v13_0.c gives it) and answers ready again, or
+ready with an error code in bits 7:0 (a part out of order: anything after the sOS, the sOS before the system driver;
+an unknown command; nothing staged). Loading the sOS lights its sign of life (C2PMSG_81) and version (C2PMSG_58). The
+parts are not authenticated: the real PSP checks their signatures, the mock only that something was staged.
+MOCKPCI_FAULT=psp-never-ready: C2PMSG_35 stays 0. The sOS's ring and commands: psp_ring.py."""
 
 from __future__ import annotations
 
@@ -45,13 +45,16 @@ class MockPSP:
 
     def command(self, value: int) -> None:
         regs = self.gpu.regs
-        staged = int(regs[self.c36]) << 20
+        try:
+            staged = self.gpu.mc_to_vram(int(regs[self.c36]) << 20, 4096)
+        except ValueError:
+            staged = None
         error = 0
         if value not in COMMANDS:
             error = ERROR_COMMAND
         elif _psp.LOAD_SOSDRV in self.loaded or (value == _psp.LOAD_SOSDRV and _psp.LOAD_SYSDRV not in self.loaded):
             error = ERROR_ORDER
-        elif staged + 4096 > self.gpu.vram_size or not self.gpu.vram[staged : staged + 4096].any():
+        elif staged is None or not self.gpu.vram[staged : staged + 4096].any():
             error = ERROR_EMPTY
         else:
             self.loaded.append(value)

@@ -6,10 +6,12 @@ the frames up to it: each frame's command buffer is read and executed, its resp.
 value written to the fence address. A frame whose command or fence buffer is outside VRAM is dropped unanswered.
 
 Commands: LOAD_TOC answers a TMR size; SETUP_TMR records the TMR (inside VRAM, 1 MiB-aligned, at least the TOC's
-size — PSP_TMR_SIZE where the SOS file has no TOC — its VRAM offset as the system address); LOAD_IP_FW needs the
+size — PSP_TMR_SIZE where the SOS file has no TOC — its VRAM offset as the system address; on those boards a TMR
+of size 0 at 0 keeps the one their firmware set up at boot); LOAD_IP_FW needs the
 TOC (where there is one), and the TMR for all but the SMU's firmware
 (amdgpu loads that one before SETUP_TMR on MP0 13.0.0), a known type and a payload inside VRAM, not all zeros;
-AUTOLOAD_RLC needs RLC_G. Failures answer GlobalPlatform TEE codes (which one is the model's choice), anything else
+AUTOLOAD_RLC needs RLC_G; SRIOV_SPATIAL_PART (the CDNA parts only) takes a number of compute partitions that
+divides the XCCs. Failures answer GlobalPlatform TEE codes (which one is the model's choice), anything else
 PSP_ERR_UNKNOWN_COMMAND. Nothing is authenticated. What other blocks ask (which firmware is in, whether the RLC
 autoload ran) lives in the board's firmware words, so another process opening the board sees it.
 MOCKPCI_FAULT=psp-ring-hang: frames are taken and never answered."""
@@ -21,6 +23,7 @@ import ctypes
 import numpy as np
 
 from usergpu.autogen import psp_gfx_if as gfx
+from usergpu.emu.amd.mock.cdna import PARTS
 from usergpu.isa.amd.hw import psp as _psp
 
 RING_BAD_ADDRESS, RING_BAD_SIZE, RING_BAD_COMMAND = 0x1, 0x2, 0x3
@@ -31,8 +34,9 @@ FRAME, CMD = ctypes.sizeof(gfx.struct_psp_gfx_rb_frame), ctypes.sizeof(gfx.struc
 RESP, RESP_SIZE = gfx.struct_psp_gfx_cmd_resp.resp.offset, ctypes.sizeof(gfx.struct_psp_gfx_resp)
 FW_TYPES = {t.value for t in gfx.psp_gfx_fw_type} - {gfx.GFX_FW_TYPE_NONE, gfx.GFX_FW_TYPE_MAX}
 # the board's firmware words the sOS keeps: ring MC address, size, read pointer (dwords); the TOC's TMR size; TMR
-# MC address, size; RLC autoload done; from LOADED, one bit per GFX_FW_TYPE loaded (32 a word)
-RING, RING_SIZE, RPTR, TOC, TMR, TMR_SIZE, AUTOLOADED, LOADED = 16, 17, 18, 19, 20, 21, 22, 24
+# MC address, size; RLC autoload done; the compute partitions asked for (0: none asked); from LOADED, one bit per
+# GFX_FW_TYPE loaded (32 a word)
+RING, RING_SIZE, RPTR, TOC, TMR, TMR_SIZE, AUTOLOADED, PARTITIONS, LOADED = 16, 17, 18, 19, 20, 21, 22, 23, 24
 WORDS = slice(RING, LOADED + gfx.GFX_FW_TYPE_MAX // 32 + 1)
 
 
@@ -54,6 +58,8 @@ class MockSOS:
         self.images: dict[int, bytes] = {}  # GFX_FW_TYPE_* -> the payload it was handed
         self.commands = {gfx.GFX_CMD_ID_LOAD_TOC: self._load_toc, gfx.GFX_CMD_ID_SETUP_TMR: self._setup_tmr,
                          gfx.GFX_CMD_ID_LOAD_IP_FW: self._load_ip_fw, gfx.GFX_CMD_ID_AUTOLOAD_RLC: self._autoload}
+        if gpu.arch in PARTS:  # the parts of several XCCs split them into compute partitions
+            self.commands[gfx.GFX_CMD_ID_SRIOV_SPATIAL_PART] = self._spatial_partition
         gpu.on_write[self.reg[CTRL]] = self.control
         gpu.on_write[self.reg[WPTR]] = self.doorbell
 
@@ -143,6 +149,9 @@ class MockSOS:
     def _setup_tmr(self, cmd: gfx.struct_psp_gfx_cmd_resp) -> int:
         tmr = cmd.cmd.cmd_setup_tmr
         mc, size = _mc(tmr.buf_phy_addr_lo, tmr.buf_phy_addr_hi), tmr.buf_size
+        if size == 0 and mc == 0 and self.gpu.arch not in TOC_SOS:  # keep the TMR the firmware set up at boot
+            self.words[TMR], self.words[TMR_SIZE] = 0, _psp.TMR_SIZE
+            return 0
         at = self._vram(mc, size) if size else None
         system = _mc(tmr.system_phy_addr_lo, tmr.system_phy_addr_hi)
         if at is None or mc % _psp.TMR_ALIGNMENT or size < int(self.words[TOC]) or \
@@ -161,6 +170,15 @@ class MockSOS:
         self.words[LOADED + fw.fw_type // 32] = int(self.words[LOADED + fw.fw_type // 32]) | 1 << fw.fw_type % 32
         self.loaded_fw.append(fw.fw_type)
         self.images[fw.fw_type] = payload
+        return 0
+
+    def _spatial_partition(self, cmd: gfx.struct_psp_gfx_cmd_resp) -> int:
+        """SRIOV_SPATIAL_PART: the XCCs split into `mode` compute partitions (psp_spatial_partition), a divisor of
+        their number."""
+        mode, xccs = cmd.cmd.cmd_spatial_part.mode, PARTS[self.gpu.arch].xccs
+        if not 0 < mode <= xccs or xccs % mode:
+            return TEE_ERROR_BAD_PARAMETERS
+        self.words[PARTITIONS] = mode
         return 0
 
     def _autoload(self, cmd: gfx.struct_psp_gfx_cmd_resp) -> int:
