@@ -62,10 +62,12 @@ def tinygrad_sdist(tmp_path_factory) -> Path:
     return next(where.glob("tinygrad-*/test")).parent
 
 
-@pytest.mark.parametrize(("dev", "options"), [("MOCKKFD+AMD:LLVM", []), ("MOCK+NV", ["--arch", "sm_89"])])
+@pytest.mark.parametrize(("dev", "options"), [("MOCKKFD+AMD:LLVM", []), ("MOCK+NV", ["--arch", "sm_89"]),
+                                              ("MOCKPCI+AMD:LLVM", ["--arch", "gfx942"])])
 def test_tinygrads_own_test_file(tinygrad_sdist, dev, options):
     """tinygrad's test/test_tiny.py, run in tinygrad's source tree (its own `test` package next to it) as its CI
-    runs it, on the mock (its CPU-device parts compile with clang-22)."""
+    runs it, on the mock (its CPU-device parts compile with clang-22); on MOCKPCI+AMD through tinygrad's own AM
+    driver, which boots the mock MI300X first."""
     env = {**os.environ, "DEV": dev, "CC": "clang-22", "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTEST_XDIST_WORKER", None)
     run = subprocess.run([str(USERGPU), "mock", *options, "--", sys.executable, "-m", "pytest", "-q", "-p",

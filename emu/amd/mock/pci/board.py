@@ -40,7 +40,7 @@ RCC_CONFIG_MEMSIZE = 0xDE3  # NBIO's dword (amdgpu_discovery.c): VRAM size in Mi
 # arch -> (PCI device id, VRAM bytes): Navi31, Navi44, and the CDNA parts of cdna.py (MI300X, MI350X)
 ARCHS = {"gfx1100": (0x744C, 24 << 30), "gfx1200": (0x7590, 8 << 30),
          **{arch: (part.device_id, part.vram) for arch, part in PARTS.items()}}
-CDNA = tuple(PARTS)
+CDNA = tuple(PARTS)  # (SMU 13.0.6's interface, NBIO's SMN index/data pair)
 DOORBELLS, MMIO = 2 << 20, 1 << 20  # the doorbell and register BARs' sizes
 FB_BASE = 0x80_0000_0000  # where the VBIOS places VRAM in the MC address space (FB_LOCATION_BASE << 24)
 FB_LOCATION_SHIFT = 24  # FB_LOCATION_BASE/TOP count 16 MiB units (mmhub_v3_0_get_fb_location: << 24)
@@ -130,7 +130,6 @@ class MockPCIGPU(PCIFunction):
     def table(self, block: str, name: str):
         """A register's generated description (fields) in this GPU's map of the block."""
         return _ipmaps.table(block, self.ip(block)[0], name)
-
 
     def mc_to_vram(self, address: int, size: int = 1) -> int:
         """The VRAM offset of an MC address in the FB aperture (what the PSP and SMU are given); ValueError outside
