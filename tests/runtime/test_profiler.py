@@ -1,4 +1,4 @@
-"""Profiling on MOCKKFD+AMD (and MOCKPCI+AMD for RDNA), gfx1100, gfx1200, gfx942 and gfx950: counters equal exact
+"""Profiling on MOCKKFD+AMD and MOCKPCI+AMD, gfx1100, gfx1200, gfx942 and gfx950: counters equal exact
 counts of what the emulator executed, and the thread trace the mock writes decodes back to the traced wave's
 instructions, in order."""
 
@@ -21,9 +21,10 @@ from usergpu.runtime.launch import launch
 KERNELS = Path(__file__).parents[1] / "kernels"
 SOURCE = (KERNELS / "prof.cl").read_text()
 ARCHS = ("gfx1100", "gfx1200")
-# the interfaces each arch is profiled on (the AM driver, MOCKPCI, drives RDNA boards only), and the queues
+# the interfaces each arch is profiled on (the KFD mock, and the AM driver on the mock PCI boards), and the queues
 RUNS = [(arch, interface, "pm4") for arch in ARCHS for interface in ("MOCKKFD+AMD", "MOCKPCI+AMD")] + [
-    (arch, "MOCKKFD+AMD", queue) for arch in ("gfx942", "gfx950") for queue in ("pm4", "aql")]
+    (arch, interface, queue) for arch in ("gfx942", "gfx950") for queue in ("pm4", "aql")
+    for interface in ("MOCKKFD+AMD", "MOCKPCI+AMD")]
 # (kernel, grid, block, arguments)
 CASES = {
     "straight": ((4, 1, 1), (64, 1, 1), lambda: [np.arange(256, dtype=np.float32), np.ones(256, np.float32)]),
