@@ -28,8 +28,8 @@ class Ring:
 
 def rings(family: str) -> list[Ring]:
     """The rings AM uses, the engines taken in turn."""
-    if family in ("gfx11", "gfx12"):
-        mcu = _ipmaps.SDMA_MICROCONTROLLER[family]
+    mcu = _ipmaps.SDMA_MICROCONTROLLER.get(family)
+    if mcu is not None:  # the queues are GC's registers
         return [Ring("GC", 0, f"SDMA{n}_QUEUE{q}_", f"SDMA{n}_{mcu}_CNTL", ENGINES[n] + q)
                 for q in range(QUEUES) for n in range(len(ENGINES))]
     return [Ring("SDMA0", n, "SDMA_GFX_", "SDMA_F32_CNTL", ENGINES[n]) for n in range(len(ENGINES))]
@@ -72,8 +72,8 @@ class SDMA:
         w("DOORBELL_OFFSET", OFFSET=r.doorbell * 2)
         w("DOORBELL", ENABLE=1)
         size = (ring_bytes // 4).bit_length() - 1
-        if self.family in ("gfx11", "gfx12"):
-            mcu = _ipmaps.SDMA_MICROCONTROLLER[self.family]
+        mcu = _ipmaps.SDMA_MICROCONTROLLER.get(self.family)
+        if mcu is not None:
             w("RB_CNTL", RB_ENABLE=1, RB_SIZE=size, RPTR_WRITEBACK_ENABLE=1, RB_PRIV=1,
               **{f"{mcu}_WPTR_POLL_ENABLE": 1})
         else:

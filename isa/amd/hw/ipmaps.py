@@ -90,5 +90,6 @@ def family(gc: tuple[int, ...]) -> str | None:
 MEC_CNTL = {"gfx11": ("CP_MEC_RS64_CNTL", "MEC_HALT", {f"MEC_PIPE{p}_ACTIVE": 1 for p in range(4)}),
             "gfx12": ("CP_MEC_RS64_CNTL", "MEC_HALT", {f"MEC_PIPE{p}_ACTIVE": 1 for p in range(4)}),
             "gfx94": ("CP_MEC_CNTL", "MEC_ME1_HALT", {}), "gfx95": ("CP_MEC_CNTL", "MEC_ME1_HALT", {})}
-# what the SDMA engine's microcontroller is called in its registers (SDMA<n>_F32_CNTL, ..._F32_WPTR_POLL_ENABLE)
+# what the SDMA engine's microcontroller is called in its registers (SDMA<n>_F32_CNTL, ..._F32_WPTR_POLL_ENABLE), for
+# the families whose SDMA queues are GC registers (SDMA<n>_QUEUE<q>_*); gfx9's engines have registers of their own
 SDMA_MICROCONTROLLER = {"gfx11": "F32", "gfx12": "MCU"}

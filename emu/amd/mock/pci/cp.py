@@ -49,8 +49,8 @@ def sdma_rings(board) -> list[Ring]:
     """The board's SDMA rings: on gfx11/12 eight queues of each of two engines in GC's registers; on CDNA the GFX
     ring of every engine its discovery table lists (SDMA0's instances, four an IO die), each engine in its own
     registers, running the SDMA<n> firmware of its place in the die (amdgpu loads one image per place)."""
-    if board.arch[:5] in ("gfx11", "gfx12"):
-        halt = _ipmaps.SDMA_MICROCONTROLLER[board.arch[:5]]
+    halt = _ipmaps.SDMA_MICROCONTROLLER.get(board.arch[:5])
+    if halt is not None:  # the queues are GC's registers
         return [Ring(("SDMA", n, q), "GC", 0, f"SDMA{n}_QUEUE{q}_", f"SDMA{n}_{halt}_CNTL",
                      psp_gfx_if.GFX_FW_TYPE_SDMA_UCODE_TH0) for n in range(SDMA_ENGINES) for q in range(SDMA_QUEUES)]
     engines = [(block, inst) for block, inst, _, _ in discovery.IPS[board.arch] if block.startswith("SDMA")]
