@@ -157,6 +157,14 @@ class Memory:
             raise MemoryFault(address, "write", "a read-only mapping")
         buf.data[address - base : address - base + len(data)] = data  # a memoryview takes bytes as they are
 
+    def copy(self, dst: int, src: int, n: int) -> None:
+        """n bytes from src to dst (each inside one mapping; they may overlap), without a copy in between."""
+        src_base, src_buf = self._span(src, n, "read")
+        dst_base, dst_buf = self._span(dst, n, "write")
+        if not dst_buf.flags.writeable:
+            raise MemoryFault(dst, "write", "a read-only mapping")
+        dst_buf[dst - dst_base : dst - dst_base + n] = src_buf[src - src_base : src - src_base + n]
+
     def word(self, address: int, size: int) -> np.ndarray:
         """The size-byte (4 or 8) little-endian word at address as a one-element array on the mapping's bytes (reads
         and writes through it are the memory's); good while `derived` is the same dict (no mapping changed)."""

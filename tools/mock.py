@@ -3,7 +3,8 @@ tests) with usergpu's mock machines behind the seam tinygrad offers for mocks. T
 `test.mockgpu.mockgpu.MockFileIOInterface` (and `test.mockgpu.usb.MockUSB3`) as usergpu's through an import hook on
 its PYTHONPATH (tools/mock_site/sitecustomize.py); DEV is set when absent, MOCKGPU_ARCH and MOCKGPU_COUNT from the
 options (and MOCKGPU_PARTITION, a CDNA GPU's compute partitions). Nothing of the command is changed beyond that
-seam.
+seam. Where the options do not say, the machine is what tinygrad's own mock would give the same command: the arch DEV
+names (DEV=MOCKKFD+AMD::gfx1201), six GPUs on MOCKKFD+AMD and MOCK+NV.
 
 MOCKPCI+AMD boards are register-level models, which a driver mapping BARs into its own memory cannot reach; so for
 them `usergpu serve` exports the mock machine on a free loopback port and the command runs with DEV=PCI+AMD and
@@ -27,7 +28,7 @@ import threading
 from usergpu.autogen.generator.toolchain import LLVM
 from usergpu.emu.amd.mock.cdna import PARTITIONS, PARTS
 from usergpu.emu.mock import MAX_MOCK_GPUS
-from usergpu.emu.mock.tinygrad.fileio import MACHINES
+from usergpu.emu.mock.tinygrad.fileio import MACHINES, target_arch
 from usergpu.emu.nv.mock.chips import CHIPS
 from usergpu.errors import Error
 from usergpu.tools.common import BadArgument, ranged
@@ -35,7 +36,7 @@ from usergpu.tools.common import BadArgument, ranged
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mock_site")
 DEVICES = tuple(k for k in MACHINES if k != "MOCK+AMD")
 USB_ARCHS = ("gfx1100", "gfx1200")  # the mock USB boards' GPUs (MOCKUSB: RDNA cards behind a USB4 bridge)
-ARCHS = USB_ARCHS + tuple(PARTS)  # the mock KFD's and the mock PCI boards': those and the CDNA parts
+ARCHS = USB_ARCHS + ("gfx1201",) + tuple(PARTS)  # the mock KFD's (Navi48 too) and the PCI boards': the CDNA parts
 NV_ARCHS = tuple(CHIPS)  # MOCK+NV's chips
 # the LLVM tinygrad's LLVM renderer loads (its LLVM_PATH): the project's llvm-22, which tinygrad's own search
 # (libLLVM.so[.N], then LLVM-21 down to -14) passes over for Debian's older libLLVM-15
@@ -88,12 +89,16 @@ def environment(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]
         env.setdefault("LLVM_PATH", LIBLLVM)
     interface = env["DEV"].split(":")[0]  # DEV may name a renderer after the interface (MOCKKFD+AMD:LLVM)
     nv = interface.endswith("+NV")
-    if args.arch is not None and (args.arch in NV_ARCHS) != nv or args.release and not nv:
+    named = target_arch(env["DEV"])  # tinygrad's way to pick a mock's GPU: DEV=MOCKKFD+AMD::gfx1201
+    if named is not None and args.arch is not None and named != args.arch:
+        raise Error(f"mock: DEV {env['DEV']} names {named}, --arch {args.arch}")
+    arch = args.arch or named
+    if arch is not None and (arch in NV_ARCHS) != nv or args.release and not nv:
         raise Error(f"mock: {interface} runs {', '.join(NV_ARCHS if nv else ARCHS)}; --release is MOCK+NV's")
-    if interface == "MOCKUSB+AMD" and (args.arch or env.get("MOCKGPU_ARCH", "gfx1100")) not in USB_ARCHS:
+    if interface == "MOCKUSB+AMD" and (arch or env.get("MOCKGPU_ARCH", "gfx1100")) not in USB_ARCHS:
         raise Error(f"mock: {interface} models {', '.join(USB_ARCHS)} boards; the CDNA parts run on MOCKKFD+AMD "
                     "and MOCKPCI+AMD")
-    for name, value in (("MOCKGPU_NV_ARCH" if nv else "MOCKGPU_ARCH", args.arch), ("MOCKGPU_COUNT", args.count),
+    for name, value in (("MOCKGPU_NV_ARCH" if nv else "MOCKGPU_ARCH", arch), ("MOCKGPU_COUNT", args.count),
                         ("MOCKGPU_PARTITION", args.partition), ("MOCKGPU_NV_RELEASE", args.release)):
         if value is not None:
             env[name] = str(value)

@@ -107,15 +107,17 @@ CASES = [
     Case([*MOCK, "--"], "mock: no command given"),
     Case([*MOCK, "--", "no-such-command-anywhere"], "mock: no-such-command-anywhere: command not found"),
     Case([*MOCK, "--arch", "gfx9", "--", "true"],
-         "'gfx9': the mock GPUs are gfx1100, gfx1200, gfx942, gfx950, sm_80, sm_86, sm_89, sm_90, sm_120", 2),
+         "'gfx9': the mock GPUs are gfx1100, gfx1200, gfx1201, gfx942, gfx950, sm_80, sm_86, sm_89, sm_90, sm_120", 2),
     Case([*MOCK, "--dev", "MOCK+NV", "--arch", "gfx1100", "--", "true"],
          "mock: MOCK+NV runs sm_80, sm_86, sm_89, sm_90, sm_120; --release is MOCK+NV's"),
     Case([*MOCK, "--release", "570.211.01", "--", "true"],
-         "mock: MOCKKFD+AMD runs gfx1100, gfx1200, gfx942, gfx950; --release is MOCK+NV's"),
+         "mock: MOCKKFD+AMD runs gfx1100, gfx1200, gfx1201, gfx942, gfx950; --release is MOCK+NV's"),
     Case([*MOCK, "--partition", "tpx", "--", "true"], "'tpx': a CDNA GPU partitions as spx or cpx", 2),
     Case([*MOCK, "--dev", "MOCKUSB+AMD", "--arch", "gfx950", "--", "true"],
          "mock: MOCKUSB+AMD models gfx1100, gfx1200 boards; the CDNA parts run on MOCKKFD+AMD and MOCKPCI+AMD"),
     Case([*MOCK, "--count", "0", "--", "true"], "'0': a GPU count must be 1..64", 2),
+    Case([*MOCK, "--arch", "gfx1100", "--", "true"], "mock: DEV MOCKKFD+AMD::gfx1201 names gfx1201, --arch gfx1100",
+         env={"DEV": "MOCKKFD+AMD::gfx1201"}),
     Case([*MOCK, "--dev", "KFD+AMD", "--", "true"],
          "'KFD+AMD': the mocks are MOCKKFD+AMD, MOCKPCI+AMD, MOCKUSB+AMD, MOCK+NV", 2),
 ]
@@ -124,3 +126,8 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_bad_input_is_one_error_line(case):
     check(case)
+
+
+def test_dev_may_name_the_arch_as_tinygrads_own_mock_reads_it(tmp_path):
+    got = mock(cwd=tmp_path, env={"DEV": "MOCKKFD+AMD::gfx1201"})
+    assert (got["DEV"], got["MOCKGPU_ARCH"]) == ("MOCKKFD+AMD::gfx1201", "gfx1201")

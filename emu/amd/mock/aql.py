@@ -124,8 +124,8 @@ def _kernel_dispatch(q: AQLQueue, raw: bytes, index: int) -> bool:
     if q.ctx.running is None:  # the packet's first step starts the dispatch; later ones go on with it
         if pkt.completion_signal.handle and q.first(index):
             gpu.store(pkt.completion_signal.handle + _signal_field("start_ts"), 8, gpu.timestamp())
-        user = user_sgpr_values(kd, gpu.arch, values)
-        gpu.regs.update(kernel_registers(kd, pkt.kernel_object, gpu.arch, block, user, pkt.group_segment_size,
+        user = user_sgpr_values(kd, gpu.isa, values)
+        gpu.regs.update(kernel_registers(kd, pkt.kernel_object, gpu.isa, block, user, pkt.group_segment_size,
                                          pkt.private_segment_size))
     return q.run_dispatch(gpu.regs, tuple(-(-s // b) for s, b in zip(sizes, block, strict=True)))
 

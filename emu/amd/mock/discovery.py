@@ -4,13 +4,12 @@ header and one ip_v3 entry per IP block instance (hw id, instance, version, regi
 
 The layout is packed by hand here (struct formats from the header), so reading it back through the generated
 bindings (drivers/amd/am/discovery.py) checks both. The IP lists are the mock's own hardware: the blocks and
-versions of Navi31 (gfx1100) and Navi44 (gfx1200) as amdgpu knows them, with segment bases the mock places its
-register models at (GC's are isa/amd/hw/soc.py's), and of the CDNA parts of cdna.py: a GC instance per XCC, each at
-the XCC-local bases its command processor addresses (the mock's XCCs have no CPU register apertures of their own),
-and every SDMA engine as an instance of SDMA0 (sixteen, four an IO die: sdma_v4_4_2.c finds engine i's registers at
-SDMA0's instance i). The GC table
-is gc_info v1.0 for RDNA and v2.1 (shader arrays and CUs per array, the cache sizes) for CDNA, the versions those
-GPUs' tables have."""
+versions of Navi31 (gfx1100), Navi44 (gfx1200) and Navi48 (gfx1201) as amdgpu knows them, with segment bases the
+mock places its register models at (GC's are isa/amd/hw/soc.py's), and of the CDNA parts of cdna.py: a GC instance
+per XCC, each at the XCC-local bases its command processor addresses (the mock's XCCs have no CPU register apertures
+of their own), and every SDMA engine as an instance of SDMA0 (sixteen, four an IO die: sdma_v4_4_2.c finds engine
+i's registers at SDMA0's instance i). The GC table is gc_info v1.0 for RDNA and v2.1 (shader arrays and CUs per
+array, the cache sizes) for CDNA, the versions those GPUs' tables have."""
 
 from __future__ import annotations
 
@@ -61,6 +60,9 @@ def _cdna_ips(part: Part, arch: str) -> list:
     return gc + sdma + [(name, 0, part.ips[name], bases) for name, bases in CDNA_BLOCKS.items()] + hubs
 
 
+# Navi48 (gfx1201): Navi44's blocks, with its own GC, SDMA and MP versions (amdgpu_discovery.c's Navi48 entries)
+NAVI48 = {"GC": (12, 0, 1), "SDMA0": (7, 0, 1), "SDMA1": (7, 0, 1), "MP0": (14, 0, 3), "MP1": (14, 0, 3)}
+IPS["gfx1201"] = [(block, inst, NAVI48.get(block, version), bases) for block, inst, version, bases in IPS["gfx1200"]]
 IPS.update({arch: _cdna_ips(part, arch) for arch, part in PARTS.items()})
 HEADER = struct.Struct("<IHHHH")  # binary_header before its table list
 TABLE_INFO = struct.Struct("<HHHH")  # offset, checksum, size, padding

@@ -11,8 +11,10 @@ of tg_chunk_size workgroups (in dispatch order, x fastest) round-robin over the 
 whole grid. The queue's read pointer reports what every XCC has taken (the least of their positions).
 
 The clock is a deterministic 100 MHz counter (`timestamp()`): every packet an engine executes advances it by
-PACKET_TICKS and every wave-instruction a dispatch executes by one tick, so kernels take nonzero time and two
-timestamps a queue takes in order are strictly increasing.
+PACKET_TICKS, every wave-instruction a dispatch executes by one tick, and every byte an SDMA engine moves (a copy, a
+fill, a write) by its share of the board's copy rate (COPY_RATE), so kernels take nonzero time, two timestamps a
+queue takes in order are strictly increasing, and the bandwidth a runtime computes from a copy's timestamps is the
+board's.
 
 Ring pointers: every queue reads its read and write pointers as 64-bit little-endian counters at the addresses
 KFD's CREATE_QUEUE gives (read_pointer_address, write_pointer_address), counts them monotonically (they do not
@@ -35,9 +37,18 @@ from usergpu.emu.amd.mock.profiler import TOPOLOGY, DispatchProfile
 from usergpu.emu.amd.mock.thread_trace import ThreadTrace
 from usergpu.emu.memory import Memory, MemoryFault
 from usergpu.errors import Error, GPUFault
-from usergpu.isa.amd.hw.soc import GC_BASES, GC_REGS
+from usergpu.isa.amd.encoding import isa_arch
+from usergpu.isa.amd.hw.soc import GC_BASES, GC_REGS, TIMESTAMP_HZ
 
 PACKET_TICKS = 1  # clock ticks per executed packet
+# arch -> the bytes a second one SDMA engine moves, as the mock states it: half the board's peak VRAM bandwidth (a copy
+# reads and writes each byte; GDDR6 at 20 Gbps a pin: 384 bits on Navi31, 256 on Navi48, as the mock KFD's boards
+# report them) on the RDNA cards; on the CDNA parts one SDMA 4.4 engine, not their HBM (5.3 and 8 TB/s), bounds it
+COPY_RATE = {"gfx1100": 480e9, "gfx1200": 320e9, "gfx1201": 320e9, "gfx942": 200e9, "gfx950": 200e9}
+# arch -> the bytes a second its bus carries, where a copy's source or destination is system memory or another GPU's
+# VRAM: PCIe 4.0 x16 on Navi31, PCIe 5.0 x16 on RDNA4, and on the CDNA parts PCIe 5.0 x16 to the host or one xGMI
+# link to a peer (64 GB/s each way)
+BUS_RATE = {"gfx1100": 32e9, "gfx1200": 64e9, "gfx1201": 64e9, "gfx942": 64e9, "gfx950": 64e9}
 DISPATCH_SLICE = 0.5  # seconds a dispatch runs per step of its queue before the caller gets control back
 NOT_WATCHED = contextlib.nullcontext()  # the engines' busy time when no board's SMU watches it
 INSTANCED = ("SQ_PERFCOUNTER", "SQG_PERFCOUNTER", "SQ_THREAD_TRACE_")  # each SE (SA, WGP) has its own copy
@@ -70,6 +81,7 @@ class GPU:
         if family not in GC_REGS:
             raise Error(f"no mock GPU for {arch}: the mock engines model {', '.join(GC_REGS)}")
         self.arch, self.mem, self.xccs = arch, mem if mem is not None else Memory(), xccs
+        self.isa = isa_arch(arch)  # the instruction set its waves run
         self.bases = GC_BASES[family]
         self.table = GC_REGS[family]
         self._names: dict[int, str] = {}
@@ -94,6 +106,8 @@ class GPU:
         self.activity = None  # a board's Activity (activity.py): engines record their busy time for its SMU
         self.fault_handlers: list[Callable[[int, str], None]] = []  # (address, access) of each VM fault
         self.hdp = FlushRequests(self)
+        # whether an address is memory the GPU reaches over its bus (a machine that knows its memory says)
+        self.over_bus: Callable[[int], bool] = lambda address: False
 
     # ---- registers -------------------------------------------------------------------------------------
     @property
@@ -198,6 +212,12 @@ class GPU:
     def packet_done(self) -> None:
         self.ticks += PACKET_TICKS
 
+    def moved(self, nbytes: int, *addresses: int) -> None:
+        """An SDMA engine moved nbytes from or to these addresses: the clock advances by the time that takes at the
+        board's COPY_RATE, or its BUS_RATE where one of them is reached over the bus."""
+        rate = BUS_RATE if any(self.over_bus(a) for a in addresses) else COPY_RATE
+        self.ticks += -(-nbytes * TIMESTAMP_HZ // int(rate[self.arch]))
+
     def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int],
                  workgroups: np.ndarray | None = None) -> Iterator[None]:
         """Run a dispatch of grid workgroups with these COMPUTE_* registers, DISPATCH_SLICE seconds per step of the
@@ -219,7 +239,7 @@ class GPU:
             groups = int(np.prod(grid)) if workgroups is None else len(workgroups)
             profile = DispatchProfile(self.arch[:5], per_group * groups, per_group, lanes == 64,
                                       self.thread_trace.traced, threads=int(threads), xcc=self.xcc)
-        steps = executor.dispatch_slices(self.mem, regs, grid, self.arch, budget, stats, kernel=f"kernel@{pgm:#x}",
+        steps = executor.dispatch_slices(self.mem, regs, grid, self.isa, budget, stats, kernel=f"kernel@{pgm:#x}",
                                          observer=profile.observe if profile else None, slice_s=DISPATCH_SLICE,
                                          workgroups=workgroups)
         while True:

@@ -35,8 +35,10 @@ def _addr(pkt: Any, field: str = "addr") -> int:
 
 def _copy_linear(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     mem = q.gpu.mem
+    src, dst = _addr(pkt, "src_addr"), _addr(pkt, "dst_addr")
     with q.gpu.busy("memory"):
-        mem.write_bytes(_addr(pkt, "dst_addr"), mem.read_bytes(_addr(pkt, "src_addr"), pkt.count + 1))
+        mem.copy(dst, src, pkt.count + 1)
+    q.gpu.moved(pkt.count + 1, src, dst)
     return True
 
 
@@ -45,6 +47,7 @@ def _constant_fill(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
         raise q.fail(f"FILLSIZE {pkt.fillsize} is not supported")
     n, unit = pkt.count + 1, (pkt.src_data_31_0).to_bytes(4, "little")[: 1 << pkt.fillsize]
     q.gpu.mem.write_bytes(_addr(pkt, "dst_addr"), (unit * (n // len(unit) + 1))[:n])
+    q.gpu.moved(n, _addr(pkt, "dst_addr"))
     return True
 
 
@@ -70,6 +73,7 @@ def _poll_regmem(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
 
 def _write_linear(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     q.gpu.mem.write_bytes(_addr(pkt, "dst_addr"), data[WRITE_DATA:])
+    q.gpu.moved(len(data) - WRITE_DATA, _addr(pkt, "dst_addr"))
     return True
 
 

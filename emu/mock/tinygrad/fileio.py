@@ -19,11 +19,14 @@ from usergpu.hostmem import os_mmap, os_munmap
 # tinygrad's mock devices (DEV=<iface>+<vendor>) -> the usergpu machine behind them; MOCK+AMD is its KFD mock too
 MACHINES = {"MOCK+AMD": "MOCKKFD+AMD", "MOCKKFD+AMD": "MOCKKFD+AMD", "MOCKPCI+AMD": "MOCKPCI+AMD",
             "MOCKUSB+AMD": "MOCKUSB+AMD", "MOCK+NV": "MOCK+NV"}
+# the GPUs tinygrad's own mock of a machine has (its KFD and NV drivers make six; its AM mocks are one board), which
+# its multi-GPU tests rely on: the machine's size where MOCKGPU_COUNT does not say
+TINYGRAD_GPUS = {"MOCKKFD+AMD": 6, "MOCK+NV": 6}
 
 
 def interface(dev: str) -> str:
     """The usergpu machine a tinygrad DEV string ("MOCKKFD+AMD", "MOCKKFD:0,1+AMD", "MOCKKFD+AMD:LLVM",
-    "MOCK+NV") names."""
+    "MOCKKFD+AMD::gfx1201", "MOCK+NV") names."""
     iface, _, vendor = dev.upper().partition("+")
     key = f"{iface.partition(':')[0]}+{vendor.partition(':')[0]}"
     if key not in MACHINES:
@@ -31,10 +34,21 @@ def interface(dev: str) -> str:
     return MACHINES[key]
 
 
+def target_arch(dev: str) -> str | None:
+    """The arch a tinygrad DEV string names after its device and renderer ("MOCKKFD+AMD:LLVM:gfx1201"), as
+    tinygrad's Target.parse reads it; None where it names none."""
+    fields = dev.partition("+")[2].split(":")
+    return fields[2] if len(fields) > 2 and fields[2] else None
+
+
 @functools.cache
 def machine() -> MockHAL:
-    """The HAL of the machine $DEV names (MOCKGPU_ARCH and MOCKGPU_COUNT shape it), made on first use."""
-    return open_hal(interface(os.environ.get("DEV", "MOCKKFD+AMD")))
+    """The HAL of the machine $DEV names, made on first use: of the arch DEV names (else MOCKGPU_ARCH's), with
+    MOCKGPU_COUNT GPUs (else as many as tinygrad's own mock of it has)."""
+    dev = os.environ.get("DEV", "MOCKKFD+AMD")
+    name = interface(dev)
+    count = None if "MOCKGPU_COUNT" in os.environ else TINYGRAD_GPUS.get(name)
+    return open_hal(name, arch=target_arch(dev), count=count)
 
 
 class MockFileIOInterface:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import ctypes
 
 from usergpu.autogen import nv_rm_535 as S
+from usergpu.emu.mock import reported_fault
 from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user
 from usergpu.emu.nv.mock import chips
+from usergpu.emu.nv.mock.gpu import ACCESS_TYPE, FAULT_TYPE_PTE, MMUFault
 from usergpu.emu.nv.mock.objects import Obj, RMError
 
 MAX_PARAMS = 1 << 20  # RMAPI_PARAM_COPY_MAX_PARAMS_SIZE: the largest list a control may point to
@@ -202,8 +204,7 @@ class Controls:
 
     def mmu_fault_info(self, obj: Obj, p, lists) -> None:
         """The last MMU faults of the debugger's context, oldest first (the RM keeps them as a ring of 4)."""
-        tokens = obj.state.tokens()
-        faults = [f for f in self.m.gpu(obj.state.gpu).mmu_faults if f.channel in tokens][-MMU_FAULT_ENTRIES:]
+        faults = self._faults(obj)[-MMU_FAULT_ENTRIES:]
         for entry, fault in zip(p.mmuFaultInfoList, faults, strict=False):
             entry.faultAddress, entry.faultType, entry.accessType = fault[0], fault[1], fault[2]
         p.count = len(faults)
@@ -215,8 +216,14 @@ class Controls:
         if p.numSMsToRead > len(p.smErrorStateArray):
             raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"{p.numSMsToRead} SMs to read, at most "
                                                       f"{len(p.smErrorStateArray)}")
+        p.mmuFault.valid = bool(self._faults(obj))
+
+    def _faults(self, obj: Obj) -> list[MMUFault]:
+        """The MMU faults of the debugger's context's channels, and the one MOCKGPU_EMU_FAULTADDR reports."""
         tokens = obj.state.tokens()
-        p.mmuFault.valid = any(f.channel in tokens for f in self.m.gpu(obj.state.gpu).mmu_faults)
+        faults = [f for f in self.m.gpu(obj.state.gpu).mmu_faults if f.channel in tokens]
+        address = reported_fault()
+        return faults if address is None else [*faults, MMUFault(address, FAULT_TYPE_PTE, ACCESS_TYPE["read"])]
 
 
 def _accept(obj: Obj, p, lists) -> None:

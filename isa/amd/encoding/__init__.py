@@ -14,4 +14,10 @@ ALL: dict[str, list[Family]] = {"gfx1100": isa_enc_gfx11.FAMILIES, "gfx1200": is
                                 "gfx942": isa_enc_gfx9.GFX942, "gfx950": isa_enc_gfx9.GFX950}
 FAMILIES = {arch: fams for arch, fams in ALL.items() if fams}  # the archs whose encodings are written down
 GENERATION = {"gfx1100": 11, "gfx1200": 12, "gfx942": 9, "gfx950": 9}
-__all__ = ["FAMILIES", "GENERATION", "Family"]
+SAME_ISA = {"gfx1201": "gfx1200"}  # an arch whose instruction set is another's, bit for bit (Navi48's is Navi44's)
+__all__ = ["FAMILIES", "GENERATION", "SAME_ISA", "Family", "isa_arch"]
+
+
+def isa_arch(arch: str) -> str:
+    """The arch whose tables decode and run arch's instructions."""
+    return SAME_ISA.get(arch, arch)

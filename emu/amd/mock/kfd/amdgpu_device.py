@@ -13,10 +13,12 @@ from usergpu.autogen import kfd
 from usergpu.emu.amd.mock import discovery
 from usergpu.emu.amd.mock.cdna import PARTS
 
-VRAM = {"gfx1100": 24 << 30, "gfx1200": 16 << 30, **{a: p.vram for a, p in PARTS.items()}}  # the boards' VRAM bytes
+# the boards' VRAM bytes
+VRAM = {"gfx1100": 24 << 30, "gfx1200": 16 << 30, "gfx1201": 16 << 30, **{a: p.vram for a, p in PARTS.items()}}
 # arch -> the VRAM's type and bus width (atomfirmware's vram_info): GDDR6 on 384 bits (Navi31), 256 (Navi48); the
 # CDNA parts' HBM stacks (amdgpu reports HBM3 and HBM3E as AMDGPU_VRAM_TYPE_HBM)
 VRAM_BUS = {"gfx1100": (drm.AMDGPU_VRAM_TYPE_GDDR6, 384), "gfx1200": (drm.AMDGPU_VRAM_TYPE_GDDR6, 256),
+            "gfx1201": (drm.AMDGPU_VRAM_TYPE_GDDR6, 256),
             **{a: (drm.AMDGPU_VRAM_TYPE_HBM, p.vram_width) for a, p in PARTS.items()}}
 VM_RESERVED_VRAM = 8 << 20  # AMDGPU_VM_RESERVED_VRAM (amdgpu_vm.h): what each VM keeps back for its page tables
 PCI_REVISION = 0xC8  # the mock boards' PCI revision (pci_gpu.py's config space: the RX 7900 XTX's)

@@ -50,31 +50,22 @@ from usergpu.emu.amd.mock.kfd.objects import (
     SIGNAL_EVENT_LIMIT,
     Event,
     Held,
+    memory_exception,
 )
 from usergpu.emu.amd.mock.kfd.render import RenderFile
 from usergpu.emu.mock.scheduler import Scheduler
 from usergpu.emu.mock.tinygrad.agent import DoorbellAgent
 from usergpu.emu.mock.uaccess import IOC_IN, IOC_OUT, fail, with_user_struct
 from usergpu.errors import DeviceNotFound
-from usergpu.hostmem import MAP_SHARED, PAGE, CallbackMMIO, os_mmap, os_munmap, shared_pages, view
+from usergpu.hostmem import MAP_SHARED, CallbackMMIO, os_mmap, os_munmap, shared_pages, view
 
 # what the package's importers take from here: the device files, and constants they check the mock against
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"
 # arch -> (gfx_target_version, PCI device id, marketing name, SIMDs, CUs per SA, arrays)
 ARCHS = {"gfx1100": (110000, 0x744C, "Radeon RX 7900 XTX", 192, 8, 12),
-         "gfx1200": (120000, 0x7551, "Radeon RX 9070 XT", 128, 8, 8)}
+         "gfx1200": (120000, 0x7551, "Radeon RX 9070 XT", 128, 8, 8),
+         "gfx1201": (120001, 0x7550, "Radeon RX 9070 XT", 128, 8, 8)}
 RESERVE_MEM_LIMIT = 3 << 29  # amdgpu_amdkfd_gpuvm.c
-FAULT_PAGE = (1 << 48) - PAGE  # the page address bits a VM fault's IV entry carries
-
-
-def memory_exception(gpu_id: int, address: int, access: str) -> kfd.struct_kfd_hsa_memory_exception_data:
-    """What event_interrupt_wq_v11 makes of a UTCL2 fault's IV entry: the faulting page's address (the entry
-    carries bits 47:12); NotPresent from its PROT_VALID bit (set: no valid PTE maps the page, the mock GPUs' only
-    kind of fault); ReadOnly from its PROT_WRITE bit (set by a write, whatever the page's protection); NoExecute
-    never (the v11 handler decodes no execute bit); imprecise 0 (the address is exact)."""
-    data = kfd.struct_kfd_hsa_memory_exception_data(va=address & FAULT_PAGE, gpu_id=gpu_id)
-    data.failure.NotPresent, data.failure.ReadOnly = 1, int(access == "write")
-    return data
 
 
 def mem_limits(vram: int) -> dict[str, int]:
@@ -167,6 +158,7 @@ class MockKFD:
             hal.install(f"/dev/dri/renderD{128 + n.index}", lambda n=n: RenderFile(self, n))
             n.gpu.interrupt_handlers.append(self._interrupt)
             n.gpu.fault_handlers.append(lambda address, access, n=n: self._vm_fault(n, address, access))
+            n.gpu.over_bus = functools.partial(self.over_bus, n)
 
     def _publish(self) -> None:
         """The topology as amdkfd lays it out in sysfs: node 0 the CPU, then one node per GPU."""
@@ -204,6 +196,14 @@ class MockKFD:
         if gpu_id not in self.vms:
             raise fail(code, f"{what}: gpu_id {gpu_id:#x} has no VM yet (AMDKFD_IOC_ACQUIRE_VM)")
         return n
+
+    def over_bus(self, n: Node, address: int) -> bool:
+        """Whether n reaches a GPU address of its VM over its bus: system memory (GTT, user pages) or another board's
+        VRAM (a compute partition's is its board's). What an SDMA copy's rate depends on."""
+        for bo in self.bos.values():
+            if bo.va <= address < bo.va + bo.size and n.gpu_id in bo.mapped:
+                return not bo.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM or self.node(bo.gpu_id, "").board != n.board
+        return False
 
     def bo(self, handle: int, what: str, code: int = errno.EINVAL) -> BO:
         """The object a handle names: its GPU must be the process's (EINVAL), the object that GPU's (code)."""

@@ -15,7 +15,9 @@ from usergpu.emu.amd.mock.kfd.objects import (
     MMAP_TYPE_SHIFT,
     SIGNAL_EVENT_LIMIT,
     Event,
+    memory_exception,
 )
+from usergpu.emu.mock import reported_fault
 from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user, fail
 
 if TYPE_CHECKING:
@@ -76,6 +78,16 @@ class EventIoctls:
         self._event(a.event_id, "SET_EVENT", cpu=True).signaled = True
         self.kfd.waiters.notify_all()  # a WAIT_EVENTS in another thread wakes
 
+    def _reported_fault(self, events: list[Event]) -> dict[int, object]:
+        """The memory events of a wait that MOCKGPU_EMU_FAULTADDR signals, each with the fault's data at that exact
+        address on the first GPU (by event id); for this wait only (the events' own state is untouched)."""
+        address = reported_fault()
+        if address is None:
+            return {}
+        data = memory_exception(self.kfd.nodes[0].gpu_id, address, "read")
+        data.va = address
+        return {e.event_id: data for e in events if e.event_type == kfd.KFD_IOC_EVENT_MEMORY}
+
     def reset_event(self, a) -> None:
         self._event(a.event_id, "RESET_EVENT", cpu=True).signaled = False
 
@@ -97,9 +109,13 @@ class EventIoctls:
             data = kfd.struct_kfd_event_data.from_buffer(copy_from_user(a.events_ptr + size * i, size, what))
             events.append(self._event(data.event_id, what))
         deadline = None if a.timeout == TIMEOUT_INFINITE else time.monotonic() + a.timeout / 1000
+        reported = self._reported_fault(events)
+
+        def signaled(e: Event) -> bool:
+            return e.signaled or e.event_id in reported
 
         def done() -> bool:
-            on = [e.signaled for e in events]
+            on = [signaled(e) for e in events]
             return not a.num_events or (all(on) if a.wait_for_all else any(on))
         while True:
             _, stalled = self.kfd.run()
@@ -109,13 +125,14 @@ class EventIoctls:
             self.kfd.waiters.wait(min(left or POLL, POLL) if stalled else left)
         activated = []
         for e in events:
-            activated.append(e.signaled)
+            activated.append(signaled(e))
             e.signaled = e.signaled and not e.auto_reset
         if a.num_events and not (all(activated) if a.wait_for_all else any(activated)):
             a.wait_result = kfd.KFD_IOC_WAIT_RESULT_TIMEOUT
             return
         for i, (e, on) in enumerate(zip(events, activated, strict=True)):
-            if on and e.data is not None:  # copy_signaled_event_data
+            data = reported.get(e.event_id, e.data)
+            if on and data is not None:  # copy_signaled_event_data
                 copy_to_user(a.events_ptr + size * i + kfd.struct_kfd_event_data.memory_exception_data.offset,
-                             bytes(e.data), what)
+                             bytes(data), what)
         a.wait_result = kfd.KFD_IOC_WAIT_RESULT_COMPLETE

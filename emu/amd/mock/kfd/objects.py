@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from usergpu.autogen import kfd
-from usergpu.hostmem import view
+from usergpu.hostmem import PAGE, view
 
 # mmap offset types of /dev/kfd (kfd_priv.h: KFD_MMAP_TYPE_*, KFD_MMAP_GPU_ID)
 MMAP_TYPE_SHIFT, MMAP_GPU_ID_SHIFT = 62, 46
@@ -18,6 +18,17 @@ MMAP_TYPE_DOORBELL, MMAP_TYPE_EVENTS = 3, 2
 DOORBELL_PAGE = 0x2000  # one process's doorbells on one GPU: 8 KiB of 64-bit doorbells
 SIGNAL_EVENT_LIMIT = 4096  # KFD_SIGNAL_EVENT_LIMIT: slots of the event page (8 bytes each)
 KMALLOC_MAX_SIZE = 4 << 20  # kmalloc's largest block (MAX_PAGE_ORDER 10): a larger kernel array is ENOMEM
+FAULT_PAGE = (1 << 48) - PAGE  # the page address bits a VM fault's IV entry carries
+
+
+def memory_exception(gpu_id: int, address: int, access: str) -> kfd.struct_kfd_hsa_memory_exception_data:
+    """What event_interrupt_wq_v11 makes of a UTCL2 fault's IV entry: the faulting page's address (the entry
+    carries bits 47:12); NotPresent from its PROT_VALID bit (set: no valid PTE maps the page, the mock GPUs' only
+    kind of fault); ReadOnly from its PROT_WRITE bit (set by a write, whatever the page's protection); NoExecute
+    never (the v11 handler decodes no execute bit); imprecise 0 (the address is exact)."""
+    data = kfd.struct_kfd_hsa_memory_exception_data(va=address & FAULT_PAGE, gpu_id=gpu_id)
+    data.failure.NotPresent, data.failure.ReadOnly = 1, int(access == "write")
+    return data
 
 
 @dataclass

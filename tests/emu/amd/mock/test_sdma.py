@@ -11,7 +11,8 @@ from mockrig import Rig, lohi, u32, u64
 
 import usergpu.autogen.sdma_v6 as s6
 from usergpu.emu.amd.mock import GPU, QueueError, SDMAQueue
-from usergpu.isa.amd.hw.soc import SDMA
+from usergpu.emu.amd.mock.gpu import BUS_RATE, COPY_RATE
+from usergpu.isa.amd.hw.soc import SDMA, TIMESTAMP_HZ
 
 # the packets below are SDMA 6's; SDMA 4.4.x (CDNA) encodes them alike, with narrower counts (its own header's)
 RDNA = ("gfx11", "gfx12")
@@ -226,3 +227,18 @@ def test_bad_packets_stop_the_queue(gpu, rig, words, says):
         rig.queue.step()
     assert e.value.offset == 8 and rig.read_ptr() == 8
     assert not rig.queue.step()
+
+
+@pytest.mark.parametrize("over_bus", [False, True], ids=["vram", "over-the-bus"])
+def test_a_copy_takes_its_bytes_time_at_the_boards_rate(gpu, rig, over_bus):
+    """The clock advances with the bytes a copy moves: at the board's VRAM copy rate, or its bus's where an end is
+    system memory or a peer's VRAM; so the bandwidth a runtime computes from timestamps around it is the board's."""
+    n = 4 << 20
+    src, dst, out = gpu.mem.map(np.zeros(n, np.uint8)), gpu.mem.map(np.zeros(n, np.uint8)), gpu.mem.map(16)
+    gpu.over_bus = lambda address: over_bus and address == dst
+    get = header(s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL)
+    rig.submit([get, *lohi(out), *copy(dst, src, n), get, *lohi(out + 8)])
+    rig.queue.step()
+    seconds = (u64(gpu, out + 8) - u64(gpu, out)) / TIMESTAMP_HZ
+    rate = (BUS_RATE if over_bus else COPY_RATE)[gpu.arch]
+    assert n / rate <= seconds <= n / rate + 1e-7  # and a packet's tick

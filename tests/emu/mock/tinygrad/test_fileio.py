@@ -50,6 +50,25 @@ def test_the_topology_reads_as_tinygrad_reads_it(io):
     assert io.readlink("/sys/class/drm/renderD128/device").endswith("0000:03:00.0")
 
 
+@pytest.mark.parametrize(("dev", "arch"), [("MOCKKFD+AMD", None), ("MOCKKFD+AMD:LLVM", None),
+                                          ("MOCKKFD+AMD::gfx1201", "gfx1201"),
+                                          ("MOCKKFD:0,1+AMD:LLVM:gfx950", "gfx950")])
+def test_dev_names_the_arch_as_tinygrad_parses_it(dev, arch):
+    assert fileio.target_arch(dev) == arch
+
+
+def test_the_machine_is_the_one_tinygrads_own_mock_gives_dev(io, monkeypatch):
+    """Without MOCKGPU_COUNT, six GPUs (tinygrad's KFD mock has six; its multi-GPU tests use them); the arch DEV
+    names (Navi48 here, gfx_target_version 12.0.1)."""
+    monkeypatch.delenv("MOCKGPU_COUNT")
+    monkeypatch.setenv("DEV", "MOCKKFD+AMD:LLVM:gfx1201")
+    fileio.machine.cache_clear()
+    nodes = sorted(io(TOPOLOGY).listdir())
+    assert nodes == [str(i) for i in range(7)]  # the CPU node and six GPUs
+    props = dict(line.split() for line in io(f"{TOPOLOGY}/6/properties").read().splitlines())
+    assert props["gfx_target_version"] == "120001" and props["device_id"] == str(0x7550)
+
+
 def test_a_missing_file_is_file_not_found(io):
     with pytest.raises(FileNotFoundError):
         io(f"{TOPOLOGY}/9/gpu_id")

@@ -500,6 +500,26 @@ def test_channel_token_doorbell_and_error_notifier(rig):
     assert channel not in gpu.channels
 
 
+def test_tinygrads_fault_knob_is_one_more_mmu_fault_while_set(rig, monkeypatch):
+    """MOCKGPU_EMU_FAULTADDR (tinygrad's mock contract): while it is set, the debugger's context reports an MMU
+    fault at that address (the SMs' error state says one stopped it); unset, nothing faulted."""
+    rm = rig.rm
+    ch = Channel(rig, rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A)
+    debugger = rig.make(ch.device, rm.GT200_DEBUGGER, rm.NV83DE_ALLOC_PARAMETERS(hClass3dObject=ch.engine))
+
+    def faults() -> tuple[bool, list[int]]:
+        sm = rm.NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS(numSMsToRead=1)
+        assert rig.control(debugger, rm.NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES, sm).status == 0
+        info = rm.NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS()
+        assert rig.control(debugger, rm.NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO, info).status == 0
+        return bool(sm.mmuFault.valid), [info.mmuFaultInfoList[i].faultAddress for i in range(info.count)]
+    assert faults() == (False, [])
+    monkeypatch.setenv("MOCKGPU_EMU_FAULTADDR", "0xDEADBEE1")
+    assert faults() == (True, [0xDEADBEE1])
+    monkeypatch.delenv("MOCKGPU_EMU_FAULTADDR")
+    assert faults() == (False, [])
+
+
 def test_a_doorbell_stored_through_an_mmap_of_the_usermode_page_runs_the_channel(rig):
     """tinygrad maps the usermode registers with mmap and rings with a plain store of the token; the doorbell
     agent notices (a second ring of the same token too: the channel's GP_PUT moved)."""

@@ -89,3 +89,22 @@ def test_the_faulting_queue_is_evicted_and_one_made_anew_runs(hal, dev):
             ctl_stack_address=ctypes.addressof(header))  # active again
     pm4.submit(Packets().release_mem(out.va, 5, DATA_SEL_VALUE64))
     assert words[0] == 5 and pm4.done
+
+
+def test_tinygrads_fault_knob_reports_its_address_for_that_wait_only(dev, monkeypatch):
+    """MOCKGPU_EMU_FAULTADDR (tinygrad's mock contract): while it is set, a wait on a memory event reports an MMU
+    fault at that exact address on the first GPU; nothing faulted, so once it is unset the events are as they were
+    (the memory event unsignaled, a wait times out)."""
+    signal = dev.create_event(kind=kfd.KFD_IOC_EVENT_SIGNAL)
+    memory = dev.create_event(kind=kfd.KFD_IOC_EVENT_MEMORY, auto_reset=False)
+    monkeypatch.setenv("MOCKGPU_EMU_FAULTADDR", "0xDEADBEE1")
+    result, data = wait(dev, [signal, memory])
+    got = data[1].memory_exception_data
+    assert result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE
+    assert (got.gpu_id, got.va, failure(data[1])) == (dev.gpu_id, 0xDEADBEE1, (1, 0, 0, 0))
+    assert bytes(data[0].memory_exception_data) == bytes(32)
+    monkeypatch.delenv("MOCKGPU_EMU_FAULTADDR")
+    assert wait(dev, [signal, memory])[0] == kfd.KFD_IOC_WAIT_RESULT_TIMEOUT
+    monkeypatch.setenv("MOCKGPU_EMU_FAULTADDR", "nothex")
+    with pytest.raises(Error, match="MOCKGPU_EMU_FAULTADDR 'nothex': a GPU address in hex"):
+        wait(dev, [memory])
