@@ -9,30 +9,27 @@ on tinygrad's own CPU device in the same process as the baseline.
 It runs itself under `usergpu mock` (DEV=MOCKKFD+AMD:LLVM; the CPU device compiles with CC=clang-22); each
 program is run once to compile, then timed as the median of N runs (default 3).
 
-Suites: tinygrad's own test suites (SUITES) from its source tree in ../shared/tinygrad (unpacked once into the
-cache), each run with pytest -n 2 on tinygrad's own mock (DEV=MOCKKFD+AMD MOCKGPU=1) and through
-`usergpu mock --dev MOCKKFD+AMD`, interleaved, ROUNDS times (the first round fills both sides' kernel caches);
-per run the wall time and pytest's counts, then each suite's ratio in the last round.
+Suites: tinygrad's mocked CI jobs (JOBS: testamd, testmockam, testnvidia, hcq2), each suite run from tinygrad's
+source tree in ../shared/tinygrad (unpacked once into the cache) with the job's DEV and environment, on tinygrad's own
+mock (DEV=... MOCKGPU=1: its KFD mock; its NV mock needs gpuocelot and its AM mocks fetch firmware Debian does not
+have, so those are not run here) and through `usergpu mock`, side by side: per suite pytest's counts and the wall time,
+then each job's totals. pytest runs with -n 2 as tinygrad's CI runs -n auto, except where a suite drives one PCI or USB
+board (one board takes one driver at a time). Suites that need torch are left out where torch is not installed.
 
-    .venv/bin/python bench/tinygrad_bench.py --suites [--rounds 2] [SUITE ...]
+    .venv/bin/python bench/tinygrad_bench.py --suites [--job JOB ...] [--suite NAME ...] [--dev DEV ...] [--rounds N]
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-# name -> pytest arguments, in tinygrad's tree (test_ops: a slice of the elementwise, reduce and matmul tests)
-SUITES = {"test_tiny": ["test/test_tiny.py"], "test_dtype_alu": ["test/backend/test_dtype_alu.py"],
-          "test_ops_slice": ["test/backend/test_ops.py", "-k", "test_add or test_sub or test_mul or test_div or "
-                             "test_sum or test_max or test_relu or test_exp or test_matmul"]}
-OWN, OURS = "tinygrad's mock", "usergpu mock"
-TREE = Path(__file__).resolve().parents[2] / "shared" / "tinygrad" / "tinygrad-a9069c17.tar.xz"
+from usergpu.tools.tinygrad_ci import JOBS, OURS, OWN, run_suite, tree
+
 PROGRAMS = ("add 1M", "sum 1M", "matmul 128 f32", "matmul 64 f16", "conv2d", "mlp step", "jit x8")
 
 
@@ -122,68 +119,44 @@ def child(n: int) -> int:
     return 0
 
 
-def tree() -> Path:
-    """tinygrad's source tree, unpacked from TREE into the cache the first time."""
-    import tarfile
-
-    from usergpu.emu.amd.exec.native.build import cache_dir
-
-    root = cache_dir().parent / "tinygrad"
-    out = root / TREE.name.removesuffix(".tar.xz")
-    if not (out / "tinygrad").is_dir():
-        root.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(TREE) as tar:
-            tar.extractall(root, filter="data")
-    return out
-
-
-def counts(output: str) -> str:
-    """pytest's closing counts ('47 passed, 13 skipped')."""
-    found = re.findall(r"(\d+ (?:passed|failed|skipped|errors?|xfailed|xpassed))", output.splitlines()[-1]
-                       if output.strip() else "")
-    return ", ".join(found) or "no summary"
-
-
-def suites(names: list[str], rounds: int) -> int:
+def suites(jobs: list[str], names: list[str], devs: list[str], rounds: int) -> int:
     from tabulate import tabulate
 
-    if "test_ops_slice" in names and importlib.util.find_spec("torch") is None:
-        print("test_ops_slice: test_ops.py checks tinygrad against torch, which is not installed here: left out")
-        names = [n for n in names if n != "test_ops_slice"]
-    where = tree()
-    env = {**os.environ, "PYTHONPATH": str(where), "CC": "clang-22"}
-    pytest = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-rf", "-p", "no:cacheprovider"]
-    usergpu = str(Path(sys.executable).parent / "usergpu")
-    sides = {OWN: ([], {"DEV": "MOCKKFD+AMD", "MOCKGPU": "1"}),
-             OURS: ([usergpu, "mock", "--dev", "MOCKKFD+AMD", "--"], {})}
-    rows, last = [], {}
-    for r in range(1, rounds + 1):
-        for name in names:
-            for side, (prefix, extra) in sides.items():
-                start = time.perf_counter()
-                done = subprocess.run([*prefix, *pytest, *SUITES[name]], cwd=where, env={**env, **extra},
-                                      capture_output=True, text=True)
-                wall = time.perf_counter() - start
-                failed = " ".join(re.findall(r"^FAILED (\S+)", done.stdout, re.M))
-                rows.append([r, name, side, f"{wall:.1f}", counts(done.stdout) + (f" ({failed})" if failed else "")])
-                last[name, side] = (wall, counts(done.stdout))
-                print(*rows[-1], sep="  |  ", flush=True)
-    print(tabulate(rows, headers=["round", "suite", "mock", "wall s", "pytest"]))
+    where, torch = tree(), importlib.util.find_spec("torch") is not None
+    rows, totals = [], {}
+    for job in jobs:
+        for suite in JOBS[job]:
+            if names and suite.name not in names or devs and suite.dev not in devs:
+                continue
+            if suite.torch and not torch:
+                print(f"{job} {suite.name}: needs torch, which is not installed here: left out", flush=True)
+                continue
+            sides = [OWN, OURS] if suite.own else [OURS]
+            got = {}
+            for _ in range(rounds):  # the last round's figures (the first fills both sides' kernel caches)
+                got = {side: run_suite(suite, side, where) for side in sides}
+            own = got.get(OWN)
+            rows.append([job, suite.name, suite.dev, f"{own.wall:.1f}" if own else "-",
+                         str(own) if own else f"not run: {suite.own_why}", f"{got[OURS].wall:.1f}", str(got[OURS])])
+            for side, run in got.items():
+                totals[job, side] = totals.get((job, side), 0.0) + run.wall
+            print(*rows[-1], sep="  |  ", flush=True)
+    print(tabulate(rows, headers=["job", "suite", "DEV", "tinygrad's mock s", "tinygrad's mock", "usergpu mock s",
+                                  "usergpu mock"]))
     print()
-    ratios = [[name, f"{last[name, OWN][0]:.1f}", f"{last[name, OURS][0]:.1f}",
-               f"{last[name, OWN][0] / last[name, OURS][0]:.2f}x", "yes" if last[name, OWN][1] == last[name, OURS][1]
-               else "NO"] for name in names]
-    print(tabulate(ratios, headers=["suite (last round)", "tinygrad's mock s", "usergpu mock s",
-                                    "usergpu faster by", "same counts"]))
+    print(tabulate([[job, f"{totals.get((job, OWN), 0):.1f}", f"{totals.get((job, OURS), 0):.1f}"]
+                    for job in jobs], headers=["job (suites both ran, and usergpu's alone)", "tinygrad's mock s",
+                                               "usergpu mock s"]))
     return 0
 
 
 def main() -> int:
     args = sys.argv[1:]
     if "--suites" in args:
-        rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 2
-        names = [a for a in args if a in SUITES] or list(SUITES)
-        return suites(names, rounds)
+        def values(flag: str) -> list[str]:
+            return [args[i + 1] for i, a in enumerate(args) if a == flag and i + 1 < len(args)]
+        rounds = int(values("--rounds")[0]) if "--rounds" in args else 1
+        return suites(values("--job") or list(JOBS), values("--suite"), values("--dev"), rounds)
     if os.environ.get("USERGPU_TINYGRAD_BENCH") == "child":
         return child(int(args[0]) if args else 3)
     arch = args[args.index("--arch") + 1] if "--arch" in args else "gfx1100"

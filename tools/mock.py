@@ -4,7 +4,7 @@ tests) with usergpu's mock machines behind the seam tinygrad offers for mocks. T
 its PYTHONPATH (tools/mock_site/sitecustomize.py); DEV is set when absent, MOCKGPU_ARCH and MOCKGPU_COUNT from the
 options (and MOCKGPU_PARTITION, a CDNA GPU's compute partitions). Nothing of the command is changed beyond that
 seam. Where the options do not say, the machine is what tinygrad's own mock would give the same command: the arch DEV
-names (DEV=MOCKKFD+AMD::gfx1201), six GPUs on MOCKKFD+AMD and MOCK+NV.
+names (DEV=MOCKKFD+AMD::gfx1201), six GPUs on MOCKKFD+AMD and MOCK+NV, an Ada (sm_89) on MOCK+NV.
 
 MOCKPCI+AMD boards are register-level models, which a driver mapping BARs into its own memory cannot reach; so for
 them `usergpu serve` exports the mock machine on a free loopback port and the command runs with DEV=PCI+AMD and

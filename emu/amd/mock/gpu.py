@@ -106,8 +106,10 @@ class GPU:
         self.activity = None  # a board's Activity (activity.py): engines record their busy time for its SMU
         self.fault_handlers: list[Callable[[int, str], None]] = []  # (address, access) of each VM fault
         self.hdp = FlushRequests(self)
-        # whether an address is memory the GPU reaches over its bus (a machine that knows its memory says)
+        # what a machine that knows its memory says of it: whether an address is reached over the GPU's bus, and the
+        # file (and offset) behind a range of addresses
         self.over_bus: Callable[[int], bool] = lambda address: False
+        self.backing: Callable[[int, int], tuple[int, int] | None] = lambda address, size: None
 
     # ---- registers -------------------------------------------------------------------------------------
     @property
@@ -211,6 +213,22 @@ class GPU:
 
     def packet_done(self) -> None:
         self.ticks += PACKET_TICKS
+
+    def copy(self, dst: int, src: int, n: int) -> None:
+        """n bytes from src to dst, as an engine copies: between the files behind both where the machine knows them
+        (the kernel copies, without the GIL, and reads a page nothing wrote without making it: a fresh buffer's first
+        copy costs no page faults), else through the memory's views. Faults as the views would."""
+        ends = self.backing(src, n), self.backing(dst, n)
+        if None in ends or ends[0][0] == ends[1][0] and abs(ends[0][1] - ends[1][1]) < n:  # a file overlapping itself
+            self.mem.copy(dst, src, n)
+            return
+        (src_fd, src_at), (dst_fd, dst_at) = ends
+        done = 0
+        try:
+            while done < n:
+                done += os.copy_file_range(src_fd, dst_fd, n - done, src_at + done, dst_at + done)
+        except OSError:  # a kernel without it for these files: the rest through the views
+            self.mem.copy(dst + done, src + done, n - done)
 
     def moved(self, nbytes: int, *addresses: int) -> None:
         """An SDMA engine moved nbytes from or to these addresses: the clock advances by the time that takes at the

@@ -34,10 +34,9 @@ def _addr(pkt: Any, field: str = "addr") -> int:
 
 
 def _copy_linear(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
-    mem = q.gpu.mem
     src, dst = _addr(pkt, "src_addr"), _addr(pkt, "dst_addr")
     with q.gpu.busy("memory"):
-        mem.copy(dst, src, pkt.count + 1)
+        q.gpu.copy(dst, src, pkt.count + 1)
     q.gpu.moved(pkt.count + 1, src, dst)
     return True
 

@@ -22,6 +22,9 @@ MACHINES = {"MOCK+AMD": "MOCKKFD+AMD", "MOCKKFD+AMD": "MOCKKFD+AMD", "MOCKPCI+AM
 # the GPUs tinygrad's own mock of a machine has (its KFD and NV drivers make six; its AM mocks are one board), which
 # its multi-GPU tests rely on: the machine's size where MOCKGPU_COUNT does not say
 TINYGRAD_GPUS = {"MOCKKFD+AMD": 6, "MOCK+NV": 6}
+# the arch of tinygrad's own mock where neither DEV nor the environment names one: its NV mock is an Ada (its channel
+# classes are AMPERE_CHANNEL_GPFIFO_A and ADA_COMPUTE_A), and its newest runtime drives no Hopper
+TINYGRAD_ARCH = {"MOCK+NV": ("MOCKGPU_NV_ARCH", "sm_89")}
 
 
 def interface(dev: str) -> str:
@@ -43,12 +46,14 @@ def target_arch(dev: str) -> str | None:
 
 @functools.cache
 def machine() -> MockHAL:
-    """The HAL of the machine $DEV names, made on first use: of the arch DEV names (else MOCKGPU_ARCH's), with
-    MOCKGPU_COUNT GPUs (else as many as tinygrad's own mock of it has)."""
+    """The HAL of the machine $DEV names, made on first use: of the arch DEV names (else MOCKGPU_ARCH's or
+    MOCKGPU_NV_ARCH's, else tinygrad's own mock's), with MOCKGPU_COUNT GPUs (else as many as tinygrad's own mock of
+    it has)."""
     dev = os.environ.get("DEV", "MOCKKFD+AMD")
     name = interface(dev)
     count = None if "MOCKGPU_COUNT" in os.environ else TINYGRAD_GPUS.get(name)
-    return open_hal(name, arch=target_arch(dev), count=count)
+    variable, default = TINYGRAD_ARCH.get(name, ("MOCKGPU_ARCH", None))
+    return open_hal(name, arch=target_arch(dev) or os.environ.get(variable, default), count=count)
 
 
 class MockFileIOInterface:

@@ -159,6 +159,7 @@ class MockKFD:
             n.gpu.interrupt_handlers.append(self._interrupt)
             n.gpu.fault_handlers.append(lambda address, access, n=n: self._vm_fault(n, address, access))
             n.gpu.over_bus = functools.partial(self.over_bus, n)
+            n.gpu.backing = functools.partial(self.backing, n)
 
     def _publish(self) -> None:
         """The topology as amdkfd lays it out in sysfs: node 0 the CPU, then one node per GPU."""
@@ -197,13 +198,22 @@ class MockKFD:
             raise fail(code, f"{what}: gpu_id {gpu_id:#x} has no VM yet (AMDKFD_IOC_ACQUIRE_VM)")
         return n
 
+    def bo_at(self, n: Node, address: int, size: int = 1) -> BO | None:
+        """The memory object n's VM maps [address, address + size) in, if one does."""
+        return next((bo for bo in self.bos.values()
+                     if bo.va <= address and address + size <= bo.va + bo.size and n.gpu_id in bo.mapped), None)
+
     def over_bus(self, n: Node, address: int) -> bool:
         """Whether n reaches a GPU address of its VM over its bus: system memory (GTT, user pages) or another board's
         VRAM (a compute partition's is its board's). What an SDMA copy's rate depends on."""
-        for bo in self.bos.values():
-            if bo.va <= address < bo.va + bo.size and n.gpu_id in bo.mapped:
-                return not bo.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM or self.node(bo.gpu_id, "").board != n.board
-        return False
+        bo = self.bo_at(n, address)
+        return bo is not None and (not bo.flags & kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+                                   or self.node(bo.gpu_id, "").board != n.board)
+
+    def backing(self, n: Node, address: int, size: int) -> tuple[int, int] | None:
+        """The memfd and offset of the memory n's VM maps [address, address + size) to, where one object holds it."""
+        bo = self.bo_at(n, address, size)
+        return None if bo is None or bo.memfd is None else (bo.memfd, address - bo.va)
 
     def bo(self, handle: int, what: str, code: int = errno.EINVAL) -> BO:
         """The object a handle names: its GPU must be the process's (EINVAL), the object that GPU's (code)."""
