@@ -105,6 +105,7 @@ class GPU:
         self.interrupt_handlers: list[Callable[[str, int], None]] = []
         self.activity = None  # a board's Activity (activity.py): engines record their busy time for its SMU
         self.fault_handlers: list[Callable[[int, str], None]] = []  # (address, access) of each VM fault
+        self.hang_handlers: list[Callable[[Error], None]] = []  # what stopped a queue, where it was no VM fault
         self.hdp = FlushRequests(self)
         # what a machine that knows its memory says of it: whether an address is reached over the GPU's bus, and the
         # file (and offset) behind a range of addresses
@@ -431,6 +432,9 @@ class RingQueue:
             self.error = self.fail(f"GPU memory fault: {e}")
         except Error as e:
             self.error = e
+            if not (isinstance(e, GPUFault) and e.access in ("read", "write")):  # a dispatch's VM fault went out
+                for handler in gpu.hang_handlers:  # an illegal instruction, a trap, a bad packet: the queue hangs
+                    handler(e)
         if self.error is not None:
             raise self.error
         return gpu.ticks != ticks

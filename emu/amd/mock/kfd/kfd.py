@@ -158,6 +158,7 @@ class MockKFD:
             hal.install(f"/dev/dri/renderD{128 + n.index}", lambda n=n: RenderFile(self, n))
             n.gpu.interrupt_handlers.append(self._interrupt)
             n.gpu.fault_handlers.append(lambda address, access, n=n: self._vm_fault(n, address, access))
+            n.gpu.hang_handlers.append(lambda error, n=n: self._queue_reset(n))
             n.gpu.over_bus = functools.partial(self.over_bus, n)
             n.gpu.backing = functools.partial(self.backing, n)
 
@@ -251,6 +252,18 @@ class MockKFD:
         data = memory_exception(n.gpu_id, address, access)
         for ev in self.events.values():
             if ev.event_type == kfd.KFD_IOC_EVENT_MEMORY:
+                ev.data, ev.signaled = type(data).from_buffer_copy(data), True
+        self.waiters.notify_all()
+
+    def _queue_reset(self, n: Node) -> None:
+        """A queue stopped on anything but a VM fault (an illegal instruction, a trap, a malformed packet, a wave
+        past its budget): on hardware it hangs, amdkfd's hang detection resets it and kfd_signal_reset_event tells
+        the process: every HW-exception event fires with its GPU, memory_lost 1 and reset_cause GPU_HANG. The mock
+        does at once what hang detection does after its timeout."""
+        data = kfd.struct_kfd_hsa_hw_exception_data(reset_cause=kfd.KFD_HW_EXCEPTION_GPU_HANG, memory_lost=1,
+                                                    gpu_id=n.gpu_id)
+        for ev in self.events.values():
+            if ev.event_type == kfd.KFD_IOC_EVENT_HW_EXCEPTION:
                 ev.data, ev.signaled = type(data).from_buffer_copy(data), True
         self.waiters.notify_all()
 

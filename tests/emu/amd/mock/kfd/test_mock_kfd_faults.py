@@ -108,3 +108,19 @@ def test_tinygrads_fault_knob_reports_its_address_for_that_wait_only(dev, monkey
     monkeypatch.setenv("MOCKGPU_EMU_FAULTADDR", "nothex")
     with pytest.raises(Error, match="MOCKGPU_EMU_FAULTADDR 'nothex': a GPU address in hex"):
         wait(dev, [memory])
+
+
+def test_a_queue_stopped_by_anything_but_a_vm_fault_is_reset_and_the_hw_exception_events_fire(dev):
+    """An unknown packet (as an illegal instruction or a trap would) stops the queue: on hardware it hangs, and
+    amdkfd's hang detection resets it and signals every HW-exception event (kfd_signal_reset_event: the GPU,
+    memory_lost 1, reset_cause GPU_HANG); the memory event does not fire (no VM fault)."""
+    memory = dev.create_event(kind=kfd.KFD_IOC_EVENT_MEMORY, auto_reset=False)
+    hw = dev.create_event(kind=kfd.KFD_IOC_EVENT_HW_EXCEPTION, auto_reset=False)
+    with pytest.raises(Error, match="unknown"):
+        Ring(dev, "pm4").submit([0xC000FF00])  # a type-3 header of opcode 0xFF, which no PM4 packet has
+    result, data = wait(dev, [memory, hw])
+    got = data[1].hw_exception_data
+    assert result == kfd.KFD_IOC_WAIT_RESULT_COMPLETE
+    assert (got.gpu_id, got.memory_lost, got.reset_cause, got.reset_type) == (dev.gpu_id, 1,
+                                                                               kfd.KFD_HW_EXCEPTION_GPU_HANG, 0)
+    assert bytes(data[0].memory_exception_data) == bytes(32)
