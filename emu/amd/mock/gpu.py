@@ -225,10 +225,10 @@ class GPU:
             return
         (src_fd, src_at), (dst_fd, dst_at) = ends
         done = 0
-        try:
-            while done < n:
-                done += os.copy_file_range(src_fd, dst_fd, n - done, src_at + done, dst_at + done)
-        except OSError:  # a kernel without it for these files: the rest through the views
+        with contextlib.suppress(OSError):
+            while done < n and (got := os.copy_file_range(src_fd, dst_fd, n - done, src_at + done, dst_at + done)):
+                done += got
+        if done < n:  # a kernel without it for these files: the rest through the views
             self.mem.copy(dst + done, src + done, n - done)
 
     def moved(self, nbytes: int, *addresses: int) -> None:
