@@ -54,10 +54,10 @@ def _transpose(bits: int, size: int, ops: list[Operand], offset: int):
         w = ex.w
         lanes = w.exec_mask(g)
         addr = memops._lds_addr(ex, addr_op, offset, g)
-        memops._lds_check(ex, addr[lanes], size, "load")
+        inside = memops.lds_inside(ex, lanes, addr, size)
         grp = np.broadcast_to(ex.group[g][:, None, None], lanes.shape + (size,))
-        raw = ex.lds[grp, np.where(lanes, addr, 0)[..., None] + np.arange(size)]
-        raw = np.where(lanes[..., None], raw, 0).astype(np.uint64)  # an inactive lane reads nothing: zeros
+        raw = ex.lds[grp, np.where(inside, addr, 0)[..., None] + np.arange(size)]
+        raw = np.where(inside[..., None], raw, 0).astype(np.uint64)  # an inactive lane reads nothing: zeros
         whole = sum(raw[..., i] << np.uint64(8 * i) for i in range(size)) if size == 8 else None
         elems = np.stack([_element(raw, whole, bits, e) for e in range(per_lane)], -1)
         out = elems[:, src_lane, src_elem]  # (waves, lanes, per_lane)
@@ -106,8 +106,7 @@ def _to_lds(seg: str, what: str, ops: list[Operand], mods: dict):
             data = (value & 0xFFFFFFFF).astype(np.uint32)[..., None].view(np.uint8)
         m0 = w.sget(SPECIAL["m0"], 1, g).astype(np.int64)
         lds = m0[:, None] + imm + stride * np.arange(w.lanes)
-        memops._lds_check(ex, lds[lanes], data.shape[-1], "store")
         grp = np.broadcast_to(ex.group[g][:, None], lanes.shape)
-        wi, li = np.nonzero(lanes)
+        wi, li = np.nonzero(memops.lds_inside(ex, lanes, lds, data.shape[-1]))
         ex.lds[grp[wi, li][:, None], lds[wi, li][:, None] + np.arange(data.shape[-1])] = data[wi, li]
     return run

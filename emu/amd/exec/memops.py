@@ -9,6 +9,7 @@ import numpy as np
 
 from usergpu.emu.amd.exec.operands import Operand
 from usergpu.emu.amd.exec.waves import NULL
+from usergpu.emu.native import say_once
 
 SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "d16_b16": 2, "d16_hi_b16": 2, "d16_u8": 1,
          "d16_i8": 1, "d16_hi_u8": 1, "d16_hi_i8": 1, "d16_hi_b8": 1, "b32": 4, "b64": 8, "b96": 12, "b128": 16,
@@ -258,12 +259,13 @@ def _lds_access(ex, g, offs: np.ndarray, sel: np.ndarray, size: int, kind: str, 
     """A flat access that lands in the workgroup's LDS."""
     grp = np.broadcast_to(ex.group[g][:, None], sel.shape)
     off = offs.astype(np.int64)
-    _lds_check(ex, off[sel], size, kind)
-    idx = off[sel][:, None] + np.arange(size)
+    inside = lds_inside(ex, sel, off, size)
+    idx = off[inside][:, None] + np.arange(size)
     if kind == "load":
-        raw[sel] = ex.lds[grp[sel][:, None], idx]
+        raw[sel] = 0
+        raw[inside] = ex.lds[grp[inside][:, None], idx]
     else:
-        ex.lds[grp[sel][:, None], idx] = raw[sel]
+        ex.lds[grp[inside][:, None], idx] = raw[inside]
 
 
 def _buffer(kind: str, size: int, what: str, ops: list[Operand], mods: dict):
@@ -366,7 +368,7 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, cmpswap: bool, ops: li
 
     def atomic(ex, g) -> None:
         w = ex.w
-        lanes = w.exec_mask(g)
+        lanes = returned = w.exec_mask(g)  # returned: the lanes the old value goes to (outside the LDS: 0)
         nwords = size // 4 * (2 if cmpswap and seg != "ds" else 1)
         data = np.stack([w.v[data_op.index + i, g] for i in range(nwords)], -1).view(np.uint8).reshape(
             lanes.shape + (-1,))
@@ -376,10 +378,11 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, cmpswap: bool, ops: li
             c = np.stack([w.v[data2.index + i, g] for i in range(size // 4)], -1).view(dtype).reshape(lanes.shape)
         if seg == "buffer":
             addr, ok = _buffer_addresses(ex, ops, mods, g, size)
-            lanes = lanes & ok
+            lanes = returned = lanes & ok
             keys = addr[lanes]
         elif seg == "ds":
             addr = _lds_addr(ex, addr_op, imm, g)
+            lanes = lds_inside(ex, lanes, addr, size)
             grp = np.broadcast_to(ex.group[g][:, None], lanes.shape)[lanes].astype(np.uint64)
             keys = grp << np.uint64(32) | addr[lanes].astype(np.uint64)  # one LDS per workgroup
         else:
@@ -387,7 +390,6 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, cmpswap: bool, ops: li
             keys = addr[lanes]
         uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         if seg == "ds":
-            _lds_check(ex, addr[lanes][first].astype(np.int64), size, "atomic")
             where = (grp[first].astype(np.int64), addr[lanes][first].astype(np.int64))
             cur = np.stack([ex.lds[where[0], where[1] + i] for i in range(size)], -1).view(dtype).reshape(-1)
         else:
@@ -412,7 +414,7 @@ def _atomic(seg: str, expr: str, typ: str, returns: bool, cmpswap: bool, ops: li
         if dst is not None:
             words = old.view(np.uint32).reshape(lanes.shape + (-1,))
             for i in range(words.shape[-1]):
-                w.v[dst.index + i, g] = np.where(lanes, words[..., i], w.v[dst.index + i, g])
+                w.v[dst.index + i, g] = np.where(returned, words[..., i], w.v[dst.index + i, g])
     return atomic
 
 
@@ -423,13 +425,19 @@ def _lds_addr(ex, addr_op: Operand, imm: int, g) -> np.ndarray:
     return np.broadcast_to(a, (len(w.pc[g]), w.lanes))
 
 
-def _lds_check(ex, addr: np.ndarray, size: int, access: str) -> None:
-    from usergpu.emu.memory import MemoryFault
+def lds_inside(ex, lanes: np.ndarray, addr: np.ndarray, size: int) -> np.ndarray:
+    """lanes, less those whose LDS access of size bytes at addr lies outside the workgroup's allocation. That is no
+    fault on the hardware (the LDS checks each address against the wave's LDS_SIZE): such a load reads 0 and a store
+    or atomic writes nothing. The emulator does the same, and says so once a kernel (outside_lds)."""
+    inside = lanes & (addr >= 0) & (addr + size <= ex.lds.shape[1])
+    if (inside != lanes).any():
+        outside_lds(ex)
+    return inside
 
-    limit = ex.lds.shape[1]
-    bad = (addr < 0) | (addr + size > limit)
-    if bad.any():
-        raise MemoryFault(int(addr[bad][0]), f"LDS {access}", f"outside the workgroup's {limit} bytes of LDS")
+
+def outside_lds(ex) -> None:
+    say_once(f"{ex.kernel}: LDS accesses outside the workgroup's {ex.lds.shape[1]} bytes of LDS read 0 and write "
+             "nothing, as on the hardware")
 
 
 def _ds(kind: str, size: int, two: bool, stride64: bool, what: str, ops: list[Operand], mods: dict):
@@ -450,16 +458,16 @@ def _ds(kind: str, size: int, two: bool, stride64: bool, what: str, ops: list[Op
         grp = np.broadcast_to(ex.group[g][:, None], lanes.shape)
         for k, off in enumerate(offs):
             addr = base + off
-            _lds_check(ex, addr[lanes], size, kind)
-            idx = np.where(lanes, addr, 0)[..., None] + np.arange(size)
+            inside = lds_inside(ex, lanes, addr, size)
+            idx = np.where(inside, addr, 0)[..., None] + np.arange(size)
             if kind == "load":
                 raw = ex.lds[grp[..., None], idx]
-                raw = np.where(lanes[..., None], raw, 0).astype(np.uint8)
+                raw = np.where(inside[..., None], raw, 0).astype(np.uint8)
                 target = Operand("v", dst.index + k * max(size // 4, 1), 1, text="")
                 _to_vgprs(w, target, g, raw, lanes, size, signed, what, hi)
             else:
                 raw = _from_vgprs(w, datas[k], g, size, hi)
-                wi, li = np.nonzero(lanes)
+                wi, li = np.nonzero(inside)
                 ex.lds[grp[wi, li][:, None], idx[wi, li]] = raw[wi, li]
     return ds
 

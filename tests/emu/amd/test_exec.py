@@ -121,6 +121,22 @@ def test_buffer_resources_bound_accesses_like_hardware():
     assert list(w.s[0:3, 0]) == [2, 3, 39]
 
 
+def test_lds_accesses_past_the_allocation_read_0_and_write_nothing_like_hardware():
+    """The harness's workgroup has 64 KiB of LDS: lanes 0..15 address its last 64 bytes, lanes 16..31 the 64 past
+    it. There a store and an atomic write nothing and a load (and an atomic's returned value) is 0, on both backends
+    alike; no fault."""
+    from exec_harness import execute
+
+    w = execute("""
+        ds_store_b32 v0, v1
+        ds_add_rtn_u32 v2, v0, v1
+        ds_load_b32 v3, v0
+        s_waitcnt lgkmcnt(0)""", "gfx1100", v={0: 0xFFC0 + 4 * np.arange(32), 1: 7 + np.arange(32), 2: [99] * 32})
+    lanes = np.arange(32)
+    np.testing.assert_array_equal(w.v[2, 0], np.where(lanes < 16, 7 + lanes, 0))  # the old value: the store's
+    np.testing.assert_array_equal(w.v[3, 0], np.where(lanes < 16, 2 * (7 + lanes), 0))
+
+
 def test_a_jump_out_of_the_code_is_an_instruction_fetch_fault():
     from exec_harness import execute
 

@@ -19,6 +19,7 @@ STATE = """typedef struct {
     uint64_t *base; uint64_t *end; uint8_t **host; uint8_t *writable; int64_t nranges; int64_t last;
     int32_t denorm32; int32_t denorm16;
     int64_t wave; uint64_t fault_addr; int32_t fault_access; int32_t fault_why; int64_t fault_size;
+    int64_t lds_outside;
 } State;
 """
 DECLS = STATE + "int run(State *st);"

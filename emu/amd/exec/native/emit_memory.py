@@ -16,7 +16,7 @@ from usergpu.emu.amd.exec.waves import NULL
 from usergpu.isa.amd.codeobj.target import version
 
 # access codes and reasons a fault reports (the Python side turns them back into text)
-ACCESS = ("read", "write", "LDS load", "LDS store", "execute", "scratch load", "scratch store", "LDS atomic")
+ACCESS = ("read", "write", "execute", "scratch load", "scratch store")
 
 
 class MemoryOps(Operands):
@@ -148,11 +148,10 @@ class MemoryOps(Operands):
         second = data2 if data2 is not None else Operand("v", data_op.index + words) if cmpswap else None
         if seg == "ds":
             imm = int(mods.get("offset", "0"), 0)
-            find = (f"uint8_t *ptr[L]; uint8_t *lds = LDS_OF(w); for (int lane = 0; lane < L; lane++) {{ ptr[lane] = 0;"
-                    f" if (!ON) continue; const int64_t a_ = (int64_t){self.read(addr_op, 'u32')} + {imm}; "
-                    f"if (a_ < 0 || a_ + {size} > LDS_SIZE) {{ st->fault_addr = (uint64_t)a_; st->fault_access = "
-                    f"{ACCESS.index('LDS atomic')}; st->fault_why = WHY_LDS; st->fault_size = {size}; pc = PC_HERE; "
-                    f"goto fault; }} ptr[lane] = lds + a_; }}")
+            find = (f"uint8_t *ptr[L]; uint8_t sink_[L][{size}]; uint8_t *lds = LDS_OF(w); "
+                    f"for (int lane = 0; lane < L; lane++) {{ ptr[lane] = 0; if (!ON) continue; "
+                    f"const int64_t a_ = (int64_t){self.read(addr_op, 'u32')} + {imm}; "
+                    f"memset(sink_[lane], 0, {size}); ptr[lane] = LDS_AT(lds, a_, {size}, sink_[lane]); }}")
         else:
             find = self.pointers(seg, addr_op, saddr, mods, size, "load", access=2)  # read, then written
             if find is None:
@@ -182,14 +181,9 @@ class MemoryOps(Operands):
         if addr_op.kind != "v":
             return None
         out = ["{ const uint64_t em = EXECM; uint8_t *lds = LDS_OF(w);"]
-        access = 2 if kind == "load" else 3
         for k, off in enumerate(offs):
-            out.append(f"for (int lane = 0; lane < L; lane++) if (ON) {{ const int64_t a_ = (int64_t)VR("
-                       f"{addr_op.index})[lane] + {off}; if (a_ < 0 || a_ + {size} > LDS_SIZE) {{ "
-                       f"st->fault_addr = (uint64_t)a_; st->fault_access = {access}; st->fault_size = {size}; "
-                       f"st->fault_why = WHY_LDS; "
-                       f"pc = PC_HERE; goto fault; }} }}")
-            src = f"(lds + (int64_t)VR({addr_op.index})[lane] + {off})"
+            src = (f"LDS_AT(lds, (int64_t)VR({addr_op.index})[lane] + {off}, {size}, "
+                   f"{'LDS_ZEROS' if kind == 'load' else 'LDS_SINK'})")
             if kind == "load":
                 target = Operand("v", dst.index + k * max(size // 4, 1))
                 out.append(self.load_lanes(target, size, signed, src))

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from usergpu.emu.amd.exec import memops
 from usergpu.emu.amd.exec.executor import Executor
 from usergpu.emu.amd.exec.native import build, codegen
 from usergpu.emu.native import point_at_mappings, say_once
@@ -17,7 +18,7 @@ from usergpu.errors import GPUFault
 RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
 WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a read-only mapping",
-       "outside the workgroup's {lds} bytes of LDS", "past the {scratch}-byte private segment")
+       "past the {scratch}-byte private segment")
 
 
 class NativeExecutor(Executor):
@@ -37,6 +38,9 @@ class NativeExecutor(Executor):
             st.denorm32, st.denorm16 = self.denorm[32], self.denorm[16]
             rc = lib.run(st)
             self.denorm[32], self.denorm[16] = self.denorm[64] = int(st.denorm32), int(st.denorm16)
+            if st.lds_outside:
+                memops.outside_lds(self)
+                st.lds_outside = 0
             if rc == RC_DONE:
                 return True
             wave = int(st.wave)
@@ -45,8 +49,7 @@ class NativeExecutor(Executor):
                 self.step(np.asarray([wave]), pc)
             elif rc == RC_FAULT:
                 w.pc[wave] = pc + self.at(pc).size  # as the reference leaves it: at the next instruction
-                why = WHY[st.fault_why].format(size=int(st.fault_size), lds=self.lds.shape[1],
-                                               scratch=self.scratch.shape[2])
+                why = WHY[st.fault_why].format(size=int(st.fault_size), scratch=self.scratch.shape[2])
                 raise GPUFault(int(st.fault_addr), codegen.ACCESS[st.fault_access], self.kernel, wave, pc, why,
                                w.dump(wave))
             elif rc == RC_HANG:

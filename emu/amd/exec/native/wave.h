@@ -7,7 +7,7 @@
 #include "gmem.h"
 
 enum { RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA };
-enum { WHY_LDS = WHY_READ_ONLY + 1, WHY_SCRATCH };
+enum { WHY_SCRATCH = WHY_READ_ONLY + 1 };
 
 #define VR(r) (vw + (int64_t)(r) * L)
 #define SR(r) sw[r]
@@ -21,6 +21,11 @@ enum { WHY_LDS = WHY_READ_ONLY + 1, WHY_SCRATCH };
 #define CODE_BASE st->entry
 #define LDS_SIZE st->lds_size
 #define LDS_OF(w) (st->lds + st->group[w] * st->lds_size)
+/* An LDS access of size bytes at a: its bytes, or, outside the workgroup's allocation (no fault on the hardware: a
+ * load reads 0, a store or atomic is dropped), the zeros a load reads or the sink a store writes, counted. */
+static uint8_t LDS_ZEROS[16], LDS_SINK[16];
+#define LDS_AT(lds, a, size, outside) \
+    (((a) < 0 || (a) + (size) > LDS_SIZE) ? (st->lds_outside++, (outside)) : (lds) + (a))
 
 #define WAVE_BEGIN \
 static int run_wave(State *st, int64_t w) { \
