@@ -17,6 +17,8 @@ _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+_libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02  # <linux/falloc.h>
 MAP_FAILED = ctypes.c_void_p(-1).value
 
 
@@ -78,6 +80,47 @@ class CallbackMMIO(MMIO):
 
     def __getitem__(self, index: int) -> int:
         return self._read(index)
+
+
+def copy_file(src: int, src_at: int, dst: int, dst_at: int, n: int) -> int:
+    """n bytes from one file (a memfd) to another, in the kernel and sparsely: where the source is a hole (pages
+    nothing wrote), the destination's whole pages there become a hole too, rather than pages of zeros being made.
+    The bytes done, in order from the start: fewer than n where the kernel would not go on."""
+    pos = 0
+    try:
+        while pos < n:
+            try:
+                data = min(os.lseek(src, src_at + pos, os.SEEK_DATA) - src_at, n)
+            except OSError:  # ENXIO: no data past pos
+                data = n
+            if data > pos:
+                _zero(src, src_at, dst, dst_at, pos, data)
+                pos = data
+            if pos < n:
+                end = min(os.lseek(src, src_at + pos, os.SEEK_HOLE) - src_at, n)
+                _copy_range(src, src_at, dst, dst_at, pos, end)
+                pos = end
+    except OSError:
+        pass
+    return pos
+
+
+def _copy_range(src: int, src_at: int, dst: int, dst_at: int, start: int, end: int) -> None:
+    while start < end:
+        got = os.copy_file_range(src, dst, end - start, src_at + start, dst_at + start)
+        if not got:
+            raise OSError("copy_file_range copied nothing")
+        start += got
+
+
+def _zero(src: int, src_at: int, dst: int, dst_at: int, start: int, end: int) -> None:
+    """The destination of a hole of the source: its whole pages punched out, the partial ones copied (as zeros)."""
+    lo, hi = page_align(dst_at + start), (dst_at + end) // PAGE * PAGE
+    if hi <= lo or _libc.fallocate(dst, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, lo, hi - lo):
+        _copy_range(src, src_at, dst, dst_at, start, end)
+        return
+    _copy_range(src, src_at, dst, dst_at, start, lo - dst_at)
+    _copy_range(src, src_at, dst, dst_at, hi - dst_at, end)
 
 
 def shared_pages(name: str, size: int) -> tuple[int, int]:

@@ -37,6 +37,7 @@ from usergpu.emu.amd.mock.profiler import TOPOLOGY, DispatchProfile
 from usergpu.emu.amd.mock.thread_trace import ThreadTrace
 from usergpu.emu.memory import Memory, MemoryFault
 from usergpu.errors import Error, GPUFault
+from usergpu.hostmem import copy_file
 from usergpu.isa.amd.encoding import isa_arch
 from usergpu.isa.amd.hw.soc import GC_BASES, GC_REGS, TIMESTAMP_HZ
 
@@ -217,17 +218,13 @@ class GPU:
 
     def copy(self, dst: int, src: int, n: int) -> None:
         """n bytes from src to dst, as an engine copies: between the files behind both where the machine knows them
-        (the kernel copies, without the GIL, and reads a page nothing wrote without making it: a fresh buffer's first
-        copy costs no page faults), else through the memory's views. Faults as the views would."""
+        (the kernel copies, without the GIL, sparsely: a copy of pages nothing wrote makes none), else through the
+        memory's views. Faults as the views would."""
         ends = self.backing(src, n), self.backing(dst, n)
         if None in ends or ends[0][0] == ends[1][0] and abs(ends[0][1] - ends[1][1]) < n:  # a file overlapping itself
             self.mem.copy(dst, src, n)
             return
-        (src_fd, src_at), (dst_fd, dst_at) = ends
-        done = 0
-        with contextlib.suppress(OSError):
-            while done < n and (got := os.copy_file_range(src_fd, dst_fd, n - done, src_at + done, dst_at + done)):
-                done += got
+        done = copy_file(*ends[0], *ends[1], n)
         if done < n:  # a kernel without it for these files: the rest through the views
             self.mem.copy(dst + done, src + done, n - done)
 
