@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -228,11 +229,20 @@ class GPU:
         if done < n:  # a kernel without it for these files: the rest through the views
             self.mem.copy(dst + done, src + done, n - done)
 
-    def moved(self, nbytes: int, *addresses: int) -> None:
-        """An SDMA engine moved nbytes from or to these addresses: the clock advances by the time that takes at the
-        board's COPY_RATE, or its BUS_RATE where one of them is reached over the bus."""
+    @contextlib.contextmanager
+    def moving(self, nbytes: int, *addresses: int) -> Iterator[None]:
+        """An SDMA engine moves nbytes from or to these addresses (the body moves them): the clock advances by the
+        time that takes at the board's COPY_RATE, or its BUS_RATE where one of them is reached over the bus, and the
+        body takes no less wall time than that, so that the GPU's clock never runs ahead of the host's (a runtime
+        checks that the time between a copy's timestamps is within the time it waited)."""
+        start = time.perf_counter()
+        yield
         rate = BUS_RATE if any(self.over_bus(a) for a in addresses) else COPY_RATE
-        self.ticks += -(-nbytes * TIMESTAMP_HZ // int(rate[self.arch]))
+        ticks = -(-nbytes * TIMESTAMP_HZ // int(rate[self.arch]))
+        self.ticks += ticks
+        left = ticks / TIMESTAMP_HZ - (time.perf_counter() - start)
+        if left > 0:
+            time.sleep(left)
 
     def dispatch(self, regs: dict[str, int], grid: tuple[int, int, int],
                  workgroups: np.ndarray | None = None) -> Iterator[None]:

@@ -35,9 +35,8 @@ def _addr(pkt: Any, field: str = "addr") -> int:
 
 def _copy_linear(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     src, dst = _addr(pkt, "src_addr"), _addr(pkt, "dst_addr")
-    with q.gpu.busy("memory"):
+    with q.gpu.busy("memory"), q.gpu.moving(pkt.count + 1, src, dst):
         q.gpu.copy(dst, src, pkt.count + 1)
-    q.gpu.moved(pkt.count + 1, src, dst)
     return True
 
 
@@ -45,8 +44,8 @@ def _constant_fill(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
     if pkt.fillsize > 2:
         raise q.fail(f"FILLSIZE {pkt.fillsize} is not supported")
     n, unit = pkt.count + 1, (pkt.src_data_31_0).to_bytes(4, "little")[: 1 << pkt.fillsize]
-    q.gpu.mem.write_bytes(_addr(pkt, "dst_addr"), (unit * (n // len(unit) + 1))[:n])
-    q.gpu.moved(n, _addr(pkt, "dst_addr"))
+    with q.gpu.moving(n, _addr(pkt, "dst_addr")):
+        q.gpu.mem.write_bytes(_addr(pkt, "dst_addr"), (unit * (n // len(unit) + 1))[:n])
     return True
 
 
@@ -71,8 +70,8 @@ def _poll_regmem(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
 
 
 def _write_linear(q: SDMAQueue, pkt: Any, data: bytes) -> bool:
-    q.gpu.mem.write_bytes(_addr(pkt, "dst_addr"), data[WRITE_DATA:])
-    q.gpu.moved(len(data) - WRITE_DATA, _addr(pkt, "dst_addr"))
+    with q.gpu.moving(len(data) - WRITE_DATA, _addr(pkt, "dst_addr")):
+        q.gpu.mem.write_bytes(_addr(pkt, "dst_addr"), data[WRITE_DATA:])
     return True
 
 

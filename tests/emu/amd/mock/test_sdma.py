@@ -4,6 +4,7 @@ errors."""
 from __future__ import annotations
 
 import hashlib
+import time
 
 import numpy as np
 import pytest
@@ -242,3 +243,18 @@ def test_a_copy_takes_its_bytes_time_at_the_boards_rate(gpu, rig, over_bus):
     seconds = (u64(gpu, out + 8) - u64(gpu, out)) / TIMESTAMP_HZ
     rate = (BUS_RATE if over_bus else COPY_RATE)[gpu.arch]
     assert n / rate <= seconds <= n / rate + 1e-7  # and a packet's tick
+
+
+def test_a_copy_takes_no_less_wall_time_than_the_board_would(gpu, rig, monkeypatch):
+    """A copy the host finishes sooner than the board's rate allows still takes the board's time, so the time
+    between timestamps around it is never more than the time the host waited for it (at a 1 GB/s bus: 4 ms)."""
+    monkeypatch.setitem(BUS_RATE, gpu.arch, 1e9)
+    gpu.over_bus = lambda address: True
+    n = 4 << 20
+    src, dst, out = gpu.mem.map(np.zeros(n, np.uint8)), gpu.mem.map(np.zeros(n, np.uint8)), gpu.mem.map(16)
+    get = header(s6.SDMA_OP_TIMESTAMP, s6.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL)
+    rig.submit([get, *lohi(out), *copy(dst, src, n), get, *lohi(out + 8)])
+    start = time.perf_counter()
+    rig.queue.step()
+    waited = time.perf_counter() - start
+    assert n / 1e9 <= (u64(gpu, out + 8) - u64(gpu, out)) / TIMESTAMP_HZ <= waited
