@@ -22,6 +22,8 @@ from usergpu.tools.mock import LIBLLVM
 # the tarball of tinygrad's tree, beside the checkout (../shared, where CI has it too)
 TREE = Path(__file__).resolve().parents[2] / "shared" / "tinygrad" / "tinygrad-a9069c17.tar.xz"
 OWN, OURS = "tinygrad's mock", "usergpu mock"
+
+
 @dataclass(frozen=True)
 class Suite:
     """One step of a tinygrad CI job: pytest's arguments in tinygrad's tree, DEV and the environment it sets."""
@@ -63,6 +65,7 @@ def _testamd(dev: str) -> list[Suite]:
 
 
 def _testmockam(dev: str) -> list[Suite]:
+    """The testmockam job's steps on one board (through tinygrad's own AM driver; one driver a board at a time)."""
     return [Suite(name, dev, args, own_why=NO_FIRMWARE, parallel=False)
             for name, args in (("test_tiny", ("test/test_tiny.py",)), ("test_hcq", ("test/device/test_hcq.py",)),
                                ("disk copy", DISK_COPY))]
