@@ -423,6 +423,6 @@ def files(arch: str, ops: dict[str, dict[int, tuple]], names: dict) -> dict[str,
            f"names; both are read from isa_{arch}.msgpack (usergpu.autogen._data).")
     body = ('_TABLES = _data.load(__file__)\nOPS, NAMES = _TABLES["OPS"], _TABLES["NAMES"]\n'
             f"globals().update(OPS)  # each family by its name too: isa_{arch}.SOP1")
-    module = writer.module(doc, [f"llvm-22: {llvmmc.LLVM_MC} -mcpu={arch}"], ["from usergpu.autogen import _data"],
+    module = writer.module(doc, [f"llvm-22: {llvmmc.LLVM_MC} {' '.join(llvmmc.target(arch)[1:])}"], ["from usergpu.autogen import _data"],
                            [body])
     return {f"isa_{arch}.py": module, f"isa_{arch}.msgpack": _data.pack({"OPS": ops, "NAMES": names})}

@@ -18,6 +18,16 @@ _LINE = re.compile(r"^<stdin>:(\d+):\d+: (warning|error): (.*)$")
 _ENC = re.compile(r"^\s*(.*?)\s*; encoding: \[(.*)\]\s*$")
 
 
+# LLVM 22 reads gfx12's 16-bit VGPR operands in its fake16 mode unless told (gfx11's default is real-true16); the
+# hardware reads them as halves (op_sel, bit 7 of a VOP1/2/C register), as tinygrad's gfx12 code uses them
+FEATURES = {"gfx1200": ["--mattr=+real-true16"], "gfx1201": ["--mattr=+real-true16"]}
+
+
+def target(arch: str) -> list[str]:
+    """llvm-mc's options for arch: the triple, the CPU and the features that make its text the hardware's."""
+    return ["-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", *FEATURES.get(arch, [])]
+
+
 def _run(args: list[str], text: str) -> subprocess.CompletedProcess:
     toolchain.require(LLVM_MC, "llvm-22")
     env = {**os.environ, "LLVM_DISABLE_SYMBOLIZATION": "1"}  # it crashes on some encodings: fail fast
@@ -97,7 +107,7 @@ def _decode(encodings: list[bytes], arch: str) -> list[tuple[list[tuple[str, byt
     lines = []
     for enc in encodings:
         lines += [" ".join(f"0x{b:02x}" for b in _pad(enc)), " ".join(f"0x{b:02x}" for b in SENTINEL)]
-    run = _run(["--disassemble", "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "--show-encoding"], "\n".join(lines))
+    run = _run(["--disassemble", *target(arch), "--show-encoding"], "\n".join(lines))
     if run.returncode < 0:  # killed by a signal: its buffered output is lost
         return None
     bad_start, skipped = set(), [0] * len(encodings)
@@ -124,7 +134,7 @@ def _decode(encodings: list[bytes], arch: str) -> list[tuple[list[tuple[str, byt
 
 def assemble(lines: list[str], arch: str) -> list[bytes | None]:
     """For each line of assembly, its encoding from llvm-mc, or None where llvm-mc rejects it."""
-    run = _run(["-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "--show-encoding"], "\n".join(lines))
+    run = _run([*target(arch), "--show-encoding"], "\n".join(lines))
     bad = {int(m.group(1)) for m in map(_LINE.match, run.stderr.splitlines()) if m and m.group(2) == "error"}
     encoded = [m for m in map(_ENC.match, run.stdout.splitlines()) if m]
     k, out = 0, []

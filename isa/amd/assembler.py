@@ -48,13 +48,18 @@ def _reverse(arch: str, printer: str, widths: tuple[int, ...]) -> dict[str, list
     ctx = isa_text.Ctx(isa_encodings.GENERATION[arch], SENTINEL, names)
     fn = isa_text.printer(printer)[1]
     out: dict[str, list[tuple[int, ...]]] = {}
-    # a 9-bit source names VGPRs as 256 + n: when the printer reads v5 either way, LLVM encodes that
-    domains = [[*range(256, 512), *range(256)] if w == 9 else range(1 << w) for w in widths]
+    domains = [_domain(w) for w in widths]
     for values in itertools.product(*domains):
         text = fn(ctx, *values)
         if text is not None and not (printer.endswith("_b16") and 240 <= values[0] <= 248):
             out.setdefault(text, []).append(values)
     return out
+
+
+def _domain(width: int) -> list[int] | range:
+    """A field's values in the order the assembler tries them: a 9-bit source names VGPRs as 256 + n, so where a
+    printer reads v5 either way (VINTERP's sources), LLVM encodes that."""
+    return [*range(256, 512), *range(256)] if width == 9 else range(1 << width)
 
 
 def _pick(fields: tuple[str, ...], options: list[tuple[int, ...]], known: dict[str, int]) -> dict[str, int] | None:
@@ -115,7 +120,7 @@ def _literal(arch: str, printer: str, text: str):
 
 def _search(arch: str, printer: str, fields: tuple, widths: tuple, text: str):
     numbers = {0} | {int(n, 0) for n in re.findall(r"-?(?:0x[0-9a-fA-F]+|\d+)", text)}
-    domains = [range(1 << w) if w <= 10 else sorted({n & ((1 << w) - 1) for n in numbers}) for w in widths]
+    domains = [_domain(w) if w <= 10 else sorted({n & ((1 << w) - 1) for n in numbers}) for w in widths]
     _, _, names = tables(arch)
     ctx = isa_text.Ctx(isa_encodings.GENERATION[arch], None, names)
     fn = isa_text.printer(printer)[1]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from usergpu.isa.amd.text import base
-from usergpu.isa.amd.text.base import _mods, _range, sreg
+from usergpu.isa.amd.text.base import _half, _mods, _range, sreg
 
 Printer = base.Printer
 
@@ -132,6 +132,11 @@ def _join(main: str | None, *tail: str | None) -> str | None:
     return None if main is None or None in tail else main + "".join(tail)  # type: ignore[operator]
 
 
+def _interp16(*v: int) -> str:
+    """VINTERP's f16 tail: clamp, op_sel:[...] where a bit is set, wait_exp (always)."""
+    return _flag("clamp", v[4]) + (f" op_sel:[{','.join(map(str, v[:4]))}]" if any(v[:4]) else "") + f" wait_exp:{v[5]}"
+
+
 def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p: dict[str, tuple[tuple[str, ...], Printer]] = {}
 
@@ -164,9 +169,15 @@ def _build() -> dict[str, tuple[tuple[str, ...], Printer]]:
     p["g12_vsrcn"] = (("src", "g12neg"), lambda c, v, n: _mods(_interp_src(v, c.gen), 0, n))
     tail("g12_vsrcn+interp", "g12_vsrcn", ("g12clamp", "g12wexp"),
          lambda cl, we: f"{_flag('clamp', cl)} wait_exp:{we}")
-    tail("g12_vsrcn+interp16", "g12_vsrcn", ("g12opsel",) * 4 + ("g12clamp", "g12wexp"),
-         lambda *v: _flag("clamp", v[4]) + (f" op_sel:[{','.join(map(str, v[:4]))}]" if any(v[:4]) else "")
-         + f" wait_exp:{v[5]}")
+    interp16 = ("g12opsel",) * 4 + ("g12clamp", "g12wexp")
+    tail("g12_vsrcn+interp16", "g12_vsrcn", interp16, _interp16)
+    # true16 (f16 opcodes): a 16-bit source or destination is the VGPR half its op_sel bit picks (src0 opsel0,
+    # src2 opsel2 — which the trailing op_sel:[...] shows too — and vdst opsel3); a 16-bit source is always a VGPR,
+    # whatever bit 8 says (as gfx11's)
+    p["g12_vsrcnh"] = (("src", "g12neg", "g12opsel"), lambda c, v, n, h: _mods(_half(f"v{v & 0xFF}", h), 0, n))
+    p["g12_vsrcnh+interp16"] = (("src", "g12neg", *interp16), lambda c, v, n, *t: _join(
+        _mods(_half(f"v{v & 0xFF}", t[2]), 0, n), _interp16(*t)))
+    p["g12_vh"] = (("reg", "g12opsel"), lambda c, v, h: _half(f"v{v}", h))
     # SMEM: offset, scale_offset, th (two bits, none of them in the opcode), scope, nv
     p["g12_smem"] = (("reg", "g12smoff"), lambda c, s, o: _smem_offset(s, o, c.gen))
     p["g12_smoff"] = (("g12smoff",), lambda c, o: _shex24(o))

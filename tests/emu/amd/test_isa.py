@@ -70,7 +70,8 @@ def objdump(co: bytes, arch: str) -> list[str]:
     with tempfile.NamedTemporaryFile(suffix=".o") as f:
         f.write(co)
         f.flush()
-        out = subprocess.run(["llvm-objdump-22", "-d", f"--mcpu={arch}", f.name], capture_output=True, text=True)
+        out = subprocess.run(["llvm-objdump-22", "-d", f"--mcpu={arch}", *llvmmc.FEATURES.get(arch, []), f.name],
+                             capture_output=True, text=True)
     return [m.group(1).strip() for m in re.finditer(r"^\t(.*?)\s*// [0-9A-F]+:", out.stdout, re.M)]
 
 
