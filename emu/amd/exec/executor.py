@@ -203,7 +203,18 @@ def operands(inst, acc: int = 0) -> tuple[list[Operand] | None, dict[str, str]]:
     except ValueError:
         ops = None
     ops = ops and [replace(o, kind="v", index=o.index + acc) if o.kind == "a" else o for o in ops]
-    return ops, {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
+    mods = {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
+    if ops and "op_sel" in mods and not inst.family.startswith("VOP3P"):
+        ops = [ops[0], *_scalar_halves(ops[1:], mods["op_sel"])]
+    return ops, mods
+
+
+def _scalar_halves(srcs: list[Operand], op_sel: str) -> list[Operand]:
+    """VOP3's op_sel picks the half a 16-bit source reads from an SGPR too; the text shows a VGPR's half (v0.h, and
+    gfx9's op_sel sets it), an SGPR's only in op_sel:[src0, src1, ..., dst]. (VOP3P reads op_sel its own way.)"""
+    bits = [int(x) for x in op_sel.strip("[]").split(",")]
+    return [replace(o, half=1) if o.kind == "s" and o.half is None and k < len(bits) and bits[k] else o
+            for k, o in enumerate(srcs)]
 
 
 # ---- scalar instructions ---------------------------------------------------------------------------------

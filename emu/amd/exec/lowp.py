@@ -7,9 +7,10 @@ the OCP MX element formats fp6 e2m3, bf6 e3m2 and fp4 e2m1, which have neither i
 Conversions to a format round to nearest even, or stochastically: the random bits are added below the kept
 mantissa bits, aligned to the result's last place, then the magnitude is truncated (AMD's host model of gfx950's
 conversions, amd_hip_ocp_host.hpp; CDNA3's V_CVT_SR_FP8_F32 adds S1[31:12] to an f32's mantissa, the same
-alignment). Out of range: the FNUZ formats give NaN (HIP clamps in software before these instructions when it
-wants saturation), gfx950's formats saturate to the largest finite value (the host model's sat mode), IEEE
-formats (f16, bf16, f32 results) overflow to infinity.
+alignment). Out of range (past the largest finite value after rounding, or infinite): no conversion saturates —
+HIP and tinygrad clamp in software first where they want that — so FNUZ formats and OCP e4m3 give NaN, OCP e5m2 and
+the IEEE formats (f16, bf16, f32 results) infinity (tinygrad's gfx950 hardware test: V_CVT_PK_BF8_F32 of 61440 or
+±inf is ±inf); only the MX formats fp6, bf6 and fp4, which have neither, give their largest value.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ class Format:
     man: int  # mantissa bits
     bias: int
     special: str  # "ieee" (all-ones exponent: inf, NaN), "fn" (S.1..1.1..1 is NaN), "fnuz" (0x80 NaN), "none"
-    saturate: bool  # finite overflow and infinity give the largest finite value
 
     @property
     def bits(self) -> int:
@@ -43,11 +43,10 @@ class Format:
 
 
 FORMATS = {
-    "fp8_fnuz": Format(4, 3, 8, "fnuz", False), "bf8_fnuz": Format(5, 2, 16, "fnuz", False),
-    "fp8": Format(4, 3, 7, "fn", True), "bf8": Format(5, 2, 15, "ieee", True),
-    "fp6": Format(2, 3, 1, "none", True), "bf6": Format(3, 2, 3, "none", True), "fp4": Format(2, 1, 1, "none", True),
-    "f16": Format(5, 10, 15, "ieee", False), "bf16": Format(8, 7, 127, "ieee", False),
-    "f32": Format(8, 23, 127, "ieee", False),
+    "fp8_fnuz": Format(4, 3, 8, "fnuz"), "bf8_fnuz": Format(5, 2, 16, "fnuz"),
+    "fp8": Format(4, 3, 7, "fn"), "bf8": Format(5, 2, 15, "ieee"),
+    "fp6": Format(2, 3, 1, "none"), "bf6": Format(3, 2, 3, "none"), "fp4": Format(2, 1, 1, "none"),
+    "f16": Format(5, 10, 15, "ieee"), "bf16": Format(8, 7, 127, "ieee"), "f32": Format(8, 23, 127, "ieee"),
 }
 
 
@@ -101,7 +100,7 @@ def encode(x: np.ndarray, fmt: Format, noise: np.ndarray | None = None, source_m
 
 def _overflow(fmt: Format) -> int:
     """The code (without sign) of a finite value past the largest, or of an infinity."""
-    if fmt.saturate or fmt.special == "none":
+    if fmt.special == "none":
         return fmt.top
     return ((1 << fmt.exp) - 1) << fmt.man if fmt.special == "ieee" else _nan(fmt)
 

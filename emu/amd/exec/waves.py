@@ -131,6 +131,8 @@ class Waves:
                 raw = ((raw >> np.uint32(16 * (op.half or 0))) & np.uint32(0xFFFF)).astype(np.uint16)
         elif op.kind == "s":
             raw = self.sget(op.index, 2 if bits == 64 else 1, g)
+            if bits <= 16:  # a 16-bit source's half (op_sel)
+                raw = raw >> np.uint32(16 * (op.half or 0))
             raw = raw.astype(u) if bits != 64 else raw
             raw = raw[:, None] if vector else raw
         elif op.kind == "special":

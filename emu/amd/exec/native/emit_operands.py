@@ -40,8 +40,9 @@ class Operands:
                    f"((uint16_t)(VR({i})[lane] >> {16 * (op.half or 0)}))" if bits == 16 else f"VR({i})[lane]")
         elif op.kind == "s":
             i = op.index
+            half = f"((uint16_t)(SR({i}) >> {16 * (op.half or 0)}))"  # a 16-bit source's half (op_sel)
             raw = "0" if i == NULL else (f"((uint64_t)SR({i}) | (uint64_t)SR({i + 1}) << 32)" if bits == 64 else
-                                         f"((uint16_t)SR({i}))" if bits == 16 else f"SR({i})")
+                                         half if bits == 16 else f"SR({i})")
         elif op.kind == "special":
             raw = {"scc": "SCC", "execz": "(EXECM == 0)", "vccz": f"({self.lane_mask(VCC)} == 0)"}[op.value]
         elif op.kind in ("int", "float", "lit", "aperture"):
