@@ -6,11 +6,15 @@ options (and MOCKGPU_PARTITION, a CDNA GPU's compute partitions). Nothing of the
 seam. Where the options do not say, the machine is what tinygrad's own mock would give the same command: the arch DEV
 names (DEV=MOCKKFD+AMD::gfx1201), six GPUs on MOCKKFD+AMD and MOCK+NV, an Ada (sm_89) on MOCK+NV.
 
-MOCKPCI+AMD boards are register-level models, which a driver mapping BARs into its own memory cannot reach; so for
-them `usergpu serve` exports the mock machine on a free loopback port and the command runs with DEV=PCI+AMD and
-REMOTE pointing there: every register, VRAM and system-memory access of its driver (tinygrad's AM, usergpu's) is a
-request the mock board answers. The server stops when the command ends; its exit status is the command's. First
-tinygrad's download cache gets the Debian firmware blobs identical to those tinygrad pins (tools/tinygrad_cache.py).
+MOCKPCI+AMD boards are register-level models; a driver in the command maps their BARs into its own memory as on a
+real machine (tinygrad's AM, in its process): its register reads and writes are trapped and answered by the board at
+once, its doorbells watched, and /proc/self/pagemap gives the physical addresses the boards' DMA reaches
+(emu/amd/mock/pci/host.py). The boards are the command's own (a fresh MOCKPCI_DIR unless set), and so is TMPDIR,
+where tinygrad locks a board by its bus address (every machine numbers its boards alike). With --remote instead,
+`usergpu serve` exports the mock machine on a free loopback port and the command runs with DEV=PCI+AMD and REMOTE
+pointing there (tinygrad's REMOTE door): every register, VRAM and system-memory access is a request the server
+answers; it stops when the command ends. Either way the exit status is the command's, and first tinygrad's download
+cache gets the Debian firmware blobs identical to those tinygrad pins (tools/tinygrad_cache.py).
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def _partition(text: str) -> str:
 def add_parser(sub, help_line: str) -> None:
     p = sub.add_parser("mock", help=help_line, description=__doc__.split("\n\n")[0],
                        usage="usergpu mock [--dev DEV] [--arch ARCH] [--count N] [--partition spx|cpx] "
-                             "[--release R] -- CMD [ARGS ...]")
+                             "[--release R] [--remote] -- CMD [ARGS ...]")
     p.add_argument("--dev", type=_device, help=f"the mock interface, one of {', '.join(DEVICES)} (default: $DEV, "
                                                  "else MOCKKFD+AMD)")
     p.add_argument("--arch", type=_arch, help=f"the mock GPUs' arch, {' or '.join(ARCHS)} (MOCKGPU_ARCH); on "
@@ -74,6 +78,8 @@ def add_parser(sub, help_line: str) -> None:
     p.add_argument("--count", type=ranged(1, MAX_MOCK_GPUS, "a GPU count"), help="how many GPUs (MOCKGPU_COUNT)")
     p.add_argument("--partition", type=_partition, help="a CDNA GPU's compute partitions: spx (one node of all "
                    "its XCCs, the default) or cpx (a node per XCC) (MOCKGPU_PARTITION)")
+    p.add_argument("--remote", action="store_true", help="MOCKPCI+AMD through `usergpu serve` and tinygrad's REMOTE "
+                   "(DEV=PCI+AMD) instead of in the command's process")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     p.set_defaults(run=run)
 
@@ -114,37 +120,49 @@ def run(args: argparse.Namespace, hal=None) -> int:
     env = environment(args, dict(os.environ))
     sys.stdout.flush()
     sys.stderr.flush()
-    if env["DEV"].split(":")[0] == "MOCKPCI+AMD":
-        return remote(command, env)
+    interface = env["DEV"].split(":")[0]
+    if args.remote and interface != "MOCKPCI+AMD":
+        raise Error(f"mock: --remote is MOCKPCI+AMD's; {interface} runs in the command's process")
+    if interface == "MOCKPCI+AMD":
+        _seed_firmware()
+        with tempfile.TemporaryDirectory(prefix="usergpu-mock-pci-") as boards:
+            env = env | {"MOCKPCI_DIR": env.get("MOCKPCI_DIR", boards)}
+            if args.remote:
+                return remote(command, env)
+            scratch = os.path.join(env["MOCKPCI_DIR"], "tmp")  # the machine's /tmp: a driver's lock files name
+            os.makedirs(scratch, exist_ok=True)                # its boards, which every machine numbers alike
+            return subprocess.run(command, env=env | {"TMPDIR": scratch}).returncode
     os.execvpe(command[0], command, env)
 
 
-def remote(command: list[str], env: dict[str, str]) -> int:
-    """Run command against `usergpu serve --dev MOCKPCI+AMD` on a free loopback port (DEV=PCI+AMD, REMOTE set); the
-    command's exit status."""
+def _seed_firmware() -> None:
+    """tinygrad's AM fetches firmware: Debian's identical blobs go into its download cache first."""
     from usergpu.tools import tinygrad_cache
 
-    seeded = tinygrad_cache.seed()  # tinygrad's AM fetches firmware: Debian's identical blobs are in its cache
+    seeded = tinygrad_cache.seed()
     if seeded.placed or seeded.differ or seeded.missing:
         print(f"usergpu mock: {len(seeded.placed)} of tinygrad's pinned firmware blobs in its cache from Debian's "
               f"firmware-amd-graphics; {len(seeded.differ)} differ from the pins, {len(seeded.missing)} are not there",
               file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="usergpu-mock-serve-") as boards:
-        server_env = env | {"MOCKPCI_DIR": env.get("MOCKPCI_DIR", boards)}
-        server = subprocess.Popen([sys.executable, "-m", "usergpu.tools.cli", "serve", "--dev", "MOCKPCI+AMD",
-                                   "--listen", "127.0.0.1:0", "--json"], env=server_env, stderr=subprocess.PIPE,
-                                  text=True)
-        try:
-            first = json.loads(server.stderr.readline() or "{}")
-            if first.get("event") != "listening":
-                raise Error(f"mock: usergpu serve did not start ({first.get('error') or server.wait()})")
-            threading.Thread(target=_forward_errors, args=(server.stderr,), daemon=True).start()
-            dev = "PCI+AMD" + env["DEV"][len("MOCKPCI+AMD"):]
-            child = subprocess.run(command, env=env | {"DEV": dev, "REMOTE": first["address"]})
-            return child.returncode
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait()
+
+
+def remote(command: list[str], env: dict[str, str]) -> int:
+    """Run command against `usergpu serve --dev MOCKPCI+AMD` (its boards in env's MOCKPCI_DIR) on a free loopback
+    port (DEV=PCI+AMD, REMOTE set); the command's exit status."""
+    server = subprocess.Popen([sys.executable, "-m", "usergpu.tools.cli", "serve", "--dev", "MOCKPCI+AMD",
+                               "--listen", "127.0.0.1:0", "--json"], env=env, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        first = json.loads(server.stderr.readline() or "{}")
+        if first.get("event") != "listening":
+            raise Error(f"mock: usergpu serve did not start ({first.get('error') or server.wait()})")
+        threading.Thread(target=_forward_errors, args=(server.stderr,), daemon=True).start()
+        dev = "PCI+AMD" + env["DEV"][len("MOCKPCI+AMD"):]
+        child = subprocess.run(command, env=env | {"DEV": dev, "REMOTE": first["address"]})
+        return child.returncode
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait()
 
 
 def _forward_errors(stream) -> None:

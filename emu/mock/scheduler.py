@@ -58,6 +58,22 @@ class Scheduler:
             return busy
 
 
+def settle(parts: list[tuple[Scheduler, object]]) -> tuple[bool, bool]:
+    """Every GPU's queues (each GPU's scheduler and the GPU, whose `ticks` count its work) until none can make
+    progress: a queue waiting on another GPU's write resumes when that GPU has run. Whether anything ran, and whether
+    work is left stalled; a queue's Error is raised."""
+    def clocks() -> list[int]:
+        return [gpu.ticks for _, gpu in parts]  # type: ignore[attr-defined]
+
+    start, stalled = clocks(), True
+    while stalled:
+        before = clocks()
+        stalled = any([scheduler.run() for scheduler, _ in parts])
+        if clocks() == before:
+            break
+    return clocks() != start, stalled
+
+
 # id of a machine -> its scheduler, while one of its GPUs holds it (a GPU holds its machine, so the id is not reused
 # before the entry goes; a machine need not be hashable)
 _MACHINES: weakref.WeakValueDictionary[int, Scheduler] = weakref.WeakValueDictionary()

@@ -53,17 +53,28 @@ def test_dev_is_kept_when_set_and_replaced_by_the_option(tmp_path):
     assert mock("--dev", "mock+nv", cwd=tmp_path, env=env)["DEV"] == "MOCK+NV"
 
 
+def test_mock_boards_are_the_commands_own_in_its_process(tmp_path):
+    """MOCKPCI+AMD: DEV stays, and the boards live in a fresh MOCKPCI_DIR that is gone after the command."""
+    script = "import os; print(os.environ['DEV'], os.environ['MOCKPCI_DIR'], 'REMOTE' in os.environ)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEV", "MOCKGPU", "MOCKPCI"))}
+    out = subprocess.run([str(USERGPU), "mock", "--dev", "MOCKPCI+AMD", "--", sys.executable, "-c", script],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    dev, folder, remote = out.stdout.split()
+    assert out.returncode == 0 and (dev, remote) == ("MOCKPCI+AMD", "False") and not Path(folder).exists()
+
+
 def test_mock_boards_are_served_over_remote_for_the_command(tmp_path):
-    """MOCKPCI+AMD: the command gets DEV=PCI+AMD (a renderer after it kept) and REMOTE naming a loopback server
-    that exports the board; its exit status is the command's, and the server is gone after it."""
-    got = mock("--arch", "gfx1200", cwd=tmp_path, env={"DEV": "MOCKPCI+AMD:LLVM"})
+    """MOCKPCI+AMD --remote: the command gets DEV=PCI+AMD (a renderer after it kept) and REMOTE naming a loopback
+    server that exports the board; its exit status is the command's, and the server is gone after it."""
+    got = mock("--arch", "gfx1200", "--remote", cwd=tmp_path, env={"DEV": "MOCKPCI+AMD:LLVM"})
     assert got["DEV"] == "PCI+AMD:LLVM" and got["REMOTE"].startswith("127.0.0.1:")
     script = ("import os, socket, struct; s = socket.create_connection(('127.0.0.1', int(os.environ['REMOTE']"
               ".split(':')[1]))); s.sendall(struct.pack('<BIIQQQ', 3, 0, 0, 2, 2, 0)); "
               "r = s.recv(17); print(os.environ['REMOTE'], hex(struct.unpack('<BQQ', r)[1])); raise SystemExit(3)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DEV", "MOCKGPU"))}
-    out = subprocess.run([str(USERGPU), "mock", "--dev", "MOCKPCI+AMD", "--arch", "gfx1200", "--", sys.executable,
-                          "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    out = subprocess.run([str(USERGPU), "mock", "--dev", "MOCKPCI+AMD", "--arch", "gfx1200", "--remote", "--",
+                          sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env,
+                         timeout=60)
     address, device = out.stdout.split()
     assert out.returncode == 3 and device == "0x7590"  # the gfx1200 board's device id, from its config space
     with pytest.raises(ConnectionRefusedError):
@@ -118,6 +129,8 @@ CASES = [
     Case([*MOCK, "--count", "0", "--", "true"], "'0': a GPU count must be 1..64", 2),
     Case([*MOCK, "--arch", "gfx1100", "--", "true"], "mock: DEV MOCKKFD+AMD::gfx1201 names gfx1201, --arch gfx1100",
          env={"DEV": "MOCKKFD+AMD::gfx1201"}),
+    Case([*MOCK, "--remote", "--", "true"], "mock: --remote is MOCKPCI+AMD's; MOCKKFD+AMD runs in the command's "
+         "process"),
     Case([*MOCK, "--dev", "KFD+AMD", "--", "true"],
          "'KFD+AMD': the mocks are MOCKKFD+AMD, MOCKPCI+AMD, MOCKUSB+AMD, MOCK+NV", 2),
 ]

@@ -1,5 +1,6 @@
-"""tinygrad's own AM driver, unmodified, on usergpu's mock boards: `usergpu mock --dev MOCKPCI+AMD` serves the board
-over REMOTE and seeds tinygrad's download cache with Debian's firmware blobs identical to the ones tinygrad pins.
+"""tinygrad's own AM driver, unmodified, on usergpu's mock boards: `usergpu mock --dev MOCKPCI+AMD` gives tinygrad's
+process the board (in it, or served over REMOTE with --remote) and seeds tinygrad's download cache with Debian's
+firmware blobs identical to the ones tinygrad pins.
 tinygrad probes the board, reads its config space, BARs and IP discovery through the mock, loads every pinned blob
 Debian carries from the cache, and stops at the first one no reachable package carries: its fetch fails (no network:
 a proxy that refuses), and the test names that blob. Each blob seeded into the cache has the sha256 tinygrad pins."""
@@ -55,18 +56,19 @@ def pinned_firmware():
         pytest.skip("no gfx11 and gfx12 firmware: `make firmware` fetches Debian's firmware-amd-graphics")
 
 
+@pytest.mark.parametrize("route", [[], ["--remote"]], ids=["in-process", "remote"])
 @pytest.mark.parametrize("arch", STOPS)
-def test_tinygrads_am_runs_on_the_mock_board_up_to_the_missing_blob(arch, tmp_path, pinned_firmware):
+def test_tinygrads_am_runs_on_the_mock_board_up_to_the_missing_blob(arch, route, tmp_path, pinned_firmware):
     env = {**os.environ, "XDG_CACHE_HOME": str(cache_home(tmp_path)), "AM_DEBUG": "1", "DEBUG": "1",
            "https_proxy": "http://127.0.0.1:9", "PYTHONDONTWRITEBYTECODE": "1"}
-    run = subprocess.run([str(USERGPU), "mock", "--dev", "MOCKPCI+AMD", "--arch", arch, "--", sys.executable, "-c",
-                          SCRIPT], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    run = subprocess.run([str(USERGPU), "mock", "--dev", "MOCKPCI+AMD", "--arch", arch, *route, "--", sys.executable,
+                          "-c", SCRIPT], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     loaded, missing = STOPS[arch]
     assert run.returncode == 3, run.stdout[-3000:] + run.stderr[-3000:]
     (fetch,) = [line.split()[1] for line in run.stdout.splitlines() if line.startswith("FETCH ")]
     assert fetch.endswith(f"/amdgpu/{missing}")
     assert [line.split()[4].rstrip(":") for line in run.stdout.splitlines() if "loading firmware" in line] == loaded
-    assert "remote: sent" in run.stdout  # its requests went to the server (tinygrad's own count of them)
+    assert ("remote: sent" in run.stdout) == bool(route)  # its requests went to the server (tinygrad's count)
 
 
 def test_the_cache_holds_only_blobs_with_tinygrads_sha256(tmp_path, pinned_firmware):

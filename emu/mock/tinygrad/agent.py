@@ -42,6 +42,10 @@ class DoorbellAgent:
         """Watch a doorbell page from now on (the thread starts with the first)."""
         with self.lock:
             self._pages[key], self._seen[key] = words, words.copy()
+        self.start()
+
+    def start(self) -> None:
+        """Start the thread (once); an agent given pending() needs no pages to notice work."""
         if self._thread is None:
             # the client spins on its signals holding the GIL, which Python hands over every switch interval (5 ms
             # by default): the GPU, a thread here, would wait that long for each completion a real one reports at

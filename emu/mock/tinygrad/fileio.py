@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import os
 
-from usergpu.emu.mock import open_hal
+from usergpu.emu.mock import mmio_trap, open_hal
 from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound
 from usergpu.hostmem import os_mmap, os_munmap
+
+MAP_LOCKED, MAP_HUGETLB = 0x2000, 0x40000  # (mman-common.h) what a mock machine's memory needs neither of
 
 # tinygrad's mock devices (DEV=<iface>+<vendor>) -> the usergpu machine behind them; MOCK+AMD is its KFD mock too
 MACHINES = {"MOCK+AMD": "MOCKKFD+AMD", "MOCKKFD+AMD": "MOCKKFD+AMD", "MOCKPCI+AMD": "MOCKPCI+AMD",
@@ -110,10 +112,14 @@ class MockFileIOInterface:
 
     @staticmethod
     def anon_mmap(start: int, sz: int, prot: int, flags: int, offset: int) -> int:
-        return os_mmap(start, sz, prot, flags, -1, offset)
+        """Anonymous memory, unlocked and of small pages: the pages a mock board reaches by DMA need no pinning
+        (pagemap's frames follow them), it reserves no huge pages, and the process's RLIMIT_MEMLOCK is not the mock
+        machine's (tinygrad's AM locks every system-memory buffer)."""
+        return os_mmap(start, sz, prot, flags & ~(MAP_LOCKED | MAP_HUGETLB), -1, offset)
 
     @staticmethod
     def munmap(buf: int, sz: int) -> None:
+        mmio_trap.untrack(buf)
         os_munmap(buf, sz)
 
     @staticmethod

@@ -53,7 +53,7 @@ from usergpu.emu.amd.mock.kfd.objects import (
     memory_exception,
 )
 from usergpu.emu.amd.mock.kfd.render import RenderFile
-from usergpu.emu.mock.scheduler import Scheduler
+from usergpu.emu.mock.scheduler import Scheduler, settle
 from usergpu.emu.mock.tinygrad.agent import DoorbellAgent
 from usergpu.emu.mock.uaccess import IOC_IN, IOC_OUT, fail, with_user_struct
 from usergpu.errors import DeviceNotFound
@@ -228,13 +228,7 @@ class MockKFD:
         a queue waiting on another GPU's write resumes when that GPU has run. A fault or a hang stops its queue
         and is raised to the caller. Whether anything ran, and whether work is left stalled."""
         with self.lock:
-            start, stalled = [n.gpu.ticks for n in self.nodes], True
-            while stalled:
-                before = [n.gpu.ticks for n in self.nodes]
-                stalled = any([n.scheduler.run() for n in self.nodes])
-                if [n.gpu.ticks for n in self.nodes] == before:
-                    break
-            return [n.gpu.ticks for n in self.nodes] != start, stalled
+            return settle([(n.scheduler, n.gpu) for n in self.nodes])
 
     def _interrupt(self, source: str, context_id: int) -> None:
         """An interrupt a GPU raised (RELEASE_MEM INT_SEL, SDMA TRAP): its context id names a signal event."""

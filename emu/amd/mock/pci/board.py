@@ -82,7 +82,8 @@ class MockPCIGPU(PCIFunction):
         self.on_read: dict[int, Callable[[], None]] = {}  # dword address -> the model that updates it when read
         self.gpu = GPU(arch)  # the engines: the same CP, SDMA and emulator as the mock KFD's
         self.gpu.activity = self.activity
-        self.iommu = IOMMU()  # what VFIO maps of this process's memory for the board's DMA (vfio.py)
+        self.iommu = IOMMU()  # what VFIO (or pagemap, host.py) maps of this process's memory for the board's DMA
+        self.host = None  # the machine's host side (host.py), for a driver that maps the BARs itself
         faults = set(filter(None, os.environ.get("MOCKPCI_FAULT", "").split(",")))
         mailbox = (self.address("MP1", f"MP1_SMN_C2PMSG_{n}") for n in (66, 82, 90))
         self.smu = (MockSMU13_0_6 if arch in CDNA else MockSMU)(self, *mailbox, silent="smu-silent" in faults)
@@ -148,6 +149,12 @@ class MockPCIGPU(PCIFunction):
     def bar_fd(self, bar: int) -> int | None:
         """The shared memory behind a BAR that is plain memory (a part of VRAM can be mapped from it)."""
         return self.memfd if bar == VRAM_BAR else None
+
+    def bar_map(self, bar: int, length: int, offset: int, prot: int, flags: int, address: int) -> int | None:
+        """The registers trapped, the doorbells watched (host.py)."""
+        if self.host is None or bar not in (DOORBELL_BAR, MMIO_BAR):
+            return None
+        return self.host.map_bar(self, bar, bar == MMIO_BAR, length, offset, prot, flags, address)
 
     def bar_read(self, bar: int, offset: int) -> int:
         if bar == VRAM_BAR:

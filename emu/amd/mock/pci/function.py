@@ -42,6 +42,11 @@ class PCIFunction:
         """The shared memory behind a BAR that is plain memory (parts of it can be mapped), or None."""
         return None
 
+    def bar_map(self, bar: int, length: int, offset: int, prot: int, flags: int, address: int) -> int | None:
+        """A mapping of part of a BAR that is not plain memory, for a driver that maps it into its own memory (the
+        process's address), or None where the function offers none."""
+        return None
+
     def bar_read(self, bar: int, offset: int) -> int:
         return 0
 
@@ -199,12 +204,16 @@ class SysfsFile:
         raise fail(errno.ENOTTY, "a sysfs PCI file has no ioctls")
 
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
-        """A part of a BAR that is plain memory (VRAM), mapped where asked; registers are MMIO views only."""
+        """A part of a BAR mapped where asked: plain memory (VRAM) as it is, registers as the function maps them for
+        a driver in this process (bar_map), if it does."""
         self._fits(length, offset)
         fd = self.board.bar_fd(self.bar)
-        if fd is None:
-            raise fail(errno.EINVAL, "the mock maps register BARs as MMIO views only")
-        return os_mmap(address, length, prot, flags | MAP_SHARED, fd, offset)
+        if fd is not None:
+            return os_mmap(address, length, prot, flags | MAP_SHARED, fd, offset)
+        mapped = self.board.bar_map(self.bar, length, offset, prot, flags, address)
+        if mapped is None:
+            raise fail(errno.EINVAL, f"the mock maps BAR {self.bar}'s registers as MMIO views only")
+        return mapped
 
 
 def install_pci(hal: MockHAL, board: PCIFunction, address: str) -> None:

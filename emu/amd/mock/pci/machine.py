@@ -12,6 +12,7 @@ from pathlib import Path
 
 from usergpu.emu.amd.mock.pci.board import MockPCIGPU
 from usergpu.emu.amd.mock.pci.function import install_pci
+from usergpu.emu.amd.mock.pci.host import HostSide, Pagemap
 from usergpu.emu.amd.mock.pci.vfio import install_vfio
 from usergpu.emu.mock.hal import MockHAL
 
@@ -63,4 +64,11 @@ def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLik
         if not state.exists():  # powered on with the board; a monitor attaching leaves it as it is
             state.write_text("D0\n")
         hal.boards.append(board)
+    hal.host = HostSide(hal.boards)
+    for board in hal.boards:
+        board.host = hal.host
+    hal.install("/proc/self/pagemap", lambda: Pagemap(hal.host))
+    sysctl = d / "proc/sys/vm/compact_unevictable_allowed"  # 0: locked pages stay where pagemap said they are
+    sysctl.parent.mkdir(parents=True, exist_ok=True)
+    sysctl.write_text("0\n")
     return hal
