@@ -64,11 +64,14 @@ class CopyEngine(Engine):
         length = self.field("LINE_LENGTH_IN", "VALUE")
         lines = self.field("LINE_COUNT", "VALUE") if multi_line else 1
         pitch_in, pitch_out = (self.field(f"PITCH_{d}", "VALUE") for d in ("IN", "OUT")) if multi_line else (0, 0)
-        for line in range(lines):
-            if remap:
-                self._remap(dst + line * pitch_out, src + line * pitch_in, length)
-            else:
-                self.vas.copy(dst + line * pitch_out, src + line * pitch_in, length)
+        chip = self.gpu.chip
+        rate = chip.bus_rate if self.vas.over_bus(src) or self.vas.over_bus(dst) else chip.copy_rate
+        with self.gpu.modelled(length * lines / rate):  # the board's time for the bytes (gpu.py's clock)
+            for line in range(lines):
+                if remap:
+                    self._remap(dst + line * pitch_out, src + line * pitch_in, length)
+                else:
+                    self.vas.copy(dst + line * pitch_out, src + line * pitch_in, length)
 
     def _remap(self, dst: int, src: int, count: int) -> None:
         """count elements: each destination component a source component, constant A or B, or left as it is."""

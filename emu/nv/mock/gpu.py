@@ -3,8 +3,11 @@ channels it saw, and the doorbell that runs them (emu/mock/scheduler.py). The mo
 runtime allocates through it and calls this interface; nothing here knows of the RM's handles.
 
 The clock: ns from time.monotonic_ns(), strictly increasing per GPU (two timestamps a channel writes in order
-differ). Kernels run on the PTX emulator with an instruction budget (`budget`: env MOCKGPU_NV_BUDGET, else the
-executor's default); one that passes it hangs its channel.
+differ), less the time the mock spent on modelled work past what the board takes for it: a copy engine's copy takes
+its bytes at the chip's copy or bus rate (`modelled`), so the timestamps around it, and the bandwidth a client
+computes from them, are the board's; a copy the mock does faster is held to that time, so the clock never runs
+ahead of the host's. Kernels run on the PTX emulator with an instruction budget (`budget`: env MOCKGPU_NV_BUDGET,
+else the executor's default); one that passes it hangs its channel.
 
 A launch runs a slice at a time (compute.py): the doorbell runs the channels until the launch ends or a slice has
 passed, and a launch still running is gone on with by the GPU's worker, a daemon thread that runs the channels a
@@ -16,19 +19,21 @@ when no launch runs (a finished, faulted or hung one, or a channel torn down), w
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.emu.mock.scheduler import scheduler_of
+from usergpu.emu.nv.mock import chips
 from usergpu.emu.nv.mock.channel import Channel
 from usergpu.emu.nv.mock.host import CHAINS as GPFIFO_CLASSES
 from usergpu.emu.nv.mock.vaspace import VASpace
@@ -61,10 +66,11 @@ class MMUFault(NamedTuple):
 
 
 class MockNVGPU:
-    def __init__(self, machine: object | None, index: int, arch: str, chip: object = None):
+    def __init__(self, machine: object | None, index: int, arch: str, chip: chips.Chip | None = None):
         if arch not in GPFIFO:
             raise Error(f"no mock NVIDIA GPU for {arch}: the mock models {', '.join(GPFIFO)}")
-        self.machine, self.index, self.arch, self.chip = machine, index, arch, chip
+        self.machine, self.index, self.arch = machine, index, arch
+        self.chip = chip or chips.chip(arch)  # the machine's, else the arch's (a GPU made alone)
         self.channels: list[Channel] = []
         self.mmu_faults: list[MMUFault] = []
         self.hangs: list[tuple[Channel, GPUHang]] = []
@@ -72,6 +78,7 @@ class MockNVGPU:
         self.interrupt_handlers: list[Callable[[Channel], None]] = []  # hear each non-stall interrupt
         self._tokens = itertools.count()
         self._clock = 0
+        self._behind = 0  # ns the clock lags the host's: the mock's time over modelled work (modelled)
         self.scheduler = scheduler_of(machine)
         self.lock = getattr(machine, "lock", None) or self.scheduler.lock  # what a doorbell holds
         self._worker: threading.Thread | None = None
@@ -124,8 +131,19 @@ class MockNVGPU:
 
     def timestamp(self) -> int:
         """The GPU clock in ns: monotonic, and strictly increasing from one reading to the next."""
-        self._clock = max(time.monotonic_ns(), self._clock + 1)
+        self._clock = max(time.monotonic_ns() - self._behind, self._clock + 1)
         return self._clock
+
+    @contextlib.contextmanager
+    def modelled(self, seconds: float) -> Iterator[None]:
+        """Work the board does in seconds: the clock moves by that much over it, whatever the host took."""
+        start = time.perf_counter()
+        yield
+        taken = time.perf_counter() - start
+        if taken < seconds:
+            time.sleep(seconds - taken)
+        else:
+            self._behind += int((taken - seconds) * 1e9)
 
     # ---- what the channels report ----------------------------------------------------------------------------
     def fault(self, address: int, access: str, channel: Channel, kernel: str = "") -> bool:

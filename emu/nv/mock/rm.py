@@ -308,7 +308,7 @@ class RM:
             if va + length - 1 > v.hi:
                 raise RMError(S.NV_ERR_NO_MEMORY, f"no room for {length:#x} bytes in the virtual range")
         try:
-            v.vaspace.map(va, mem.state.pages.array[a.offset:a.offset + length])
+            v.vaspace.map(va, mem.state.pages.array[a.offset:a.offset + length], system=mem.kind == "sysmem")
         except MappingError as e:  # another object's mapping there (UVM's, or another virtual range's)
             raise RMError(S.NV_ERR_NO_MEMORY, str(e)) from None
         v.maps[va] = (mem, length)

@@ -283,7 +283,8 @@ class UVMFile:
             for va in [va for va, (n, _) in r.maps.get(index, {}).items() if va < p.base + p.length and
                        p.base < va + n]:
                 self._unmap(r, index, va)
-            self.vaspaces[index].map(p.base, mem.state.pages.array[p.offset:p.offset + p.length])
+            self.vaspaces[index].map(p.base, mem.state.pages.array[p.offset:p.offset + p.length],
+                                     system=mem.kind == "sysmem")
             r.maps.setdefault(index, {})[p.base] = (p.length, mem)
 
     def _memory(self, p, index: int):

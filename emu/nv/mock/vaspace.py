@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from usergpu.emu.memory import Memory
+from usergpu.emu.memory import Memory, MemoryFault
 
 
 class VASpace:
@@ -21,17 +21,28 @@ class VASpace:
         self.memory = Memory()
         self.images: dict[tuple[int, bytes], Any] = {}
         self.last_image: dict[int, tuple[bytes, Any]] = {}  # base -> the (bytes, image) launched from there last
+        self.system: set[int] = set()  # the bases of mappings of system memory (reached over the host bus)
 
-    def map(self, va: int, pages: np.ndarray) -> None:
-        """Map a memory object's host pages (a uint8 array, shared, not copied) at va."""
+    def map(self, va: int, pages: np.ndarray, system: bool = False) -> None:
+        """Map a memory object's host pages (a uint8 array, shared, not copied) at va; system: system memory."""
         self.memory.map_at(va, pages)
+        if system:
+            self.system.add(va)
 
     def unmap(self, va: int) -> None:
         """Remove the mapping that starts at va (and what an image loaded from it mapped)."""
         self.memory.unmap(va)
+        self.system.discard(va)
         self.last_image.pop(va, None)
         for key in [k for k in self.images if k[0] == va]:
             self.images.pop(key).unload(self.memory)
+
+    def over_bus(self, va: int) -> bool:
+        """Whether va is system memory (False where nothing is mapped)."""
+        try:
+            return self.memory.mapping(va)[0] in self.system
+        except MemoryFault:
+            return False
 
     def _views(self, va: int, n: int, access: str) -> Iterator[np.ndarray]:
         """The host bytes of [va, va + n), a view per mapping they lie in."""

@@ -16,6 +16,7 @@ from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
 from usergpu.emu.nv.mock import pushbuf
 from usergpu.emu.nv.mock.gpu import MockNVGPU
+from usergpu.hostmem import PAGE
 
 # copy class -> the arch of a chip that offers it
 CLASSES = {nc.AMPERE_DMA_COPY_A: "sm_80", nc.AMPERE_DMA_COPY_B: "sm_86", nc.HOPPER_DMA_COPY_A: "sm_90",
@@ -210,3 +211,26 @@ def test_copy_addresses_have_the_class_width(rig):
         assert (dst == 7).all() and not ring.errors
     else:
         assert width == 17 and [f.address for f in gpu.mmu_faults] == [src_va & ((1 << 49) - 1)]
+
+
+def test_a_copy_takes_the_boards_time_not_the_mocks(rig):
+    """The GPU clock moves over a copy by its bytes at the chip's rate — within VRAM its copy rate, with system
+    memory at one end its bus's — not by the host time the mock took for it; and never ahead of the host's clock."""
+    gpu, space, ring, cls = rig
+    n = 32 << 20
+    src_va, src = space.alloc(n)
+    dst_va, _ = space.alloc(n)
+    host_va, host = space.next, np.zeros(n, np.uint8)
+    space.vas.map(host_va, host, system=True)
+    space.next += n + PAGE
+    sem_va, sem = space.alloc(64, np.uint32)
+    src[:] = 7
+
+    def stamp(at: int) -> list[int]:
+        four = nc.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE
+        return semaphore(sem_va + at, 1) + copy(0, 0, 0, DATA_TRANSFER_TYPE=0, SEMAPHORE_TYPE=four)
+    ring.submit(bind(cls) + stamp(0) + copy(dst_va, src_va, n) + stamp(16) + copy(host_va, src_va, n) + stamp(32))
+    t = [int(x) for x in sem.view(np.uint64)[[1, 3, 5]]]
+    vram, bus = n / gpu.chip.copy_rate * 1e9, n / gpu.chip.bus_rate * 1e9
+    assert vram <= t[1] - t[0] < vram + 2e6 and bus <= t[2] - t[1] < bus + 2e6  # ns: the copy, a little overhead
+    assert host[-1] == 7 and t[2] <= time.monotonic_ns() and not ring.errors
