@@ -148,6 +148,7 @@ class MockHAL(HAL):
         self._usb_backend = None  # a mock never reaches the host's USB devices
         self._open: dict[int, Device] = {}
         self._next_fd = self.FIRST_FD
+        self.unmapped: list[Callable[[int, int], None]] = []  # told of each munmap (what a device mapped there goes)
 
     def remote_servers(self) -> list[str]:
         """A mock machine reaches no other machine."""
@@ -244,6 +245,11 @@ class MockHAL(HAL):
                        for v, n in ((prot, "prot"), (flags, "flags")))
         address = integer_argument(address, 0, 1 << 64, "mmap", "address")
         return _op(dev, "mmap", errno_.ENODEV)(length, offset, prot, flags, address)
+
+    def munmap(self, address: int, length: int) -> None:
+        for hook in self.unmapped:
+            hook(address, length)
+        super().munmap(address, length)
 
     def mmio(self, fd: int, length: int, offset: int, width: int = 4) -> MMIO:
         dev = self._device(fd)

@@ -63,12 +63,13 @@ def ffi(decls: str):
 
 @cache
 def fingerprint(folders: tuple[Path, ...]) -> str:
-    """The sources (.py, .h) of the folders given and of this one, and the CPU the code is built for: a change to
-    either is a new kernel cache."""
+    """The sources (.py, .h) of the folders given and of this one (and any file given: a data table the code
+    generator reads), and the CPU the code is built for: a change to any is a new kernel cache."""
     h = hashlib.sha256()
     for folder in (*folders, HERE):
-        for name in sorted(p.name for p in folder.iterdir() if p.suffix in (".py", ".h")):
-            h.update((folder / name).read_bytes())
+        paths = [folder] if folder.is_file() else sorted(p for p in folder.iterdir() if p.suffix in (".py", ".h"))
+        for path in paths:
+            h.update(path.read_bytes())
     try:
         flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
     except OSError:

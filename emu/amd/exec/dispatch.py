@@ -34,6 +34,10 @@ from usergpu.isa.amd.dispatch import (
     user_sgpr_values,
 )
 
+# USERGPU_EMU_BACKGROUND=1 (usergpu mock sets it for a foreign suite, whose many small kernels each run about once):
+# the native backend compiles a kernel it meets for the first time in a worker thread while the reference runs it
+BACKGROUND = os.environ.get("USERGPU_EMU_BACKGROUND") == "1"
+
 BATCH_VGPR_BYTES = 8 << 20  # most VGPR bytes a batch holds (the allocator reuses them); workgroups never split
 # a small batch's executor is kept for the next batch of its shape (a suite launches the same small grids again and
 # again): its set-up, the native backend's included, is done once; at most this many, this big, per thread
@@ -115,6 +119,7 @@ def dispatch_slices(mem: Memory, regs: dict[str, int], grid: tuple[int, int, int
             w = Waves((stop - start) * waves_per_group, lanes, arch_vgprs, vgprs - arch_vgprs)
             ex = backend(arch, fetch, base, mem, w, _waves_of(stop - start, waves_per_group)[0], lds, scratch, kernel,
                          budget, program)
+            ex.background = BACKGROUND  # native: a new kernel compiles while the reference runs it
         else:
             ex.reuse(fetch, base, mem, kernel, budget, program)
         w = ex.w

@@ -206,6 +206,8 @@ def operands(inst, acc: int = 0) -> tuple[list[Operand] | None, dict[str, str]]:
     mods = {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
     if ops and "op_sel" in mods and not inst.family.startswith("VOP3P"):
         ops = [ops[0], *_scalar_halves(ops[1:], mods["op_sel"])]
+    if ops and re.match(r"s_cmpk_\w+_i32$", inst.mnemonic.strip()):  # SOPK's simm16, sign-extended when signed
+        ops = [ops[0], replace(ops[1], value=_simm16(ops[1].value) & 0xFFFFFFFF)]
     return ops, mods
 
 

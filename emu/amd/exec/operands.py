@@ -81,6 +81,13 @@ def parse(text: str) -> Operand:
 
 
 @cache  # read on every execution of the instruction: work it out once per operand and type
+def high_half(op: Operand) -> Operand:
+    """The high 16 bits of the dword a constant supplies, which VOP3P's op_sel / op_sel_hi pick as a 16-bit
+    source's high half: an inline integer's sign extension, a literal's top half, nothing beside a 16-bit float
+    (LLVM sets op_sel_hi 0 for a constant both halves are to read, and op_sel 1 for a zero shift)."""
+    return Operand("lit", value=(op.value >> 16) & 0xFFFF if op.kind in ("int", "lit") else 0, text=op.text)
+
+
 def const_bits(op: Operand, typ: str) -> int:
     """The bits an inline constant or literal supplies to an operand of type typ (e.g. 'f32', 'u64', 'f16')."""
     width = int(re.sub(r"\D", "", typ) or 32)

@@ -9,7 +9,7 @@ import numpy as np
 
 from usergpu.emu.amd.exec import dpp, fp, mfma, sdwa, wmma
 from usergpu.emu.amd.exec.helpers import DTYPES, NAMESPACE, halves, to_bf16, unpack
-from usergpu.emu.amd.exec.operands import Operand
+from usergpu.emu.amd.exec.operands import Operand, high_half
 from usergpu.emu.amd.exec.semantics import ALU, CMP, MOVREL, SCC, TYPED
 from usergpu.emu.amd.exec.waves import VCC, width
 
@@ -264,8 +264,8 @@ def _packed(core: str, ops: list[Operand], mods: dict):
         expr, types = "a", ["u32"]
 
     def half(w, op: Operand, typ: str, which: int, negate: int, g) -> np.ndarray:
-        if op.kind in ("int", "float", "lit"):  # a constant: the same value in both halves (literals: low half)
-            v = w.read(op, typ, g)
+        if op.kind in ("int", "float", "lit"):  # a constant: the halves of its dword (a register pair: both)
+            v = w.read(op if wide or not which else high_half(op), typ, g)
         elif wide:
             v = w.read(Operand(op.kind, op.index + which, 1, 0, False, False, None, op.text), typ, g)
         else:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import os
 
-from usergpu.emu.mock import mmio_trap, open_hal
+from usergpu.emu.mock import open_hal
 from usergpu.emu.mock.hal import MockHAL
 from usergpu.errors import DeviceNotFound
-from usergpu.hostmem import os_mmap, os_munmap
+from usergpu.hostmem import os_mmap
 
 MAP_LOCKED, MAP_HUGETLB = 0x2000, 0x40000  # (mman-common.h) what a mock machine's memory needs neither of
 
@@ -119,8 +119,7 @@ class MockFileIOInterface:
 
     @staticmethod
     def munmap(buf: int, sz: int) -> None:
-        mmio_trap.untrack(buf)
-        os_munmap(buf, sz)
+        machine().munmap(buf, sz)  # what the machine mapped there (a trapped register BAR) goes too
 
     @staticmethod
     def exists(path: str) -> bool:

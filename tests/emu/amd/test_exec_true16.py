@@ -1,7 +1,8 @@
 """true16 on RDNA3 and RDNA4: a 16-bit operand is the low or high half of a VGPR (op_sel in VOP3, bit 7 of the
 register in VOP1/2/C), and a write to one half keeps the other. gfx12's tables are learned in LLVM's real-true16
 mode, as gfx11's are, so both arches run these the same way; tinygrad's LLVM code for gfx12 relies on the halves.
-An SGPR source's half is op_sel's too (VOP3, VOP3P, v_fma_mix): the text shows it only there."""
+An SGPR source's half is op_sel's too (VOP3, VOP3P, v_fma_mix): the text shows it only there; a VOP3P constant
+supplies the halves of its dword (LLVM clears op_sel_hi where both halves are to read it)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ CASES = [  # as LLVM prints them (VOP3's op_sel shown)
     ("v_pk_add_u16 v1, v1, s0", 1, 0x4E34_9678),  # each half of s0 in its own lane half
     ("v_pk_lshlrev_b16 v1, 4, s0 op_sel_hi:[0,1]", 1, 0xC000_0000),  # tinygrad's fp8 sign: the constant's low half
     ("v_fma_mix_f32 v2, s0, 1.0, 0 op_sel:[1,0,0] op_sel_hi:[1,0,0]", 2, 0x3F80_0000),
+    # a VOP3P constant is a dword whose halves op_sel picks: 8's high half is 0, -1's 0xffff, 1.0's (f16) 0
+    ("v_pk_lshrrev_b16 v1, 8, v0 op_sel:[1,0] op_sel_hi:[0,0]", 1, 0x0080_8088),  # tinygrad's byte split
+    ("v_pk_add_u16 v1, v1, -1", 1, 0x1233_5677),
+    ("v_pk_add_f16 v1, v0, 1.0", 1, 0xBC10_3C00),  # only the low half adds 1.0 (the denormal vanishes)
+    ("v_pk_add_f16 v1, v0, 1.0 op_sel_hi:[1,0]", 1, 0xA400_3C00),  # both read its low half: -1.015625 + 1.0
 ]
 
 

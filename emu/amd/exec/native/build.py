@@ -10,6 +10,9 @@ from usergpu.emu.native import build as shared
 from usergpu.emu.native.build import CLANG, CompileError, cache_dir, compiler  # noqa: F401 (this backend's names)
 
 HERE = Path(__file__).parent
+# what a kernel's C follows besides this folder: the executor's semantics (operands, ALU signatures) and the opcode
+# tables its instructions decode by
+SOURCES = (HERE, HERE.parent, *sorted((HERE.parents[3] / "autogen").glob("isa_*.msgpack")))
 # what a kernel's C sees of the emulator's state: the reference backend's arrays (executor.py fills it in)
 STATE = """typedef struct {
     uint32_t *v; uint32_t *s; uint32_t *scc; int64_t *pc; uint8_t *done; uint8_t *waiting; int64_t *steps;
@@ -36,14 +39,15 @@ def ffi():
 
 
 def _digest(*parts: bytes) -> str:
-    return shared.digest((HERE,), *parts)
+    return shared.digest(SOURCES, *parts)
 
 
 def _entry_key(code, entry: int, arch: str, lanes: int) -> str:
     return _digest(f"{arch} {lanes}".encode(), code[entry : entry + PREFIX])
 
 
-def _span_key(code, entry: int, arch: str, lanes: int, span: tuple[int, int]) -> str:
+def span_key(code, entry: int, arch: str, lanes: int, span: tuple[int, int]) -> str:
+    """The digest a kernel's compiled span is cached under."""
     lo, hi = span
     return _digest(f"{arch} {lanes} {lo} {hi}".encode(), code[entry + lo : entry + hi])
 
@@ -73,7 +77,7 @@ def _find(code, entry: int, arch: str, lanes: int) -> tuple[tuple[int, int], obj
         lines = (tuple(map(int, line.split())) for line in text.splitlines() if line)
         spans = _SPANS[ekey] = list(dict.fromkeys(lines))
     for span in spans:
-        digest = _span_key(code, entry, arch, lanes, span)
+        digest = span_key(code, entry, arch, lanes, span)
         if shared.cached(digest):
             return span, load(digest, None)
     return None
@@ -81,7 +85,7 @@ def _find(code, entry: int, arch: str, lanes: int) -> tuple[tuple[int, int], obj
 
 def compile_kernel(code, entry: int, arch: str, lanes: int, span: tuple[int, int], source) -> object:
     """Compile a kernel whose instructions lie in span, and index it for find()."""
-    lib = load(_span_key(code, entry, arch, lanes, span), source)
+    lib = load(span_key(code, entry, arch, lanes, span), source)
     ekey = _entry_key(code, entry, arch, lanes)
     if span in _SPANS.setdefault(ekey, []):
         return lib

@@ -12,7 +12,7 @@ from usergpu.emu.amd.exec import valu
 from usergpu.emu.amd.exec.helpers import DTYPES
 from usergpu.emu.amd.exec.native.cexpr import Translator, Untranslatable, ctype, short
 from usergpu.emu.amd.exec.native.emit_operands import Operands
-from usergpu.emu.amd.exec.operands import Operand
+from usergpu.emu.amd.exec.operands import Operand, high_half
 from usergpu.emu.amd.exec.waves import EXEC, width
 
 
@@ -72,7 +72,7 @@ class VectorShapes(Operands):
 
     def packed(self, core: str, ops: list[Operand], mods: dict) -> str | None:
         """v_pk_*: the expression on the low halves and on the high halves (valu._packed): op_sel / op_sel_hi pick
-        each source's half, neg_lo / neg_hi negate float sources; a constant is the same in both halves."""
+        each source's half, neg_lo / neg_hi negate float sources; a constant supplies the halves of its dword."""
         sig = valu.signature("v_" + core[3:])
         if sig is None:
             return None
@@ -97,7 +97,7 @@ class VectorShapes(Operands):
         for k, (pick, negs) in enumerate(((sel, neg_lo), (hi, neg_hi))):
             body = []
             for i, (name, op, ty) in enumerate(zip("abc", srcs, types, strict=False)):
-                half = op if op.kind in ("int", "float", "lit") else (
+                half = (op if wide or not pick[i] else high_half(op)) if op.kind in ("int", "float", "lit") else (
                     Operand(op.kind, op.index + pick[i], 1, 0, False, False, None, op.text) if wide else
                     Operand(op.kind, op.index, 1, 0, False, False, pick[i], op.text))
                 value = self.read(half, ty)

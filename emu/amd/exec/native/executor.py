@@ -5,6 +5,7 @@ faults, hangs and time slices come back as return codes and leave with the refer
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 
 import numpy as np
@@ -17,12 +18,18 @@ from usergpu.errors import GPUFault
 
 RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
+WARM_SLICE = 0.02  # s the reference runs a kernel between looks at its compile in the background
+_compiles: dict[str, concurrent.futures.Future] = {}  # span digest -> its compile under way or done
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
 WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a read-only mapping",
        "past the {scratch}-byte private segment")
 
 
 class NativeExecutor(Executor):
     BATCH_WAVES = 4096  # the C runs a wave at a time: a batch this size stays in the caches, its set-up cheap
+    # a kernel met for the first time compiles in the background while the reference runs it (the mock GPUs'
+    # dispatches: a suite's many small kernels each run once, in less time than clang takes); else at once
+    background = False
 
     def run(self, until: float | None = None) -> bool:
         if self.trace or self.observe:  # per-instruction hooks: the reference runs the dispatch, and says so
@@ -32,6 +39,13 @@ class NativeExecutor(Executor):
         if st is None:  # the C's scheduler takes a workgroup's waves as one run of numbers
             return super().run(until)
         lib = self._program()
+        while lib is None:  # compiling in the background: the reference goes on meanwhile, a slice at a time
+            end = time.monotonic() + WARM_SLICE
+            if super().run(end if until is None else min(end, until)):
+                return True
+            if until is not None and time.monotonic() > until:
+                return False
+            lib = self._program()
         w = self.w
         while True:
             st.quota = QUOTA if until is not None else 1 << 62
@@ -66,10 +80,10 @@ class NativeExecutor(Executor):
         self._fresh = True
 
     # ---- the compiled kernel -------------------------------------------------------------------------------
-    def _program(self) -> object:
+    def _program(self) -> object | None:
         """(After _state.) The kernel's library: shared by a dispatch's batches (the reference's instruction
-        cache), else found by its code's bytes (build.find: no decoding), else decoded, translated and compiled
-        now."""
+        cache), else found by its code's bytes (build.find: no decoding), else decoded, translated and compiled —
+        now, or (background) in a worker thread: None until it is done (a compile's error is raised here)."""
         got = self._cache.get("native")
         entry = self._entry - self.code_base
         if got is None or got[0] != entry:
@@ -77,9 +91,20 @@ class NativeExecutor(Executor):
             key = self.arch if self.gen != 9 else f"{self.arch}+acc{self.w.acc}"
             lib = build.find(self.code, entry, key, self.w.lanes)
             if lib is None:
-                kernel = codegen.discover(self.code, entry, self.arch, self.w.lanes, self.w.acc)
-                lib = build.compile_kernel(self.code, entry, key, self.w.lanes, kernel.span(),
-                                           codegen.Emitter(kernel).source)
+                pending = self._cache.get("pending")
+                if pending is None or pending[0] != entry:
+                    kernel = codegen.discover(self.code, entry, self.arch, self.w.lanes, self.w.acc)
+                    span = kernel.span()
+                    # the kernel's bytes as they are now: the compile may outlive the GPU memory they sit in
+                    code = bytes(self.code[entry : min(len(self.code), entry + max(span[1], build.PREFIX))])
+                    args = (code, 0, key, self.w.lanes, span, codegen.Emitter(kernel).source)
+                    pending = self._cache["pending"] = (entry, build.span_key(*args[:5]), args)
+                if not self.background:
+                    lib = build.compile_kernel(*pending[2])
+                else:
+                    lib = _compiled(pending[1], pending[2])
+                    if lib is None:
+                        return None
             got = self._cache["native"] = (entry, lib)
         return got[1]
 
@@ -117,3 +142,14 @@ class NativeExecutor(Executor):
         self._ranges = self.mem.derived["native"]
         self._ranges_of = self.mem.derived
         return st
+
+
+def _compiled(digest: str, args: tuple) -> object | None:
+    """The library of a compile in the background (started now if it is not under way), or None until it is done."""
+    global _pool
+    job = _compiles.get(digest)
+    if job is None:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="usergpu-native-cc")
+        job = _compiles[digest] = _pool.submit(build.compile_kernel, *args)
+    return job.result() if job.done() else None

@@ -32,7 +32,8 @@ class HostSide:
         self.boards = boards
         self.lock = threading.RLock()
         self.agent = DoorbellAgent(self.run, self.lock, self.rung)
-        self.doorbells: dict[object, np.ndarray] = {}  # board -> its doorbell BAR as this process mapped it (uint32)
+        self.doorbells: dict[object, tuple[int, np.ndarray]] = {}  # board -> (address, words) of its doorbell BAR
+        self.registers: list[tuple[int, int]] = []  # (address, length) of the register BAR mappings
         self.seen: dict[tuple[object, int], int] = {}  # (board, doorbell dword) -> the value the queues last ran on
         self.frames: dict[int, int] = {}  # virtual page -> page frame
         self.next_frame = FIRST_FRAME
@@ -44,7 +45,7 @@ class HostSide:
     def rung(self) -> bool:
         """Whether a queue's doorbell changed since its queues last ran (the new values become the seen ones)."""
         rung = False
-        for board, words in self.doorbells.items():
+        for board, (_, words) in self.doorbells.items():
             for index, _ in board.cp.queues.values():
                 value = int(words[index]) | int(words[index + 1]) << 32 if index + 1 < len(words) else 0
                 if self.seen.get((board, index)) != value:
@@ -66,11 +67,22 @@ class HostSide:
                 with self.lock:
                     board.bar_write(bar, offset + at, value)
             mmio_trap.track(mapped, length, *mmio_trap.dwords(read32, write32))
+            self.registers.append((mapped, length))
         else:
             with self.lock:
-                self.doorbells[board] = np.frombuffer(view(mapped, length), np.uint32)
+                self.doorbells[board] = (mapped, np.frombuffer(view(mapped, length & ~3), np.uint32))
             self.agent.start()
         return mapped
+
+    def unmapped(self, address: int, length: int) -> None:
+        """A munmap (MockHAL's hook): the mappings in the range are gone, trapped or watched no more."""
+        inside = lambda at: address <= at < address + length  # noqa: E731
+        with self.lock:
+            for at, _ in [r for r in self.registers if inside(r[0])]:
+                mmio_trap.untrack(at)
+                self.registers.remove(next(r for r in self.registers if r[0] == at))
+            for board in [b for b, (at, _) in self.doorbells.items() if inside(at)]:
+                del self.doorbells[board]
 
     def pagemap(self, length: int, offset: int) -> bytes:
         """/proc/self/pagemap: 8 bytes a virtual page from offset / 8; a mapped page present with a frame (the same

@@ -65,6 +65,7 @@ def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLik
             state.write_text("D0\n")
         hal.boards.append(board)
     hal.host = HostSide(hal.boards)
+    hal.unmapped.append(hal.host.unmapped)
     for board in hal.boards:
         board.host = hal.host
     hal.install("/proc/self/pagemap", lambda: Pagemap(hal.host))

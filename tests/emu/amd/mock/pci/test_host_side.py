@@ -53,8 +53,8 @@ def test_the_register_bar_mapped_is_the_boards_registers(hal):
         regs[0x100] = 0x1234
         assert int(board.regs[0x100]) == 0x1234
     finally:
-        mmio_trap.untrack(address)
-        os_munmap(address, size)
+        hal.munmap(address, size)
+    assert not hal.host.registers and type(memoryview(b"x")) is mmio_trap._REAL  # untrapped with the munmap
 
 
 def test_the_doorbell_bar_mapped_is_memory_the_agent_watches(hal):
@@ -62,5 +62,5 @@ def test_the_doorbell_bar_mapped_is_memory_the_agent_watches(hal):
     address = hal.mmap(fd, PAGE, 0)
     ctypes.c_uint64.from_address(address).value = 5  # a plain store: no queue listens, nothing runs
     assert hal.host.agent._thread is not None and not hal.host.rung()
-    hal.host.doorbells.clear()
-    os_munmap(address, PAGE)
+    hal.munmap(address, PAGE)
+    assert not hal.host.doorbells  # watched no more
