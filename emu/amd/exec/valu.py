@@ -541,8 +541,8 @@ def _writelane(ops: list[Operand]):
 
     def writelane(ex, g) -> None:
         w = ex.w
-        val = w.read(src, "u32", g, False)
-        lane = (w.read(sel, "u32", g, False) % w.lanes).astype(int)
+        val, lane = np.broadcast_arrays(w.read(src, "u32", g, False),  # a constant is one value for every wave
+                                        (w.read(sel, "u32", g, False) % w.lanes).astype(int))
         lanes = np.zeros((len(lane), w.lanes), bool)
         lanes[np.arange(len(lane)), lane] = True
         w.write(dst, "u32", g, np.broadcast_to(val[:, None], lanes.shape), lanes)

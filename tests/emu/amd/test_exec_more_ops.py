@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from exec_harness import execute
 
 from usergpu.emu.amd.exec.executor import Executor
 from usergpu.emu.amd.exec.waves import Waves
@@ -318,3 +319,14 @@ def test_gfx12_wmma_i32_16x16x32_iu4():
     d = a @ b + c
     for j, r in enumerate(rows):
         assert w.v[16 + j, 0].view(np.int32).tolist() == d[r, lane % 16].tolist()
+
+
+@pytest.mark.parametrize(("arch", "lanes"), [("gfx942", 64), ("gfx1100", 32)])
+def test_writelane_of_several_waves_with_a_constant_lane_or_value(arch, lanes):
+    """Each wave writes its own SGPR's value into the lane a constant names, or a constant into the lane its SGPR
+    names (the reference read a constant as one value for all waves, a register as one per wave)."""
+    zeros = np.zeros((3, lanes))
+    w = execute("v_writelane_b32 v1, s0, 3\nv_writelane_b32 v2, 7, s1", arch, lanes=lanes, waves=3,
+                s={0: [5, 6, 7], 1: [1, 2, 0]}, v={1: zeros, 2: zeros})
+    assert [int(w.v[1, k, 3]) for k in range(3)] == [5, 6, 7]
+    assert [int(w.v[2, k, j]) for k, j in ((0, 1), (1, 2), (2, 0))] == [7, 7, 7] and int(w.v[2].sum()) == 21
