@@ -94,8 +94,7 @@ class RegisterView:
     def __getitem__(self, key):
         if not isinstance(key, slice):
             return self._get(self._indices(key)[0])
-        items = [self._get(i) for i in self._indices(key)]
-        return RegisterView.of(items, self.format)
+        return self._packed([self._get(i) for i in self._indices(key)])  # a copy of the registers read now
 
     def __setitem__(self, key, value) -> None:
         indices = self._indices(key)
@@ -110,17 +109,15 @@ class RegisterView:
         for i, v in zip(indices, values, strict=True):
             self._set(i, v)
 
-    @staticmethod
-    def of(items: list[int], fmt: str):
-        """A slice's values as a real memoryview of fmt (what slicing a memoryview gives)."""
-        return _REAL(struct.pack(f"<{len(items)}{fmt}", *items)).cast(fmt) if fmt != "B" else _REAL(bytes(items))
+    def _packed(self, items: list[int]):
+        """Values as a real memoryview of this view's format."""
+        return _REAL(struct.pack(f"<{len(items)}{self.format}", *items)).cast(self.format)
 
     def tolist(self) -> list[int]:
         return [self._get(i) for i in range(len(self))]
 
     def tobytes(self) -> bytes:
-        return b"".join(self._get(i).to_bytes(self.itemsize, "little", signed=self.format.islower())
-                        for i in range(len(self)))
+        return self._packed(self.tolist()).tobytes()
 
 
 def dwords(read32: Callable[[int], int], write32: Callable[[int, int], None]) -> tuple[Read, Write]:

@@ -76,12 +76,11 @@ class HostSide:
 
     def unmapped(self, address: int, length: int) -> None:
         """A munmap (MockHAL's hook): the mappings in the range are gone, trapped or watched no more."""
-        inside = lambda at: address <= at < address + length  # noqa: E731
         with self.lock:
-            for at, _ in [r for r in self.registers if inside(r[0])]:
+            for at, n in [r for r in self.registers if address <= r[0] < address + length]:
                 mmio_trap.untrack(at)
-                self.registers.remove(next(r for r in self.registers if r[0] == at))
-            for board in [b for b, (at, _) in self.doorbells.items() if inside(at)]:
+                self.registers.remove((at, n))
+            for board in [b for b, (at, _) in self.doorbells.items() if address <= at < address + length]:
                 del self.doorbells[board]
 
     def pagemap(self, length: int, offset: int) -> bytes:
