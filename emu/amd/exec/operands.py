@@ -80,12 +80,22 @@ def parse(text: str) -> Operand:
     raise ValueError(f"operand {text!r}")
 
 
+# a float constant gives a packed integer operation its single-precision bits (LLVM's model of the hardware; an
+# unpacked one's float constant prints, and so reads, as its f16 bits: 0x4000)
+INT16 = ("b16", "u16", "i16")
+
+
 @cache  # read on every execution of the instruction: work it out once per operand and type
-def high_half(op: Operand) -> Operand:
-    """The high 16 bits of the dword a constant supplies, which VOP3P's op_sel / op_sel_hi pick as a 16-bit
-    source's high half: an inline integer's sign extension, a literal's top half, nothing beside a 16-bit float
-    (LLVM sets op_sel_hi 0 for a constant both halves are to read, and op_sel 1 for a zero shift)."""
-    return Operand("lit", value=(op.value >> 16) & 0xFFFF if op.kind in ("int", "lit") else 0, text=op.text)
+def high_half(op: Operand, typ: str) -> Operand:
+    """The high 16 bits of the dword a constant supplies to a 16-bit source of type typ, which VOP3P's op_sel /
+    op_sel_hi pick as its high half: an inline integer's sign extension, a literal's top half, a float's
+    single-precision top half for an integer operation (v_pk_add_u16's 2.0 is 0x4000 there) and nothing beside a
+    16-bit float (LLVM sets op_sel_hi 0 for a constant both halves are to read, and op_sel 1 for a zero shift)."""
+    if op.kind in ("int", "lit"):
+        value = (op.value >> 16) & 0xFFFF
+    else:
+        value = const_bits(op, "f32") >> 16 if typ in INT16 else 0
+    return Operand("lit", value=value, text=op.text)
 
 
 def const_bits(op: Operand, typ: str) -> int:
@@ -102,11 +112,13 @@ def const_bits(op: Operand, typ: str) -> int:
                                                                      and op.value >> 31 else 0))
         return op.value & mask
     f = op.value
+    if typ in INT16:  # the low half of the single-precision value (2.0 gives 0, 1/2pi 0xf983)
+        return const_bits(op, "f32") & mask
     if f == 0.15915494309189532 and typ in INV_2PI_BITS:
         return INV_2PI_BITS[typ]
     if typ == "f64" or width == 64:
         return struct.unpack("<Q", struct.pack("<d", f))[0]
-    if typ in ("f16", "b16", "u16", "i16"):
+    if typ == "f16":
         return int(np.float16(f).view(np.uint16))
     if typ == "bf16":
         return struct.unpack("<I", struct.pack("<f", f))[0] >> 16

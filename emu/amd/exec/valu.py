@@ -265,7 +265,7 @@ def _packed(core: str, ops: list[Operand], mods: dict):
 
     def half(w, op: Operand, typ: str, which: int, negate: int, g) -> np.ndarray:
         if op.kind in ("int", "float", "lit"):  # a constant: the halves of its dword (a register pair: both)
-            v = w.read(op if wide or not which else high_half(op), typ, g)
+            v = w.read(op if wide or not which else high_half(op, typ), typ, g)
         elif wide:
             v = w.read(Operand(op.kind, op.index + which, 1, 0, False, False, None, op.text), typ, g)
         else:

@@ -2,7 +2,8 @@
 register in VOP1/2/C), and a write to one half keeps the other. gfx12's tables are learned in LLVM's real-true16
 mode, as gfx11's are, so both arches run these the same way; tinygrad's LLVM code for gfx12 relies on the halves.
 An SGPR source's half is op_sel's too (VOP3, VOP3P, v_fma_mix): the text shows it only there; a VOP3P constant
-supplies the halves of its dword (LLVM clears op_sel_hi where both halves are to read it)."""
+supplies the halves of its dword (LLVM clears op_sel_hi where both halves are to read it), a float's
+single-precision dword where the operation is on integers."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ CASES = [  # as LLVM prints them (VOP3's op_sel shown)
     ("v_pk_add_u16 v1, v1, -1", 1, 0x1233_5677),
     ("v_pk_add_f16 v1, v0, 1.0", 1, 0xBC10_3C00),  # only the low half adds 1.0 (the denormal vanishes)
     ("v_pk_add_f16 v1, v0, 1.0 op_sel_hi:[1,0]", 1, 0xA400_3C00),  # both read its low half: -1.015625 + 1.0
+    # to an integer operation a float constant is its single-precision dword: 2.0 is 0x40000000, 1/2pi 0x3e22f983
+    ("v_pk_add_u16 v1, v1, 2.0 op_sel:[0,1]", 1, 0x5234_9678),  # tinygrad's emulated half: exponent + 0x4000
+    ("v_pk_add_u16 v1, v1, 2.0", 1, 0x5234_5678),
+    ("v_pk_add_u16 v1, v1, 0.15915494", 1, 0x5056_4FFB),
 ]
 
 

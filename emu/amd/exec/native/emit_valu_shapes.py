@@ -97,7 +97,7 @@ class VectorShapes(Operands):
         for k, (pick, negs) in enumerate(((sel, neg_lo), (hi, neg_hi))):
             body = []
             for i, (name, op, ty) in enumerate(zip("abc", srcs, types, strict=False)):
-                half = (op if wide or not pick[i] else high_half(op)) if op.kind in ("int", "float", "lit") else (
+                half = (op if wide or not pick[i] else high_half(op, ty)) if op.kind in ("int", "float", "lit") else (
                     Operand(op.kind, op.index + pick[i], 1, 0, False, False, None, op.text) if wide else
                     Operand(op.kind, op.index, 1, 0, False, False, pick[i], op.text))
                 value = self.read(half, ty)
