@@ -530,8 +530,8 @@ def _readlane(ops: list[Operand], first: bool):
         if first:
             bits = w.exec_bits(g)
             lane = np.where(bits == 0, 0, np.log2((bits & (~bits + np.uint64(1))).astype(np.float64))).astype(int)
-        else:
-            lane = (w.read(sel, "u32", g, False) % w.lanes).astype(int)
+        else:  # a constant lane is one value for every wave
+            lane = np.broadcast_to((w.read(sel, "u32", g, False) % w.lanes).astype(int), (len(v),))
         w.sset(dst.index, 1, g, v[np.arange(len(lane)), lane])
     return readlane
 

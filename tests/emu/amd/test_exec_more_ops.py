@@ -330,3 +330,14 @@ def test_writelane_of_several_waves_with_a_constant_lane_or_value(arch, lanes):
                 s={0: [5, 6, 7], 1: [1, 2, 0]}, v={1: zeros, 2: zeros})
     assert [int(w.v[1, k, 3]) for k in range(3)] == [5, 6, 7]
     assert [int(w.v[2, k, j]) for k, j in ((0, 1), (1, 2), (2, 0))] == [7, 7, 7] and int(w.v[2].sum()) == 21
+
+
+@pytest.mark.parametrize(("arch", "lanes"), [("gfx942", 64), ("gfx1100", 32)])
+def test_readlane_of_several_waves_with_a_constant_lane(arch, lanes):
+    """Each wave reads the lane a constant names of its own VGPR (an SGPR spill's reload: the reference gave every
+    wave the first wave's value, and tinygrad's conv_transpose3d stored all its results at one address)."""
+    v1 = np.arange(3 * lanes).reshape(3, lanes)
+    w = execute("v_readlane_b32 s2, v1, 3\nv_readlane_b32 s3, v1, s0", arch, lanes=lanes, waves=3,
+                s={0: [0, 1, 2]}, v={1: v1})
+    assert [int(w.s[2, k]) for k in range(3)] == [3, lanes + 3, 2 * lanes + 3]
+    assert [int(w.s[3, k]) for k in range(3)] == [0, lanes + 1, 2 * lanes + 2]
