@@ -25,6 +25,7 @@ give them the same values (tests/emu/nv/mock/test_mock_compute.py checks).
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -53,6 +54,7 @@ _ACTION = "NVC6C0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_"
 LAUNCHING = named(_ACTION, ("SCHEDULE", "INVALIDATE_COPY_SCHEDULE", "PREFETCH_SCHEDULE",
                             "INVALIDATE_PREFETCH_COPY_SCHEDULE", "INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING"))
 QUIET = named(_ACTION, ("NOP", "INVALIDATE", "PREFETCH"))
+WARP = 32
 LAUNCH_SLICE = 0.25  # seconds a launch runs per step of its channel before the caller gets control back
 
 
@@ -237,7 +239,9 @@ class Compute(Engine):
             va = self._dependent(qmd)
 
     def _run(self, q: QMD) -> Iterator[None]:
-        fmt, gpu = q.fmt, self.gpu
+        """The launch, a slice per step; the GPU clock moves over it by its warp-instructions at the chip's rate,
+        whatever the mock took (its time between steps, the other channels', is not the launch's)."""
+        fmt, gpu, start = q.fmt, self.gpu, time.perf_counter()
         if q.get("QMD_MAJOR_VERSION") != fmt.major:
             raise self.fail(f"the QMD at {q.va:#x} has QMD_MAJOR_VERSION {q.get('QMD_MAJOR_VERSION')}; class "
                             f"{self.class_id:#06x} runs version {fmt.major} ({fmt.name})")
@@ -255,15 +259,20 @@ class Compute(Engine):
         grid = tuple(q.get(n) for n in fmt.grid)
         block = tuple(q.get(f"CTA_THREAD_DIMENSION{k}") for k in range(3))
         grid, block = check_launch(c.prog, grid, block, dynamic, gpu.arch)
+        stats, taken = {}, 0.0
         try:
-            for _ in slices(c, self.vas.memory, grid, block, params, dynamic, gpu.arch, gpu.budget, globals_,
+            for _ in slices(c, self.vas.memory, grid, block, params, dynamic, gpu.arch, gpu.budget, globals_, stats,
                             slice_s=LAUNCH_SLICE):
+                taken += time.perf_counter() - start
                 yield
+                start = time.perf_counter()
         except GPUFault as e:
             raise e.named(name) from None
         except GPUHang as e:
             raise GPUHang(e.why, name, f"the mock GPU runs {gpu.budget} instruction steps a batch of blocks at most: "
                           "raise MOCKGPU_NV_BUDGET") from None
+        gpu.account(taken + time.perf_counter() - start, -(-stats.get("lane_instructions", 0) // WARP)
+                    / gpu.chip.warp_rate)
 
     def _cubin(self, q: QMD, program: int) -> tuple:
         """The compiled kernel of the cubin whose code starts at program, its name, its variables, its parameters

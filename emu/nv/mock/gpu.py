@@ -4,10 +4,11 @@ runtime allocates through it and calls this interface; nothing here knows of the
 
 The clock: ns from time.monotonic_ns(), strictly increasing per GPU (two timestamps a channel writes in order
 differ), less the time the mock spent on modelled work past what the board takes for it: a copy engine's copy takes
-its bytes at the chip's copy or bus rate (`modelled`), so the timestamps around it, and the bandwidth a client
-computes from them, are the board's; a copy the mock does faster is held to that time, so the clock never runs
-ahead of the host's. Kernels run on the PTX emulator with an instruction budget (`budget`: env MOCKGPU_NV_BUDGET,
-else the executor's default); one that passes it hangs its channel.
+its bytes at the chip's copy or bus rate (`modelled`), a launch its warp-instructions at the chip's issue rate
+(`account`, compute.py), so the timestamps around them, and the bandwidth a client computes from them, are the
+board's; work the mock does faster is held to that time, so the clock never runs ahead of the host's. Kernels run on
+the PTX emulator with an instruction budget (`budget`: env MOCKGPU_NV_BUDGET, else the executor's default); one that
+passes it hangs its channel.
 
 A launch runs a slice at a time (compute.py): the doorbell runs the channels until the launch ends or a slice has
 passed, and a launch still running is gone on with by the GPU's worker, a daemon thread that runs the channels a
@@ -139,7 +140,11 @@ class MockNVGPU:
         """Work the board does in seconds: the clock moves by that much over it, whatever the host took."""
         start = time.perf_counter()
         yield
-        taken = time.perf_counter() - start
+        self.account(time.perf_counter() - start, seconds)
+
+    def account(self, taken: float, seconds: float) -> None:
+        """Work the mock took `taken` seconds of its time for is the board's `seconds`: the clock falls behind the
+        host's by the difference, or the mock waits out the rest (the clock never runs ahead)."""
         if taken < seconds:
             time.sleep(seconds - taken)
         else:

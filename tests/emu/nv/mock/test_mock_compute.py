@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -17,7 +18,7 @@ from nvrig import Ring, Space, acquire, release
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
-from usergpu.emu.nv.mock import compute, pushbuf
+from usergpu.emu.nv.mock import chips, compute, pushbuf
 from usergpu.emu.nv.mock.channel import ChannelError
 from usergpu.emu.nv.mock.compute import image_size
 from usergpu.emu.nv.mock.gpu import MockNVGPU
@@ -400,3 +401,24 @@ def test_unmodelled_and_unknown_compute_methods():
                     + pushbuf.inc(SUB, "NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A", 0, 0x1000000)
                     + pushbuf.inc(SUB, "NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI", 0x1011))
     assert not accepted.errors
+
+
+def test_a_launch_takes_its_warp_instructions_at_the_chips_rate():
+    """The GPU clock moves over a launch by its warp-instructions at the chip's issue rate (four a cycle per SM),
+    not by the mock's time: on a chip clocked at 20 Hz twice the blocks take twice the time, to within the host's
+    time between the launches (the first launch's compile is the mock's, not the board's)."""
+    slow = replace(chips.chip("sm_90"), clock_hz=20.0)
+    launcher = Launcher("sm_90", MockNVGPU(None, 0, "sm_90", slow))
+    n = 16 * 128
+    a_va, a = launcher.array(np.arange(n, dtype=np.float32))
+    c_va, c = launcher.array(np.zeros(n, np.float32))
+    sem_va, sem = launcher.space.alloc(64, np.uint32)
+    words = release(sem_va, 1, timestamp=True)
+    for k, blocks in enumerate((8, 16)):
+        qmd = launcher.qmd("vadd", (blocks,), (128,), vadd_params(a_va, a_va, c_va, n))
+        words += launcher.launch_words(qmd) + release(sem_va + 16 * (k + 1), 1, timestamp=True)
+    launcher.ring.submit(words)
+    t = [int(x) for x in sem.view(np.uint64)[[1, 3, 5]]]
+    first, second = t[1] - t[0], t[2] - t[1]
+    assert first > 0.05e9 and abs(second - 2 * first) < 0.02e9, (first, second)  # ns
+    assert np.array_equal(c, 2 * a) and t[2] <= time.monotonic_ns() and not launcher.ring.errors
