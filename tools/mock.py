@@ -91,6 +91,7 @@ def environment(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]
     env["PYTHONPATH"] = os.pathsep.join([SITE, *filter(None, [env.get("PYTHONPATH")])])
     env["DEV"] = args.dev or env.get("DEV") or "MOCKKFD+AMD"
     env.setdefault("MOCKGPU", "1")  # what tinygrad's tests read to skip what no mock does
+    env.setdefault("USERGPU_EMU_BACKGROUND", "1")  # a suite's many brief kernels run on the reference, uncompiled
     if os.path.exists(LIBLLVM):
         env.setdefault("LLVM_PATH", LIBLLVM)
     interface = env["DEV"].split(":")[0]  # DEV may name a renderer after the interface (MOCKKFD+AMD:LLVM)

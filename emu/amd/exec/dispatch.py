@@ -34,9 +34,9 @@ from usergpu.isa.amd.dispatch import (
     user_sgpr_values,
 )
 
-# USERGPU_EMU_BACKGROUND=1 (for a suite whose many small kernels each run about once): the native backend compiles a
-# kernel it meets for the first time in a worker thread while the reference runs it. Opt-in: the reference still
-# differs from the native code on a few of tinygrad's test_ops kernels the harness does not cover
+# USERGPU_EMU_BACKGROUND=1 (usergpu mock sets it for a foreign suite, whose many small kernels each run about once):
+# the native backend runs a kernel not compiled before on the reference, and compiles it in a worker thread once it
+# has run there long enough to pay for clang (native/executor.py HOT_S)
 BACKGROUND = os.environ.get("USERGPU_EMU_BACKGROUND") == "1"
 
 BATCH_VGPR_BYTES = 8 << 20  # most VGPR bytes a batch holds (the allocator reuses them); workgroups never split

@@ -19,7 +19,11 @@ from usergpu.errors import GPUFault
 RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
 WARM_SLICE = 0.02  # s the reference runs a kernel between looks at its compile in the background
+# s a kernel runs on the reference (over all its dispatches) before it compiles in the background: a suite's many
+# kernels that run once, briefly, never wait for clang (about a second each); a long or often-run one does
+HOT_S = 2.0
 _compiles: dict[str, concurrent.futures.Future] = {}  # span digest -> its compile under way or done
+_reference_s: dict[str, float] = {}  # span digest -> seconds the reference has run it (background mode)
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a read-only mapping",
        "past the {scratch}-byte private segment")
@@ -27,8 +31,9 @@ WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a re
 
 class NativeExecutor(Executor):
     BATCH_WAVES = 4096  # the C runs a wave at a time: a batch this size stays in the caches, its set-up cheap
-    # a kernel met for the first time compiles in the background while the reference runs it (the mock GPUs'
-    # dispatches: a suite's many small kernels each run once, in less time than clang takes); else at once
+    # a kernel not compiled before runs on the reference, and compiles in the background once it has run there
+    # HOT_S (the mock GPUs' dispatches: a suite's many small kernels each run once, in less time than clang takes);
+    # else it compiles at once
     background = False
 
     def run(self, until: float | None = None) -> bool:
@@ -39,9 +44,12 @@ class NativeExecutor(Executor):
         if st is None:  # the C's scheduler takes a workgroup's waves as one run of numbers
             return super().run(until)
         lib = self._program()
-        while lib is None:  # compiling in the background: the reference goes on meanwhile, a slice at a time
-            end = time.monotonic() + WARM_SLICE
-            if super().run(end if until is None else min(end, until)):
+        while lib is None:  # not compiled (yet): the reference runs the kernel, a slice at a time
+            start = time.monotonic()
+            done = super().run(start + WARM_SLICE if until is None else min(start + WARM_SLICE, until))
+            digest = self._cache["pending"][1]
+            _reference_s[digest] = _reference_s.get(digest, 0.0) + time.monotonic() - start
+            if done:
                 return True
             if until is not None and time.monotonic() > until:
                 return False
@@ -145,10 +153,13 @@ class NativeExecutor(Executor):
 
 
 def _compiled(digest: str, args: tuple) -> object | None:
-    """The library of a compile in the background (started now if it is not under way), or None until it is done."""
+    """The library of a compile in the background (started now if it is not under way and the kernel has run HOT_S
+    on the reference), or None until it is done."""
     global _pool
     job = _compiles.get(digest)
     if job is None:
+        if _reference_s.get(digest, 0.0) < HOT_S:
+            return None
         if _pool is None:
             _pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="usergpu-native-cc")
         job = _compiles[digest] = _pool.submit(build.compile_kernel, *args)

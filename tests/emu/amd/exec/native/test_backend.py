@@ -93,14 +93,45 @@ def test_a_time_sliced_dispatch_yields_and_ends_with_the_same_answer():
     assert (w_native.v[1] == 200000).all()
 
 
-def _run_sliced(code: bytes):
+def test_in_the_background_a_kernel_compiles_once_it_has_run_long_on_the_reference(monkeypatch, tmp_path):
+    """Background mode (USERGPU_EMU_BACKGROUND=1): a kernel not compiled before runs on the reference, and compiles
+    in a worker thread only once it has run HOT_S there (a suite's one-off kernels never wait for clang); then the
+    native code runs it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(native, "_compiles", {})
+    monkeypatch.setattr(native, "_reference_s", {})
+    code = isa.asm("s_mov_b32 s1, 0\nloop:\ns_add_u32 s1, s1, 1\nv_add_nc_u32 v1, v1, 3\ns_cmpk_lt_u32 s1, 0xbb7\n"
+                   "s_cbranch_scc1 loop\ns_endpgm", "gfx1100")  # 2999 iterations: 8997 in v1
+    monkeypatch.setattr(native, "HOT_S", 1e9)
+    ex = _executor(code)
+    ex.background = True
+    assert ex.run() and (ex.w.v[1] == 8997).all()
+    assert native._compiles == {} and len(native._reference_s) == 1  # ran on the reference, not compiled
+    monkeypatch.setattr(native, "HOT_S", 0.0)
+    ex = _executor(code)
+    ex.background = True
+    assert ex.run() and (ex.w.v[1] == 8997).all()
+    (job,) = native._compiles.values()  # ran past HOT_S: compiling
+    job.result(timeout=120)
+    ex = _executor(code)
+    ex.background = True
+    monkeypatch.setattr(Executor, "run", lambda *a: pytest.fail("the reference ran a compiled kernel"))
+    assert ex.run() and (ex.w.v[1] == 8997).all()
+
+
+def _executor(code: bytes) -> native.NativeExecutor:
     from usergpu.emu.amd.exec.waves import Waves
     from usergpu.emu.memory import Memory
 
     w = Waves(1, 32, 4)
     w.s[126] = 0xFFFFFFFF
-    ex = native.NativeExecutor("gfx1100", code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "sliced",
-                               dispatch.DEFAULT_BUDGET)
+    return native.NativeExecutor("gfx1100", code, 0, Memory(), w, np.zeros(1, np.int64), 4, 4, "kernel",
+                                 dispatch.DEFAULT_BUDGET)
+
+
+def _run_sliced(code: bytes):
+    ex = _executor(code)
+    w = ex.w
     import time
 
     slices = 0
