@@ -2,8 +2,10 @@
 maps /dev/kfd at the doorbell offset, as libhsakmt does, and writes the mapping through a memoryview): a thread
 watches the doorbell pages the process mapped and runs the machine's queues when a doorbell changes, and keeps
 running them while a queue is stalled on a wait (a WAIT_REG_MEM, an AQL barrier, an SDMA poll) so that a CPU store
-to the memory the wait polls releases it. usergpu's own drivers write doorbells through MMIO views, whose writes run
-the queues at once, in the caller's thread: that path stays deterministic and never starts the thread.
+to the memory the wait polls releases it. A store through a memoryview over a doorbell mapping the machine traps
+(`trap`) runs the queues at once, in the storing thread, before the thread would notice it. usergpu's own drivers
+write doorbells through MMIO views, whose writes run the queues at once too: that path stays deterministic and never
+starts the thread.
 
 The machine's lock serialises the thread with the process's ioctls. Polling backs off from FAST to SLOW seconds
 while nothing changes, so an idle machine costs little; a busy one shares the GIL with the client's own polling."""
@@ -11,12 +13,14 @@ while nothing changes, so an idle machine costs little; a busy one shares the GI
 from __future__ import annotations
 
 import atexit
+import ctypes
 import sys
 import threading
 from collections.abc import Callable
 
 import numpy as np
 
+from usergpu.emu.mock import mmio_trap
 from usergpu.errors import Error
 
 FAST, SLOW = 50e-6, 2e-3  # seconds between polls: just after work, and when long idle
@@ -36,6 +40,8 @@ class DoorbellAgent:
         self._seen: dict[int, np.ndarray] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._stalled = False  # work the last run left waiting (a dispatch past its slice, a wait on memory)
+        self._trapped: list[int] = []  # addresses of the client's doorbell mappings whose stores run at once
         self.errors: list[Error] = []  # what stopped a queue while the agent ran it (its event went out too)
 
     def watch(self, key: int, words: np.ndarray) -> None:
@@ -76,15 +82,46 @@ class DoorbellAgent:
         return rung
 
     def _loop(self) -> None:
-        wait, stalled = FAST, False
+        wait = FAST
         while not self._stop.wait(wait):
-            progressed = False
             with self.lock:
-                if self._rung() or stalled or self._pending is not None and self._pending():
-                    try:
-                        progressed, stalled = self._run()
-                    except Error as e:  # the queue stopped; amdkfd tells the process through its events
-                        self.errors.append(e)
-                        print(f"usergpu mock: {e}", file=sys.stderr)
-                        progressed, stalled = True, False
+                due = self._rung() or self._stalled or self._pending is not None and self._pending()
+                progressed = self._step() if due else False
             wait = FAST if progressed else min(wait * 2, SLOW)
+
+    def _step(self) -> bool:
+        """Run the queues (the lock held): whether they made progress; a queue that stopped is reported."""
+        try:
+            progressed, self._stalled = self._run()
+        except Error as e:  # the queue stopped; amdkfd tells the process through its events
+            self.errors.append(e)
+            print(f"usergpu mock: {e}", file=sys.stderr)
+            progressed, self._stalled = True, False
+        return progressed
+
+    # ---- doorbells stored through memoryviews ---------------------------------------------------------------
+    def trap(self, address: int, length: int) -> None:
+        """The client's mapping of a doorbell page at address: a store through a memoryview over it (tinygrad's
+        MMIO) lands and runs the queues at once, in the storing thread (emu/mock/mmio_trap.py), as a doorbell write
+        reaches the GPU at once: a short kernel is done before the client starts polling its signal, whose spinning
+        would otherwise share the GIL with the GPU's thread. The thread still notices stores made otherwise and
+        goes on with work a run left (a dispatch past its slice, a wait)."""
+        def read(offset: int, size: int) -> int:
+            return int.from_bytes(ctypes.string_at(address + offset, size), "little")
+
+        def write(offset: int, size: int, value: int) -> None:
+            ctypes.memmove(address + offset, value.to_bytes(size, "little"), size)
+            with self.lock:
+                self._rung()  # seen now: the thread need not run them again
+                self._step()
+
+        mmio_trap.track(address, length, read, write)
+        with self.lock:
+            self._trapped.append(address)
+
+    def unmapped(self, address: int, length: int) -> None:
+        """A munmap (MockHAL's hook): trapped doorbell mappings in the range are gone."""
+        with self.lock:
+            for at in [a for a in self._trapped if address <= a < address + length]:
+                mmio_trap.untrack(at)
+                self._trapped.remove(at)

@@ -158,7 +158,9 @@ class NVFile:
         ctx = self._context(length, offset)
         if ctx.kind == "usermode":
             page = self.m.usermode_page(self.m.gpu(ctx.memory.state).index, length)
-            return os_mmap(address, length, prot, flags | MAP_SHARED, page, 0)
+            mapped = os_mmap(address, length, prot, flags | MAP_SHARED, page, 0)
+            self.m.agent.trap(mapped, length)  # a doorbell stored through a memoryview runs the channels at once
+            return mapped
         if ctx.offset + length > ctx.memory.state.size:
             raise OSError(errno.ERANGE, f"nvidia mmap of {length:#x} bytes at {ctx.offset:#x}")
         return ctx.memory.state.pages.map_into(address, length, ctx.offset, prot, flags)

@@ -61,6 +61,7 @@ class NVMachine:
         self._gpus: dict[int, object] = {}
         self.usermode_pages: dict[int, tuple[int, int]] = {}  # GPU index -> (memfd, address) of a mapped one
         self.agent = DoorbellAgent(self.run_channels, self.lock, self.channels_pending)
+        hal.unmapped.append(self.agent.unmapped)
         self.resman = RM(self)
         rm_procfs.publish(self)
         hal.install("/dev/nvidiactl", lambda: NVFile(self, None))

@@ -152,6 +152,7 @@ class MockKFD:
         self.lock = threading.RLock()  # the process's calls and the doorbell agent's runs, one at a time
         self.waiters = threading.Condition(self.lock)  # WAIT_EVENTS sleeps on it while the GPUs run
         self.agent = DoorbellAgent(self.run, self.lock)
+        hal.unmapped.append(self.agent.unmapped)
         self._publish()
         hal.install("/dev/kfd", lambda: KFDFile(self))
         for n in self.nodes:
@@ -395,9 +396,11 @@ class KFDFile(ProcessIoctls, MemoryIoctls, QueueIoctls, EventIoctls):
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
         """The event page (kfd_event_mmap: at most the KFD_SIGNAL_EVENT_LIMIT slots, EINVAL before one is set), or
         a GPU's doorbell page (kfd_doorbell_mmap: the whole page or EINVAL), memory that the doorbell agent
-        watches for the process's stores."""
+        watches for the process's stores (and traps: a store through a memoryview runs the queues at once)."""
         if offset >> MMAP_TYPE_SHIFT == MMAP_TYPE_DOORBELL:
-            return os_mmap(address, length, prot, flags | MAP_SHARED, self._doorbells(length, offset), 0)
+            mapped = os_mmap(address, length, prot, flags | MAP_SHARED, self._doorbells(length, offset), 0)
+            self.kfd.agent.trap(mapped, length)
+            return mapped
         if offset >> MMAP_TYPE_SHIFT != MMAP_TYPE_EVENTS:
             raise fail(errno.EINVAL, f"/dev/kfd mmap at offset {offset:#x}: neither doorbells nor events")
         page = self.kfd.event_page

@@ -1,6 +1,7 @@
 """A client that maps /dev/kfd at the doorbell offset (as libhsakmt and tinygrad do) and rings doorbells with plain
 stores: the mock's doorbell agent notices, runs the queue, and keeps a queue stalled on memory running until a CPU
-store releases it. WAIT_EVENTS waits up to its timeout while the GPUs run, and no longer."""
+store releases it; a store through a memoryview (tinygrad's MMIO) runs the queue at once. WAIT_EVENTS waits up to its
+timeout while the GPUs run, and no longer."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from kfdrig import Ring, ioctl, refused
 from usergpu.autogen import kfd
 from usergpu.drivers.amd.kfd import KFD
 from usergpu.emu.amd.mock.kfd.objects import DOORBELL_PAGE
-from usergpu.hostmem import view
 from usergpu.runtime.amd.pm4 import DATA_SEL_VALUE64, Packets
 
 
@@ -27,10 +27,14 @@ def dev(hal):
     return d
 
 
-def doorbells(hal, dev: KFD, ring: Ring) -> np.ndarray:
-    """The doorbell page as the process maps it: plain memory."""
+def doorbell_mapping(hal, dev: KFD) -> int:
     base = (3 << 62) | (dev.gpu_id << 46)  # KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID
-    return np.frombuffer(view(hal.mmap(dev.fd, DOORBELL_PAGE, base), DOORBELL_PAGE), np.uint64)
+    return hal.mmap(dev.fd, DOORBELL_PAGE, base)
+
+
+def doorbells(hal, dev: KFD, ring: Ring) -> np.ndarray:
+    """The doorbell page as the process maps it, stored to as plain memory (no memoryview: numpy over ctypes)."""
+    return np.ctypeslib.as_array((ctypes.c_uint64 * (DOORBELL_PAGE // 8)).from_address(doorbell_mapping(hal, dev)))
 
 
 def store(ring: Ring, bells: np.ndarray, dwords: list[int]) -> None:
@@ -58,6 +62,19 @@ def test_a_doorbell_store_runs_the_queue(hal, dev):
     bells = doorbells(hal, dev, ring)
     store(ring, bells, Packets().release_mem(out.va, 7, DATA_SEL_VALUE64))
     assert until(lambda: words[0] == 7 and ring.done)
+
+
+def test_a_doorbell_stored_through_a_memoryview_runs_the_queue_at_once(hal, dev):
+    """tinygrad's MMIO stores through a memoryview over the mapping: the queue runs in the storing thread, before
+    the store returns (the agent's thread, which would notice it later, is kept from running)."""
+    out = dev.alloc(1 << 12, "gtt")
+    words = np.frombuffer(out.view(), np.uint64)
+    ring = Ring(dev, "pm4")
+    page = (ctypes.c_uint8 * DOORBELL_PAGE).from_address(doorbell_mapping(hal, dev))
+    bells = memoryview(page).cast("B").cast("Q")  # as tinygrad's MMIOInterface makes it, after the mmap
+    with hal.kfd.agent.lock:  # the agent's thread cannot run the queue meanwhile: only the store can
+        store(ring, bells, Packets().release_mem(out.va, 7, DATA_SEL_VALUE64))
+        assert words[0] == 7 and ring.done and bells[ring.queue.doorbell_index] == ring.ptrs[1]
 
 
 def test_a_cpu_store_releases_a_queue_waiting_on_memory(hal, dev):
