@@ -11,7 +11,10 @@ from usergpu.errors import Error
 from usergpu.isa.amd.hw import ipmaps as _ipmaps
 
 MEC_RING0 = 0x003  # AMDGPU_NAVI10_DOORBELL_MEC_RING0: the first compute queue's (64-bit) doorbell
-PIPES, QUEUES = 4, 8  # per MEC (ME 1)
+# family -> ME 1's (pipes, queues per pipe): GC 12.0 has one MEC of 2 pipes of 4 queues (gfx_v12_0_sw_init), the
+# others 4 of 8
+MEC_SLOTS = {"gfx12": (2, 4)}
+PIPES, QUEUES = 4, 8
 EOP_BYTES = 4096  # GFX11_MEC_HPD_SIZE is 2 KiB; a page keeps the buffer alone in it
 
 
@@ -22,26 +25,35 @@ class QueueSlots(Error):
 class GFX:
     def __init__(self, regs: Registers, family: str):
         self.regs, self.cntl = regs, _ipmaps.MEC_CNTL[family]
+        self.pipes, self.queues = MEC_SLOTS.get(family, (PIPES, QUEUES))
         self.slots: dict[int, tuple[int, int]] = {}  # doorbell (64-bit index) -> (pipe, queue)
 
     def init(self) -> None:
-        """Release the MEC's halt, route its doorbell range to it (bytes of the doorbell BAR) and dequeue whatever
-        queues a previous owner of the board left active."""
+        """Release the MEC's halt, route its doorbell range to it (bytes of the doorbell BAR), let its pipes send
+        EOP interrupts and dequeue whatever queues a previous owner of the board left active."""
         self.regs.write("GC", "CP_MEC_DOORBELL_RANGE_LOWER", MEC_RING0 * 8)
-        self.regs.write("GC", "CP_MEC_DOORBELL_RANGE_UPPER", (MEC_RING0 + PIPES * QUEUES) * 8 - 4)
+        self.regs.write("GC", "CP_MEC_DOORBELL_RANGE_UPPER", (MEC_RING0 + self.pipes * self.queues) * 8 - 4)
         name, _, run = self.cntl
         self.regs.write("GC", name, **run)
-        for pipe in range(PIPES):
-            for queue in range(QUEUES):
+        self._end_of_pipe_interrupts(1)
+        for pipe in range(self.pipes):
+            for queue in range(self.queues):
                 self._select(pipe, queue, me=1)
                 if self.regs.read("GC", "CP_HQD_ACTIVE") & 1:
                     self._dequeue(pipe, queue)
         self._select()
 
     def fini(self) -> None:
-        """Dequeue the queues this driver made."""
+        """Dequeue the queues this driver made; the pipes' EOP interrupts off."""
         for doorbell in list(self.slots):
             self.destroy_queue(doorbell)
+        self._end_of_pipe_interrupts(0)
+
+    def _end_of_pipe_interrupts(self, on: int) -> None:
+        """The pipes' EOP interrupts (a RELEASE_MEM's INT_SEL: the events), as amdgpu's
+        gfx_v11_0_set_compute_eop_interrupt_state sets CP_ME1_PIPE<p>_INT_CNTL.TIME_STAMP_INT_ENABLE."""
+        for pipe in range(self.pipes):
+            self.regs.write("GC", f"CP_ME1_PIPE{pipe}_INT_CNTL", TIME_STAMP_INT_ENABLE=on)
 
     def _select(self, pipe: int = 0, queue: int = 0, me: int = 0) -> None:
         self.regs.write("GC", "GRBM_GFX_CNTL", MEID=me, PIPEID=pipe, QUEUEID=queue)
@@ -49,11 +61,11 @@ class GFX:
     def create_queue(self, aql: bool, ring: int, ring_bytes: int, rptr: int, wptr: int, eop: int) -> int:
         """A compute queue on a free slot (GPU addresses: ring, read-pointer report, write-pointer poll, EOP
         buffer); its doorbell's 64-bit index."""
-        free = [(p, q) for q in range(QUEUES) for p in range(PIPES) if (p, q) not in self.slots.values()]
+        free = [(p, q) for q in range(self.queues) for p in range(self.pipes) if (p, q) not in self.slots.values()]
         if not free:
-            raise QueueSlots(f"GFX: all {PIPES * QUEUES} compute queue slots of ME 1 are in use")
+            raise QueueSlots(f"GFX: all {self.pipes * self.queues} compute queue slots of ME 1 are in use")
         pipe, queue = free[0]
-        doorbell = MEC_RING0 + pipe * QUEUES + queue
+        doorbell = MEC_RING0 + pipe * self.queues + queue
         w = self.regs.write
         self._select(pipe, queue, me=1)
         try:

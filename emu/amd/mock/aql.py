@@ -27,7 +27,7 @@ import ctypes
 from collections.abc import Callable
 
 from usergpu.autogen import amdhsa as hsa
-from usergpu.emu.amd.mock.gpu import CP_EOP_INTERRUPT, GPU, RingQueue, XCCContext
+from usergpu.emu.amd.mock.gpu import GPU, RingQueue, XCCContext
 from usergpu.emu.amd.mock.pm4 import CommandProcessor, Prefetch
 from usergpu.isa.amd.dispatch import kernel_registers, user_sgpr_values
 
@@ -103,7 +103,7 @@ class AQLQueue(RingQueue):
         if mailbox:
             event = gpu.load(handle + _signal_field("event_id"), 4)
             gpu.store(mailbox, 8, event)
-            gpu.interrupt(CP_EOP_INTERRUPT, event)
+            self.end_of_pipe_interrupt(event)
 
 
 def _kernel_dispatch(q: AQLQueue, raw: bytes, index: int) -> bool:

@@ -352,6 +352,14 @@ class RingQueue:
         self.contexts = contexts or [XCCContext()]
         self.ctx = self.contexts[0]
         self._cells: tuple | None = None  # see _pointers
+        # whether the queue's pipe sends end-of-pipe interrupts (its CP_ME<m>_PIPE<p>_INT_CNTL.TIME_STAMP_INT_ENABLE:
+        # amdgpu sets it for the pipes it hands amdkfd, kgd_gfx_v9_init_interrupts; a board's driver may not)
+        self.eop_enabled: Callable[[], bool] = lambda: True
+
+    def end_of_pipe_interrupt(self, context_id: int) -> None:
+        """RELEASE_MEM's INT_SEL, an AQL signal's event: an EOP interrupt, where the pipe's enable lets it out."""
+        if self.eop_enabled():
+            self.gpu.interrupt(CP_EOP_INTERRUPT, context_id)
 
     def run_dispatch(self, regs: dict[str, int], grid: tuple[int, int, int]) -> bool:
         """Start the executing XCC's share of a dispatch (or go on with it) for a time slice; whether it has

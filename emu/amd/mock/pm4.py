@@ -27,7 +27,7 @@ import numpy as np
 
 import usergpu.autogen.pm4_nv as nv
 import usergpu.autogen.pm4_soc15 as soc15
-from usergpu.emu.amd.mock.gpu import COMPARE, CP_EOP_INTERRUPT, GPU, RingQueue, XCCContext
+from usergpu.emu.amd.mock.gpu import COMPARE, GPU, RingQueue, XCCContext
 
 NOP_ONE_DWORD = 0x3FFF  # a NOP whose count is 0x3fff is the header alone (gfx11's ring nop, 0xffff1000)
 MAX_IB_DEPTH = 4
@@ -152,7 +152,7 @@ class CommandProcessor:
         if size:
             self.gpu.store(_qword(body[2], body[3]), size, value)
         if int_sel:
-            self.gpu.interrupt(CP_EOP_INTERRUPT, int(body[6]))
+            self.queue.end_of_pipe_interrupt(int(body[6]))
         return True
 
     def _wait(self, control: int, address: int, size: int, reference: int, mask: int) -> bool:

@@ -120,8 +120,19 @@ class CommandProcessor:
         aql = self._field("CP_HQD_AQL_CONTROL", h.get("CP_HQD_AQL_CONTROL", 0), "CONTROL0")
         engine = AQLQueue if aql else PM4Queue
         name = "{} queue (ME {} pipe {} queue {})".format(engine.kind, *slot)
-        self._start(slot, self._field("CP_HQD_PQ_DOORBELL_CONTROL", doorbell, "DOORBELL_OFFSET"),
-                    engine(self.gpu, ring, size, rptr, wptr, name))
+        queue = engine(self.gpu, ring, size, rptr, wptr, name)
+        queue.eop_enabled = self._eop_enable(*slot[:2])
+        self._start(slot, self._field("CP_HQD_PQ_DOORBELL_CONTROL", doorbell, "DOORBELL_OFFSET"), queue)
+
+    def _eop_enable(self, me: int, pipe: int):
+        """Whether the pipe sends EOP interrupts: its CP_ME<m>_PIPE<p>_INT_CNTL.TIME_STAMP_INT_ENABLE, as the driver
+        set it (a pipe the GC has no such register for, as gfx12's ME 1 has 2 pipes, sends none)."""
+        name = f"CP_ME{me}_PIPE{pipe}_INT_CNTL"
+        try:
+            at = self.board.address("GC", name)
+        except KeyError:
+            return lambda: False
+        return lambda: bool(self._field(name, int(self.board.regs[at]), "TIME_STAMP_INT_ENABLE"))
 
     def _dequeue(self, value: int) -> None:
         if value:
