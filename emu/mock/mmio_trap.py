@@ -4,8 +4,9 @@ tracked range is a view whose element reads and writes become the board's regist
 the driver makes them (a write's side effects — a mailbox, a queue starting — run at once, in the caller's thread).
 The process's `memoryview` becomes a factory that makes those views over tracked memory and real ones elsewhere
 (installed while a range is tracked; isinstance(x, memoryview) holds for both). Memory behind a tracked range
-stays mapped, so a store that bypasses memoryview lands there unseen rather than faulting. Doorbells are not
-trapped: they are plain stores a doorbell agent notices (emu/mock/tinygrad/agent.py)."""
+stays mapped, so a store that bypasses memoryview lands there unseen rather than faulting. A doorbell mapping is
+trapped the same way by its doorbell agent (emu/mock/tinygrad/agent.py `trap`): a store lands in the memory and runs
+the queues at once; a store made otherwise the agent's thread notices."""
 
 from __future__ import annotations
 

@@ -113,6 +113,8 @@ class DoorbellAgent:
             ctypes.memmove(address + offset, value.to_bytes(size, "little"), size)
             with self.lock:
                 self._rung()  # seen now: the thread need not run them again
+                if self._pending is not None:
+                    self._pending()  # (a machine that tells rung queues by their doorbells marks them here)
                 self._step()
 
         mmio_trap.track(address, length, read, write)

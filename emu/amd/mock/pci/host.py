@@ -56,7 +56,8 @@ class HostSide:
 
     def map_bar(self, board, bar: int, registers: bool, length: int, offset: int, prot: int, flags: int,
                 address: int) -> int:
-        """Map part of a board's register BAR (trapped) or doorbell BAR (watched) into this process."""
+        """Map part of a board's register BAR (trapped) or doorbell BAR (watched; stores through memoryviews trapped)
+        into this process."""
         mapped = os_mmap(address, length, prot, flags | MAP_SHARED | MAP_ANONYMOUS, -1, 0)
         if registers:
             def read32(at: int) -> int:
@@ -72,6 +73,7 @@ class HostSide:
             with self.lock:
                 self.doorbells[board] = (mapped, np.frombuffer(view(mapped, length & ~3), np.uint32))
             self.agent.start()
+            self.agent.trap(mapped, length)  # a doorbell stored through a memoryview runs the queues at once
         return mapped
 
     def unmapped(self, address: int, length: int) -> None:
@@ -82,6 +84,7 @@ class HostSide:
                 self.registers.remove((at, n))
             for board in [b for b, (at, _) in self.doorbells.items() if address <= at < address + length]:
                 del self.doorbells[board]
+        self.agent.unmapped(address, length)
 
     def pagemap(self, length: int, offset: int) -> bytes:
         """/proc/self/pagemap: 8 bytes a virtual page from offset / 8; a mapped page present with a frame (the same
