@@ -20,8 +20,9 @@ RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
 WARM_SLICE = 0.02  # s the reference runs a kernel between looks at its compile in the background
 # s a kernel runs on the reference (over all its dispatches) before it compiles in the background: a suite's many
-# kernels that run once, briefly, never wait for clang (about a second each); a long or often-run one does
-HOT_S = 2.0
+# kernels that run once, briefly, never wait for clang (about a second each); a long or often-run one does. Each
+# dispatch counts LAUNCH_S more (the reference's set-up per launch, and a kernel launched often pays clang back)
+HOT_S, LAUNCH_S = 2.0, 0.1
 _compiles: dict[str, concurrent.futures.Future] = {}  # span digest -> its compile under way or done
 _reference_s: dict[str, float] = {}  # span digest -> seconds the reference has run it (background mode)
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -107,6 +108,7 @@ class NativeExecutor(Executor):
                     code = bytes(self.code[entry : min(len(self.code), entry + max(span[1], build.PREFIX))])
                     args = (code, 0, key, self.w.lanes, span, codegen.Emitter(kernel).source)
                     pending = self._cache["pending"] = (entry, build.span_key(*args[:5]), args)
+                    _reference_s[pending[1]] = _reference_s.get(pending[1], 0.0) + LAUNCH_S  # once a dispatch
                 if not self.background:
                     lib = build.compile_kernel(*pending[2])
                 else:
