@@ -236,3 +236,32 @@ def test_through_vfio_the_runtimes_gtt_memory_is_system_memory(tmp_path):
     am.free(dst)
     assert board.iommu.translate(dst.va, 4096) is None  # unmapped from the IOMMU with it
     am.close()
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_a_compute_event_comes_only_from_a_pipe_whose_eop_interrupts_are_on(arch, tmp_path):
+    """A RELEASE_MEM asking for an interrupt: AM turned its pipes' EOP interrupts on (TIME_STAMP_INT_ENABLE, as
+    amdgpu does), so the event comes through the IH ring; with the pipe's enable cleared the write still lands but
+    no interrupt does (tinygrad's AM sets none: a stray EOP entry would read to it as an error)."""
+    from usergpu.runtime.amd.pm4 import DATA_SEL_VALUE64, Packets
+    from usergpu.runtime.amd.ring import RING_SIZE
+
+    hal = machine(arch, directory=tmp_path)
+    board, am = hal.boards[0], AM(hal)
+    out, ring, pointers = am.alloc(4096), am.alloc(RING_SIZE), am.alloc(4096)
+    queue = am.create_queue("pm4", ring, pointers.va, pointers.va + 8)
+    assert reg(board, "CP_ME1_PIPE0_INT_CNTL") & board.table("GC", "CP_ME1_PIPE0_INT_CNTL").encode(
+        TIME_STAMP_INT_ENABLE=1)
+    put = 0
+    for value, enabled in ((7, True), (9, False)):
+        if not enabled:
+            board.regs[board.address("GC", "CP_ME1_PIPE0_INT_CNTL")] = 0
+        event = am.create_event()
+        packets = Packets(arch).release_mem(out.va, value, DATA_SEL_VALUE64, interrupt_ctx=event)
+        ring.view().cast("I")[put // 4: put // 4 + len(packets)] = np.array(packets, np.uint32)
+        put += 4 * len(packets)
+        pointers.view().cast("Q")[1] = put // 4
+        queue.ring(put // 4)
+        assert am.wait_events([event], timeout_ms=200) == ([event] if enabled else None)
+        assert np.frombuffer(out.view(), np.uint64)[0] == value
+    am.close()
