@@ -36,6 +36,7 @@ from usergpu.emu.nv.mock.engine import Engine, MethodError, named
 from usergpu.emu.nv.mock.host import reductions, release
 from usergpu.emu.nv.mock.vaspace import VASpace
 from usergpu.emu.nv.ptx.launch import check_launch, compiled, find_kernel, map_globals, module_of, slices
+from usergpu.emu.nv.ptx.state import WARP
 from usergpu.errors import CodeObjectError, Error, FieldError, GPUFault, GPUHang
 from usergpu.isa import elf
 from usergpu.isa.nv import cubin as cubin_format
@@ -54,7 +55,6 @@ _ACTION = "NVC6C0_SEND_SIGNALING_PCAS2_B_PCAS_ACTION_"
 LAUNCHING = named(_ACTION, ("SCHEDULE", "INVALIDATE_COPY_SCHEDULE", "PREFETCH_SCHEDULE",
                             "INVALIDATE_PREFETCH_COPY_SCHEDULE", "INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING"))
 QUIET = named(_ACTION, ("NOP", "INVALIDATE", "PREFETCH"))
-WARP = 32
 LAUNCH_SLICE = 0.25  # seconds a launch runs per step of its channel before the caller gets control back
 
 
