@@ -73,12 +73,13 @@ def _testmockam(dev: str) -> list[Suite]:
 
 def _testnvidia() -> list[Suite]:
     env = {"FORWARD_ONLY": "1", "SKIP_SLOW_TEST": "1"}
+    pma = {**env, "PMA": "1", "PROFILE": "1"}  # ops_nv samples PCs through the PMA only while it profiles
     backend = ("test/backend", "--ignore=test/backend/test_multitensor.py")
     return [Suite("test_tiny", "MOCK+NV", ("test/test_tiny.py",), env, own_why=NO_OCELOT),
             Suite("test/backend", "MOCK+NV", backend, env, torch=True, own_why=NO_OCELOT),
             Suite("test/backend (no torch)", "MOCK+NV", backend, env, own_why=NO_OCELOT, torch_free=True),
-            Suite("PMA=1 test_add", "MOCK+NV", ("test/backend/test_ops.py::TestOps::test_add",), {**env, "PMA": "1"},
-                  torch=True, own_why=NO_OCELOT)]
+            Suite("PMA=1 test_add", "MOCK+NV", ("test/backend/test_ops.py::TestOps::test_add",), pma, torch=True,
+                  own_why=NO_OCELOT)]
 
 
 # job -> its steps; testamd on each GPU tinygrad tests it with (Navi31, Navi48, MI350X), both renderers

@@ -27,10 +27,11 @@ KERNEL_INC, UVM = toolchain.NV_KERNEL_INC, toolchain.NV_UVM
 
 # what a compute runtime allocates and calls (NV.md's sequence), as (tree folder, header)
 RM_CLASSES = ("cl0000", "cl0005", "cl0080", "cl2080", "cl2080_notification", "cl0070", "cl83de", "cl90f1", "cl9067", "cla06c", "clc461",
-              "clc561", "clc661")
+              "clc561", "clc661", "clb0cc", "clb2cc")
 RM_CONTROLS = ("ctrl0000/ctrl0000system", "ctrl0000/ctrl0000gpu", "ctrl0080/ctrl0080gpu", "ctrl2080/ctrl2080gpu",
                "ctrl2080/ctrl2080gr", "ctrl2080/ctrl2080fb", "ctrl2080/ctrl2080perf", "ctrlc36f", "ctrla06c",
-               "ctrla06f", "ctrla06f/ctrla06fgpfifo", "ctrl83de/ctrl83dedebug")
+               "ctrla06f", "ctrla06f/ctrla06fgpfifo", "ctrl83de/ctrl83dedebug", "ctrlb0cc/ctrlb0ccbase",
+               "ctrlb0cc/ctrlb0ccpower", "ctrlb0cc/ctrlb0ccprofiler")
 RM_HEADERS = (
     (SDK, "nvstatus.h"), (SDK, "nvstatuscodes.h"), (SDK, "nvos.h"), (SDK, "nvgputypes.h"), (SDK, "nverror.h"),
     (SDK, "alloc/alloc_channel.h"), *((SDK, f"class/{c}.h") for c in RM_CLASSES), *((SDK, f"ctrl/{c}.h") for c in RM_CONTROLS),
@@ -54,7 +55,7 @@ RM_NAMES = (
     r"NV_MEMORY_(VIRTUAL_)?ALLOCATION_PARAMS", r"NV_OS_DESC_MEMORY_ALLOCATION_PARAMS", r"NV_VASPACE_ALLOCATION_\w+",
     r"NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS", r"NV_CTXSHARE_ALLOCATION_\w+", r"NV_CHANNEL_ALLOC_PARAMS",
     r"NV_CHANNELGPFIFO_ALLOCATION_PARAMETERS", r"NV_GR_ALLOCATION_PARAMETERS", r"NV_HOPPER_USERMODE_A_PARAMS",
-    r"NV83DE_ALLOC_PARAMETERS",
+    r"NV83DE_ALLOC_PARAMETERS", r"NVB0CC_ALLOC_PARAMETERS", r"NVB2CC_ALLOC_PARAMETERS",
 )
 # control command -> the constants it brings (name patterns)
 RM_CONTROLS = {
@@ -79,6 +80,22 @@ RM_CONTROLS = {
     "NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO": (r"NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_\w+",),
     "NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES": (r"NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL",),
     "NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK": (r"NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_\w+",),
+    # the profiler (MAXWELL_PROFILER_DEVICE): PC sampling through a PMA stream, as tinygrad's PMA=1 drives it
+    "NVB0CC_CTRL_CMD_POWER_REQUEST_FEATURES": (r"NVB0CC_CTRL_POWER_FEATURE_MASK_\w+",),
+    "NVB0CC_CTRL_CMD_POWER_RELEASE_FEATURES": (),
+    "NVB0CC_CTRL_CMD_ALLOC_PMA_STREAM": (r"NVB0CC_AVAILABLE_BYTES_DEFAULT_VALUE", r"NVB0CC_PMA_\w+"),
+    "NVB0CC_CTRL_CMD_FREE_PMA_STREAM": (),
+    "NVB0CC_CTRL_CMD_RESERVE_HWPM_LEGACY": (),
+    "NVB0CC_CTRL_CMD_RELEASE_HWPM_LEGACY": (),
+    "NVB0CC_CTRL_CMD_RESERVE_PM_AREA_PC_SAMPLER": (),
+    "NVB0CC_CTRL_CMD_RELEASE_PM_AREA_PC_SAMPLER": (),
+    "NVB0CC_CTRL_CMD_BIND_PM_RESOURCES": (),
+    "NVB0CC_CTRL_CMD_UNBIND_PM_RESOURCES": (),
+    "NVB0CC_CTRL_CMD_SET_HS_CREDITS": (r"NVB0CC_CHIPLET_TYPE_\w+", r"NVB0CC_MAX_CREDIT_INFO_ENTRIES",
+                                       r"NVB0CC_HS_CREDITS_CMD_STATUS_\w+"),
+    "NVB0CC_CTRL_CMD_GET_HS_CREDITS": (),
+    "NVB0CC_CTRL_CMD_EXEC_REG_OPS": (r"NVB0CC_REGOPS_\w+", r"NVB0CC_CTRL_EXEC_REG_OPS_\w+", r"NV2080_CTRL_GPU_REG_OP\w*"),
+    "NVB0CC_CTRL_CMD_PMA_STREAM_UPDATE_GET_PUT": (),
 }
 # of the UVM and device-file headers: the device files' escapes, the status codes, the UVM ioctls a compute runtime
 # makes (uvm_ioctl.h, uvm_linux_ioctl.h) and the types their params carry (uvm_types.h)
@@ -98,7 +115,7 @@ RM_CLASS_NAMES = (
     "TURING_CHANNEL_GPFIFO_A", "AMPERE_CHANNEL_GPFIFO_A", "HOPPER_CHANNEL_GPFIFO_A", "BLACKWELL_CHANNEL_GPFIFO_A",
     "BLACKWELL_CHANNEL_GPFIFO_B", "AMPERE_COMPUTE_A", "AMPERE_COMPUTE_B", "ADA_COMPUTE_A", "HOPPER_COMPUTE_A",
     "BLACKWELL_COMPUTE_A", "BLACKWELL_COMPUTE_B", "AMPERE_DMA_COPY_A", "AMPERE_DMA_COPY_B", "HOPPER_DMA_COPY_A",
-    "BLACKWELL_DMA_COPY_A", "BLACKWELL_DMA_COPY_B",
+    "BLACKWELL_DMA_COPY_A", "BLACKWELL_DMA_COPY_B", "MAXWELL_PROFILER", "MAXWELL_PROFILER_DEVICE",
 )
 CHIPS = ("GA100", "GA102", "AD102", "GH100", "GB202")
 
@@ -106,7 +123,7 @@ RM_DOC = """NVIDIA RM interface of driver ABI {abi} (releases {releases}): what 
 the generator's RM_NAMES, RM_CONTROLS and RM_CLASS_NAMES list: the NVOS* escape parameters (nvos.h) and their
 *_with_fd wrappers, the NV_ESC_RM_* escape numbers (nv_escape.h), the allocation parameters of the classes a compute
 runtime allocates (device, subdevice, memory, virtual memory, VA space, channel group, context share, channel
-(alloc_channel.h), usermode, debugger), the controls it calls with their params and constants, the notifier a
+(alloc_channel.h), usermode, debugger, profiler), the controls it calls with their params and constants, the notifier a
 channel's errors are written to (NvNotification), the ROBUST_CHANNEL_* error codes (nverror.h), the NV_STATUS codes
 and the class ids it names (g_allclasses.h).
 

@@ -23,6 +23,7 @@ SLICE = [("testamd", "test_hcq", "MOCKKFD+AMD", None),
          ("testmockam", "test_hcq", "MOCKPCI+AMD::gfx942",  # host buffers the test writes through their GPU address
           ("test/device/test_hcq.py", "-k", "small_copies_from_host_buf or test_wait or test_signal")),
          ("testnvidia", "test_tiny", "MOCK+NV", None),
+         ("testnvidia", "PMA=1 test_add", "MOCK+NV", ("test/test_tiny.py", "-k", "test_plus")),  # (no torch in CI)
          ("hcq2", "test_hcq2", "MOCKKFD+AMD", None),
          ("amdasm", "test/amd", "MOCKKFD+AMD", ("test/amd/test_mockgpu_invalid.py",))]
 # what tinygrad's own mock skips too: RUN_SLOW tests, a second vendor's device, an image dtype (CL only), an eighth GPU

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from usergpu.autogen import nv_classes as nc
 from usergpu.autogen import nv_rm_535 as rm
-from usergpu.emu.nv.mock import ptx_text
+from usergpu.emu.nv.mock import pc_sampler, ptx_text
 from usergpu.emu.nv.mock.engine import Engine, MethodError, named
 from usergpu.emu.nv.mock.host import reductions, release
 from usergpu.emu.nv.mock.vaspace import VASpace
@@ -273,6 +273,16 @@ class Compute(Engine):
                           "raise MOCKGPU_NV_BUDGET") from None
         gpu.account(taken + time.perf_counter() - start, -(-stats.get("lane_instructions", 0) // WARP)
                     / gpu.chip.warp_rate)
+        self._sampled(program, stats.get("issued"), grid, block)
+
+    def _sampled(self, program: int, issued, grid: tuple, block: tuple) -> None:
+        """The PC samplers bound to this channel's context stream the launch's samples (pc_sampler.py)."""
+        streams = [s for p in self.gpu.profilers if (s := p.sampling(self.channel.token)) is not None]
+        if streams and issued is not None:
+            data = pc_sampler.packets(self.gpu.chip, program, issued, grid[0] * grid[1] * grid[2],
+                                      -(-block[0] * block[1] * block[2] // WARP))
+            for stream in streams:
+                stream.write(data)
 
     def _cubin(self, q: QMD, program: int) -> tuple:
         """The compiled kernel of the cubin whose code starts at program, its name, its variables, its parameters

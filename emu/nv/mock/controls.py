@@ -19,14 +19,14 @@ import ctypes
 from usergpu.autogen import nv_rm_535 as S
 from usergpu.emu.mock import reported_fault
 from usergpu.emu.mock.uaccess import copy_from_user, copy_to_user
-from usergpu.emu.nv.mock import chips
+from usergpu.emu.nv.mock import chips, profiler
 from usergpu.emu.nv.mock.gpu import ACCESS_TYPE, FAULT_TYPE_PTE, MMUFault
 from usergpu.emu.nv.mock.objects import Obj, RMError
 
 MAX_PARAMS = 1 << 20  # RMAPI_PARAM_COPY_MAX_PARAMS_SIZE: the largest list a control may point to
 # the class of a command (cmd >> 16) -> the kind of object that exports it
 KINDS = {0x0000: "client", 0x0080: "device", 0x2080: "subdevice", 0x83DE: "debugger", 0xA06C: "group",
-         0xA06F: "channel", 0xC36F: "channel"}
+         0xA06F: "channel", 0xC36F: "channel", 0xB0CC: "profiler"}
 MMU_FAULT_ENTRIES = 4  # NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_MAX_ENTRIES
 
 
@@ -43,6 +43,7 @@ class Controls:
             rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO: self.gid_info,
             rm.NV2080_CTRL_CMD_GPU_GET_NAME_STRING: self.name_string,
             rm.NV2080_CTRL_CMD_GR_GET_INFO: self.gr_info,
+            rm.NV2080_CTRL_CMD_GR_GET_TPC_MASK: self.tpc_mask,
             rm.NV2080_CTRL_CMD_FB_GET_INFO_V2: self.fb_info,
             rm.NV2080_CTRL_CMD_PERF_BOOST: _accept,
             rm.NV2080_CTRL_CMD_FB_FLUSH_GPU_CACHE: _accept,
@@ -52,6 +53,7 @@ class Controls:
             rm.NVA06C_CTRL_CMD_SET_TIMESLICE: _accept,
             rm.NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO: self.mmu_fault_info,
             rm.NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES: self.sm_error_states,
+            **profiler.Controls(machine).handlers,
         }
         # command -> the lists its params point to: (pointer field, count field, element size)
         self.embedded = {rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: ("classList", "numClasses", 4),
@@ -186,6 +188,12 @@ class Controls:
             if info.index >= rm.NV2080_CTRL_GR_INFO_MAX_SIZE:
                 raise RMError(S.NV_ERR_INVALID_ARGUMENT, f"GR info index {info.index:#x}")
             info.data = self.gr_indices.get(info.index, 0)
+
+    def tpc_mask(self, obj: Obj, p, lists) -> None:
+        """subdeviceCtrlCmdKGrGetTpcMask without MIG: a bit per enabled TPC of the physical GPC (the mock's chips
+        are whole dies); a GPC past the chip's has none (0, NV_OK)."""
+        chip = self.m.chip
+        p.tpcMask = (1 << chip.tpc_per_gpc) - 1 if p.gpcId < chip.gpcs else 0
 
     def fb_info(self, obj: Obj, p, lists) -> None:
         """_fbGetFbInfos: 1..NV2080_CTRL_FB_INFO_MAX_LIST_SIZE entries, each index one the mock knows, else

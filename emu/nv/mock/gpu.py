@@ -77,6 +77,7 @@ class MockNVGPU:
         self.hangs: list[tuple[Channel, GPUHang]] = []
         self.errors: list[tuple[Channel, int, str]] = []  # (channel, ROBUST_CHANNEL code, message) of each stop
         self.interrupt_handlers: list[Callable[[Channel], None]] = []  # hear each non-stall interrupt
+        self.profilers: list = []  # the RM's profilers of the GPU (profiler.Profiler), whose PC samplers listen
         self._tokens = itertools.count()
         self._clock = 0
         self._behind = 0  # ns the clock lags the host's: the mock's time over modelled work (modelled)

@@ -82,6 +82,7 @@ CLASSES = {
     "KEPLER_CHANNEL_GROUP_A": ClassDesc("group", ("device",), "NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS", high=True),
     "FERMI_CONTEXT_SHARE_A": ClassDesc("ctxshare", ("group",), "NV_CTXSHARE_ALLOCATION_PARAMETERS"),
     "GT200_DEBUGGER": ClassDesc("debugger", ("device",), "NV83DE_ALLOC_PARAMETERS"),
+    "MAXWELL_PROFILER_DEVICE": ClassDesc("profiler", ("subdevice",), "NVB2CC_ALLOC_PARAMETERS"),
     **{name: _GPFIFO for name in ("VOLTA_CHANNEL_GPFIFO_A", "TURING_CHANNEL_GPFIFO_A", "AMPERE_CHANNEL_GPFIFO_A",
                                   "HOPPER_CHANNEL_GPFIFO_A", "BLACKWELL_CHANNEL_GPFIFO_A",
                                   "BLACKWELL_CHANNEL_GPFIFO_B")},
@@ -116,6 +117,7 @@ class Obj:
     high: bool = False
     children: list[Obj] = field(default_factory=list)
     state: object = None
+    dependants: list[Obj] = field(default_factory=list)  # objects of the client freed with it (refAddDependant)
 
     def up(self, kind: str) -> Obj | None:
         """The object itself or its nearest ancestor of a kind."""
@@ -251,7 +253,12 @@ class Server:
             del self.clients[client.handle]
 
     def destroy(self, obj: Obj) -> None:
-        """Free an object and all under it: the high-priority subtrees first, then the rest, each children first."""
+        """Free an object and all under it: the high-priority subtrees first, then the rest, each children first;
+        before them what depends on one of them (refAddDependant)."""
+        doomed = obj.subtree()
+        for dependant in {id(d): d for o in doomed for d in o.dependants}.values():
+            if dependant.client.objects.get(dependant.handle) is dependant and dependant not in doomed:
+                self.destroy(dependant)
         doomed = obj.subtree()
         order = [d for o in doomed if _outermost_high(o, obj) for d in o.subtree()]
         done = set(map(id, order))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from usergpu.autogen import nv_rm_535 as S
+from usergpu.emu.nv.mock import profiler
 from usergpu.emu.nv.mock.objects import Obj, RMError
 from usergpu.emu.nv.mock.rm_pages import Pages, UserPages
 from usergpu.errors import Error
@@ -23,6 +24,7 @@ ERROR_STATUS = 0xFFFF  # what krcErrorSetNotifier writes as the notifier's statu
 ATTR_LOCATION_SHIFT, ATTR_LOCATION_MASK = 25, 3  # NVOS32_ATTR_LOCATION 26:25
 HEAP_OWNER_RM_SCRATCH = (0xDEAF0000, 0xDEAF00FF)  # HEAP_OWNER_RM_SCRATCH_BEGIN/END: owners a client may not use
 MAX_SUBDEVICES = 8  # NV_MAX_SUBDEVICES
+USER_READ_ONLY = 22  # NVOS32_ATTR2_PROTECTION_USER 22:22, READ_ONLY = 1
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Memory:
     index: int  # the GPU whose device made it
     kind: str
     offset: int = 0  # where it is in the GPU's memory (vidmem)
+    read_only: bool = False  # NVOS32_ATTR2_PROTECTION_USER_READ_ONLY: the user's mappings may only read it
     dma: list[tuple[Virtual, int]] = field(default_factory=list)  # the MAP_MEMORY_DMA mappings of it
 
     @property
@@ -117,9 +120,10 @@ class Classes:
                              "sysmem": self.sysmem, "osdesc": self.osdesc, "virtual": self.virtual,
                              "vaspace": self.vaspace, "group": self.group, "ctxshare": self.ctxshare,
                              "channel": self.channel, "engine": self.engine, "usermode": self.usermode,
-                             "debugger": self.debugger}
+                             "debugger": self.debugger, "profiler": self.profiler}
         self.destructors = {"vidmem": self.free_memory, "sysmem": self.free_memory, "osdesc": self.free_memory,
-                            "virtual": self.free_virtual, "channel": self.free_channel}
+                            "virtual": self.free_virtual, "channel": self.free_channel,
+                            "profiler": lambda obj: profiler.destruct(self.m, obj)}
 
     # ---- device and subdevice --------------------------------------------------------------------------------
     def device(self, obj: Obj, p) -> None:
@@ -172,7 +176,8 @@ class Classes:
             self.m.vram_used[index] += size
             offset = self.m.vram_next[index] if self.m.vram_next[index] + size <= vram else 0
             self.m.vram_next[index] = offset + size
-        obj.state = Memory(Pages(size, f"nv-{kind}-{obj.handle:#x}"), index, kind, offset)
+        read_only = bool(p.attr2 >> USER_READ_ONLY & 1)
+        obj.state = Memory(Pages(size, f"nv-{kind}-{obj.handle:#x}"), index, kind, offset, read_only)
         p.size, p.limit, p.offset = size, size - 1, offset
 
     def vidmem(self, obj: Obj, p) -> None:
@@ -192,13 +197,13 @@ class Classes:
             raise RMError(S.NV_ERR_NOT_SUPPORTED, f"descriptor {descriptor:#x} is off a page")
         if p.limit + 1 >= 1 << 64:
             raise RMError(S.NV_ERR_INVALID_LIMIT, f"limit {p.limit:#x}")
-        write = not p.attr2 >> 22 & 1  # NVOS32_ATTR2_PROTECTION_USER 22:22, READ_ONLY = 1
+        write = not p.attr2 >> USER_READ_ONLY & 1
         try:
             pages = UserPages(descriptor, page_align(p.limit + 1), write)
         except OSError:
             raise RMError(S.NV_ERR_INVALID_ADDRESS, f"the {p.limit + 1:#x} bytes at {descriptor:#x} are not "
                                                     "all mapped for the process") from None
-        obj.state = Memory(pages, gpu_index(obj), "osdesc")
+        obj.state = Memory(pages, gpu_index(obj), "osdesc", read_only=not write)
 
     def free_memory(self, obj: Obj) -> None:
         """A freed memory object leaves the VA spaces it was mapped into with MAP_MEMORY_DMA (memDestruct)."""
@@ -333,6 +338,9 @@ class Classes:
             raise RMError(S.NV_ERR_INVALID_OBJECT_PARENT, f"client {app.handle:#x} has no object "
                                                           f"{p.hClass3dObject:#x}")
         obj.state = Debugger(gpu_index(obj), app.objects[p.hClass3dObject].up("group"))
+
+    def profiler(self, obj: Obj, p) -> None:
+        obj.state = profiler.construct(self.m, obj, p)
 
 
 def _ignore(code: int, why: str) -> None:

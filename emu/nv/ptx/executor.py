@@ -26,7 +26,7 @@ from usergpu.emu.nv.ptx import semantics
 from usergpu.emu.nv.ptx.control import Trap, release
 from usergpu.emu.nv.ptx.operands import storage
 from usergpu.emu.nv.ptx.program import Program, fall_through
-from usergpu.emu.nv.ptx.state import BAR, RUN, LaneFault, State
+from usergpu.emu.nv.ptx.state import BAR, RUN, WARP, LaneFault, State
 from usergpu.errors import CodeObjectError, GPUFault, GPUHang
 
 DEFAULT_BUDGET = 50_000_000  # instruction steps per batch of blocks
@@ -141,6 +141,7 @@ def step(c: Compiled, st: State, p: int, here: np.ndarray) -> None:
     """One step of instruction p by the lanes here (all at p): guard, operation, and each lane's next PC."""
     st.steps += 1
     st.lane_steps += len(here)
+    st.issued[p] += -(-len(here) // WARP)  # a step runs the lanes of whole warps where they keep together
     st.p = p
     sub, rest = here, None
     guard = c.guards[p]
@@ -200,6 +201,7 @@ def execute(c: Compiled, st: State, budget: int = DEFAULT_BUDGET, trace: bool | 
                 limit = _limit(st.steps, budget, quota, deadline)
             st.steps += 1
             st.lane_steps += len(here)
+            st.issued[p] += -(-len(here) // WARP)
             st.p = p
             ins = prog.code[p]
             if trace:

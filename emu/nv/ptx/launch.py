@@ -141,6 +141,7 @@ def slices(c: Compiled, mem: Memory, grid: tuple, block: tuple, params: bytes, s
         if stats is not None:
             stats["steps"] = stats.get("steps", 0) + st.steps
             stats["lane_instructions"] = stats.get("lane_instructions", 0) + st.lane_steps
+            stats["issued"] = stats.get("issued", 0) + st.issued
     printf.flush(printed)  # after the kernel completes, as CUDA's driver prints
 
 

@@ -149,6 +149,7 @@ class State:
         self._param = self.param.copy() if prog.writes_param else None
         self.steps = 0
         self.lane_steps = 0
+        self.issued = np.zeros(len(prog.code), np.int64)  # warp-instructions issued at each instruction (PC samples)
         self.site = {name: np.full(n, -1, np.int64) for name in prog.functions.values()}  # indirect call sites
         self.printed: list[bytes] = []  # the lines of printf calls, in the order the threads called
         self.cluster = cluster_shape(prog, nctaid, cluster)
@@ -172,6 +173,7 @@ class State:
             np.copyto(self.param, self._param)
         self.bar_red.clear()
         self.p = self.steps = self.lane_steps = 0
+        self.issued.fill(0)
         self.printed = []
         if self.native is not None:
             self.native.renewed(self)

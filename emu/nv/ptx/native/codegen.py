@@ -28,7 +28,7 @@ from usergpu.errors import CodeObjectError
 
 # what a kernel's C sees of the emulator's state: the reference backend's arrays (executor.py fills it in)
 STATE = """typedef struct {
-    void **regs; uint8_t *scratch; int64_t *owner; int64_t *pc; int8_t *status; int64_t *wsteps;
+    void **regs; uint8_t *scratch; int64_t *owner; int64_t *pc; int8_t *status; int64_t *wsteps; int64_t *issued;
     int64_t n; int64_t per_block; int64_t wpb; int64_t nblocks;
     uint32_t *tid; uint32_t *ctaid; int64_t ntid[3]; int64_t nctaid[3];
     uint8_t *shared; int64_t shared_size; uint8_t *local; int64_t local_size; uint8_t *param; int64_t param_size;
@@ -250,7 +250,8 @@ class Emitter:
                 continue
             end = next((k for k in range(start + 1, len(bodies)) if k in leaders), len(bodies))
             size = end - start
-            head = f"I{start}: CHECK({start}, {size}) steps += {size}; lsteps += {size} * POPC(m);"
+            head = (f"I{start}: CHECK({start}, {size}) steps += {size}; lsteps += {size} * POPC(m); "
+                    f"ISSUE({start}, {size})")
             fast, checks = _prechecks(start, bodies[start:end])
             slow = [b.slow if isinstance(b, Prechecked) else b for b in bodies[start:end]]
             self.native += size

@@ -97,7 +97,8 @@ class View:
         cst.regs, cst.scratch = table, ffi.from_buffer("uint8_t[]", room)
         cst.owner = ffi.from_buffer("int64_t[]", self.owner)
         for name, arr, ctype in (("pc", st.pc, "int64_t[]"), ("status", st.status, "int8_t[]"),
-                                 ("wsteps", self.wsteps, "int64_t[]"), ("tid", st.tid, "uint32_t[]"),
+                                 ("wsteps", self.wsteps, "int64_t[]"), ("issued", st.issued, "int64_t[]"),
+                                 ("tid", st.tid, "uint32_t[]"),
                                  ("shared", st.shared, "uint8_t[]"), ("local", st.local, "uint8_t[]"),
                                  ("param", st.param, "uint8_t[]"), ("bar_site", st.bar_site, "int64_t[]"),
                                  ("bar_id", st.bar_id, "int64_t[]"), ("bar_count", st.bar_count, "int64_t[]"),

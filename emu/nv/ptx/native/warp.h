@@ -39,6 +39,8 @@ enum { RUN, BAR, EXIT };
     _Pragma("clang loop unroll(disable) vectorize(assume_safety) vectorize_width(16) interleave_count(1)") \
     for (int l = 0; l < 32; l++) if (((mask) >> l) & 1)
 #define POPC(x) __builtin_popcount(x)
+/* the warp issues each instruction of the basic block of len from s once (the PC sampler's counts) */
+#define ISSUE(s, len) for (int64_t i_ = (s); i_ < (s) + (len); i_++) st->issued[i_]++;
 /* a basic block of len instructions from s may run: else the slice ends before it, or the budget ends at the
  * instruction of the block where the warp's steps reach it (the reference's hang names that one) */
 #define CHECK(s, len) if (steps + (len) > limit) { pc = (s); over = steps + (len) > budget ? (s) + (budget - steps) : -1; \
