@@ -52,14 +52,11 @@ class Stream:
         room = self.size - (self.put - self.get)
         if len(data) > room:
             self.overflow, data = True, data[:room]
-        ring = self.buffer.state.pages.array
-        for at in range(0, len(data), step := max(1, self.size)):
-            chunk = data[at:at + step]
-            start = self.put % self.size
-            first = min(len(chunk), self.size - start)
-            ring[self.offset + start:self.offset + start + first] = memoryview(chunk[:first])
-            ring[self.offset:self.offset + len(chunk) - first] = memoryview(chunk[first:])
-            self.put += len(chunk)
+        ring, start = self.buffer.state.pages.array, self.put % self.size
+        first = min(len(data), self.size - start)  # up to the ring's end, the rest from its start
+        ring[self.offset + start:self.offset + start + first] = memoryview(data[:first])
+        ring[self.offset:self.offset + len(data) - first] = memoryview(data[first:])
+        self.put += len(data)
 
     def report(self, value: int) -> None:
         """The word the PMA streams its byte count to (a membytes streamout)."""
@@ -84,10 +81,9 @@ class Profiler:
 
     def tokens(self) -> set[int]:
         """The work-submit tokens of the context's channels."""
-        from usergpu.emu.nv.mock.rm_classes import Channel
         ctx = self.context
-        objs = [] if ctx is None else [ctx] if isinstance(ctx.state, Channel) else ctx.children
-        return {o.state.channel.token for o in objs if isinstance(o.state, Channel)}
+        objs = [] if ctx is None else [ctx] if ctx.kind == "channel" else ctx.children
+        return {o.state.channel.token for o in objs if o.kind == "channel"}
 
     def sampling(self, token: int) -> Stream | None:
         """The stream the PC sampler writes a launch of the channel with this token to, if it samples it."""
