@@ -120,7 +120,7 @@ class Classes:
                              "sysmem": self.sysmem, "osdesc": self.osdesc, "virtual": self.virtual,
                              "vaspace": self.vaspace, "group": self.group, "ctxshare": self.ctxshare,
                              "channel": self.channel, "engine": self.engine, "usermode": self.usermode,
-                             "debugger": self.debugger, "profiler": self.profiler}
+                             "debugger": self.debugger, "profiler": self.profiler_device}
         self.destructors = {"vidmem": self.free_memory, "sysmem": self.free_memory, "osdesc": self.free_memory,
                             "virtual": self.free_virtual, "channel": self.free_channel,
                             "profiler": lambda obj: profiler.destruct(self.m, obj)}
@@ -339,7 +339,7 @@ class Classes:
                                                           f"{p.hClass3dObject:#x}")
         obj.state = Debugger(gpu_index(obj), app.objects[p.hClass3dObject].up("group"))
 
-    def profiler(self, obj: Obj, p) -> None:
+    def profiler_device(self, obj: Obj, p) -> None:
         obj.state = profiler.construct(self.m, obj, p)
 
 
