@@ -186,6 +186,17 @@ def _nothing(ex: Executor, g) -> None:
 
 
 HWREG = ("s_getreg_b32", "s_setreg_b32", "s_setreg_imm32_b32")  # their hwreg(..) operand is no value
+# gfx9's 16-bit VALU operations whose result clears the high half of the destination VGPR (LLVM's model of the
+# hardware, GCNSubtarget::zeroesHigh16BitsOfDest: GFX8 and GFX9 clear it, GFX10 on keep it). gfx9's other 16-bit
+# writers keep it: the op_sel forms (v_mad_f16, v_mad_u16/i16, v_fma_f16, v_div_fixup_f16; their pre-gfx9 forms are
+# the *_legacy_* here), the f16 mac/madak/madmk/fmac/fmaak/fmamk, v_mad_mix{lo,hi}_f16, and SDWA (dst_unused says).
+ZERO_HIGH = frozenset({
+    "v_cvt_f16_f32", "v_cvt_f16_u16", "v_cvt_f16_i16", "v_rcp_f16", "v_rsq_f16", "v_sqrt_f16", "v_log_f16",
+    "v_exp_f16", "v_sin_f16", "v_cos_f16", "v_floor_f16", "v_ceil_f16", "v_trunc_f16", "v_rndne_f16", "v_fract_f16",
+    "v_frexp_mant_f16", "v_frexp_exp_i16_f16", "v_ldexp_f16", "v_lshlrev_b16", "v_lshrrev_b16", "v_ashrrev_i16",
+    "v_add_u16", "v_sub_u16", "v_subrev_u16", "v_mul_lo_u16", "v_add_f16", "v_sub_f16", "v_subrev_f16", "v_mul_f16",
+    "v_max_f16", "v_min_f16", "v_max_u16", "v_min_u16", "v_max_i16", "v_min_i16", "v_mad_legacy_f16",
+    "v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16", "v_div_fixup_legacy_f16"})
 
 
 def operands(inst, acc: int = 0) -> tuple[list[Operand] | None, dict[str, str]]:
@@ -206,9 +217,18 @@ def operands(inst, acc: int = 0) -> tuple[list[Operand] | None, dict[str, str]]:
     mods = {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
     if ops and "op_sel" in mods and not inst.family.startswith("VOP3P"):
         ops = [ops[0], *_scalar_halves(ops[1:], mods["op_sel"])]
+    if ops and _zeroes_high(inst, mods):
+        ops = [replace(ops[0], zero_high=True), *ops[1:]]
     if ops and re.match(r"s_cmpk_\w+_i32$", inst.mnemonic.strip()):  # SOPK's simm16, sign-extended when signed
         ops = [ops[0], replace(ops[1], value=_simm16(ops[1].value) & 0xFFFFFFFF)]
     return ops, mods
+
+
+def _zeroes_high(inst, mods: dict[str, str]) -> bool:
+    """Whether the instruction is one of gfx9's ZERO_HIGH writing the low half (no op_sel of its destination)."""
+    name = re.sub(r"_(e32|e64|dpp)$", "", inst.mnemonic.strip())
+    dst_hi = mods.get("op_sel", "[0]").strip("[]").split(",")[-1].strip() == "1"
+    return inst.arch.startswith("gfx9") and not inst.family.endswith("SDWA") and name in ZERO_HIGH and not dst_hi
 
 
 def _scalar_halves(srcs: list[Operand], op_sel: str) -> list[Operand]:

@@ -42,6 +42,7 @@ class Operand:
     half: int | None = None  # true16: 0 low, 1 high
     text: str = ""
     sext: bool = False  # gfx9 SDWA's sext(..): the selected bits sign-extended
+    zero_high: bool = False  # gfx9: a 16-bit result written here clears the register's high half (ZERO_HIGH)
 
 
 def parse(text: str) -> Operand:

@@ -156,6 +156,11 @@ TYPED = {
     "v_sat_pk_u8_i16": ("u16", "u32", "sat(a.astype(u16).view(i16), u8).astype(u16) | "
                                       "(sat((a >> 16).astype(u16).view(i16), u8).astype(u16) << 8)"),
     "v_frexp_exp_i16_f16": ("i16", "f16", "frexp_exp(a).astype(i16)"),
+    # gfx9's forms without op_sel of the 16-bit mads (gfx8's v_mad_u16 ...): the same operations, whose result clears
+    # the destination's high half (executor.ZERO_HIGH)
+    **{f"v_mad_legacy_{t}": (t, f"{t} {t} {t}", "a * b + c") for t in ("u16", "i16", "f16")},
+    "v_fma_legacy_f16": ("f16", "f16 f16 f16", "fma(a, b, c)"),
+    "v_div_fixup_legacy_f16": ("f16", "f16 f16 f16", "div_fixup(a, b, c)"),
 }
 # SALU ops whose SCC is not "result != 0": op -> SCC over the sources a, b (s_min: whether a was chosen)
 SCC = {"min": "a < b", "max": "a > b",

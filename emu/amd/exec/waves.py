@@ -167,7 +167,7 @@ class Waves:
         parts = [(op.index, raw.astype(np.uint32) if bits <= 32 else (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32))]
         if bits == 64:
             parts.append((op.index + 1, (raw >> np.uint64(32)).astype(np.uint32)))
-        if bits <= 16:
+        if bits <= 16 and not op.zero_high:
             shift = np.uint32(16 * (op.half or 0))
             old = self.v[op.index, g]
             parts = [(op.index, (old & ~(np.uint32(0xFFFF) << shift)) | (raw.astype(np.uint32) << shift))]

@@ -468,6 +468,10 @@ VALU.update({  # gfx9's names, and its ops RDNA dropped
     "madmk": lambda k, a, lit, b: add(round_float(mul(a, lit), k.d.name), b),
     "madak": lambda k, a, b, lit: add(round_float(mul(a, b), k.d.name), lit),
 })
+VALU.update({  # gfx9's 16-bit mads without op_sel (gfx8's forms), by whole name: v_mad_legacy_f32 is another op
+    **{f"v_mad_legacy_{t}": VALU["mad"] for t in ("u16", "i16", "f16")},
+    "v_fma_legacy_f16": VALU["fma"], "v_div_fixup_legacy_f16": VALU["div_fixup"],
+})
 # the v_cmpx forms compute what v_cmp does (into EXEC)
 VALU.update({"cmpx" + op[3:]: fn for op, fn in VALU.items() if op.startswith("cmp_")})
 

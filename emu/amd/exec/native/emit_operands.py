@@ -96,7 +96,7 @@ class Operands:
         if bits == 64:
             return (f"{{ uint64_t r_ = {raw}; if ({cond}) {{ VR({i})[lane] = (uint32_t)r_; "
                     f"VR({i + 1})[lane] = (uint32_t)(r_ >> 32); }} }}")
-        if bits == 16:
+        if bits == 16 and not op.zero_high:
             sh = 16 * (op.half or 0)
             return (f"{{ uint32_t o_ = VR({i})[lane]; uint32_t n_ = (o_ & ~(0xFFFFu << {sh})) | "
                     f"((uint32_t){raw} << {sh}); VR({i})[lane] = ({cond}) ? n_ : o_; }}")

@@ -99,6 +99,29 @@ def test_dpp_wave_shifts_and_row_broadcasts(arch, control, row_mask):
     np.testing.assert_array_equal(w.v[1, 0], want.astype(np.uint32))
 
 
+
+# ---- 16-bit results --------------------------------------------------------------------------------------------
+OLD = np.full(L, 0xABCD0000, np.uint64)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("program", "want"), [
+    ("v_mul_lo_u16_e32 v0, 12, v2", 12 * (DATA & 0xFFFF) & 0xFFFF),  # LLVM's zeroesHigh16BitsOfDest: cleared
+    ("v_add_u16_e64 v0, v2, v2", 2 * (DATA & 0xFFFF) & 0xFFFF),
+    ("v_add_u16_dpp v0, v2, v2 quad_perm:[0,1,2,3] row_mask:0xf bank_mask:0xf", 2 * (DATA & 0xFFFF) & 0xFFFF),
+    ("v_cvt_f16_f32_e32 v0, 1.0", np.full(L, 0x3C00)),
+    ("v_mad_legacy_u16 v0, v2, 3, 64", (3 * (DATA & 0xFFFF) + 64) & 0xFFFF),  # gfx8's v_mad_u16, as tinygrad's
+    ("v_fma_legacy_f16 v0, 1.0, 2.0, 0.5", np.full(L, 0x4100)),                #  LLVM code for gfx950 uses it
+    ("v_mad_u16 v0, v2, 1, 0", 0xABCD0000 | DATA & 0xFFFF),  # gfx9's op_sel form keeps the high half
+    ("v_mul_lo_u16_sdwa v0, v2, 1 dst_sel:WORD_0 dst_unused:UNUSED_PRESERVE src0_sel:WORD_0 src1_sel:DWORD",
+     0xABCD0000 | DATA & 0xFFFF)])
+def test_16_bit_results_clear_the_high_half_but_where_gfx9_keeps_it(arch, program, want):
+    """gfx9's 16-bit VALU operations write their result zero-extended to the whole VGPR (tinygrad's LLVM code for
+    gfx950 adds v_mul_lo_u16's result to a 32-bit index unmasked); gfx9's op_sel form of v_mad_u16 and SDWA's
+    PRESERVE keep the other half."""
+    w = run(program, arch, v={0: OLD, 2: DATA})
+    np.testing.assert_array_equal(w.v[0, 0], np.asarray(want, np.uint64).astype(np.uint32))
+
 # ---- VGPR indexing mode ---------------------------------------------------------------------------------------------
 def test_gpr_index_mode_moves_the_operands_it_names_for_each_wave():
     """Between s_set_gpr_idx_on and _off, the operands the mode bits name read and write VGPR + M0[7:0]; each wave
