@@ -275,6 +275,12 @@ class Server:
             self.free(client.handle, client.handle)
 
 
+def channel_tokens(context: Obj | None) -> set[int]:
+    """The work-submit tokens of a context's channels: a channel's own, a channel group's channels' (None: none)."""
+    objs = [] if context is None else [context] if context.kind == "channel" else context.children
+    return {o.state.channel.token for o in objs if o.kind == "channel"}
+
+
 def _nothing(obj: Obj) -> None:
     """The destructor of a class that holds nothing outside the tree."""
 

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 
 from usergpu.autogen import nv_rm_535 as S
-from usergpu.emu.nv.mock.objects import Obj, RMError
+from usergpu.emu.nv.mock.objects import Obj, RMError, channel_tokens
 
 MAX_PMA_CHANNELS = {"GH100": 9}  # khwpmGetCblockInfo_GH100: 9 streaming channels; GM107's (every other chip): 1
 PERF_VA_BASE, PERF_VA_BLOCK = 1 << 32, 1 << 32  # PERF_VASPACE_BASE; each PMA stream's 4 GiB-aligned block of it
@@ -79,15 +79,9 @@ class Profiler:
     credits: dict[tuple[int, int], int] = field(default_factory=dict)  # (chiplet type, index) -> HS credits
     registers: dict[int, int] = field(default_factory=dict)  # PM register offset -> the value written
 
-    def tokens(self) -> set[int]:
-        """The work-submit tokens of the context's channels."""
-        ctx = self.context
-        objs = [] if ctx is None else [ctx] if ctx.kind == "channel" else ctx.children
-        return {o.state.channel.token for o in objs if o.kind == "channel"}
-
     def sampling(self, token: int) -> Stream | None:
         """The stream the PC sampler writes a launch of the channel with this token to, if it samples it."""
-        if not (self.bound and self.pc_sampler and self.streams) or token not in self.tokens():
+        if not (self.bound and self.pc_sampler and self.streams) or token not in channel_tokens(self.context):
             return None
         return self.streams[min(self.streams)]
 

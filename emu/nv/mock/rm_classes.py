@@ -13,7 +13,7 @@ import numpy as np
 
 from usergpu.autogen import nv_rm_535 as S
 from usergpu.emu.nv.mock import profiler
-from usergpu.emu.nv.mock.objects import Obj, RMError
+from usergpu.emu.nv.mock.objects import Obj, RMError, channel_tokens
 from usergpu.emu.nv.mock.rm_pages import Pages, UserPages
 from usergpu.errors import Error
 from usergpu.hostmem import PAGE, page_align
@@ -73,9 +73,7 @@ class Debugger:
     group: object
 
     def tokens(self) -> set[int]:
-        """The work-submit tokens of the context's channels."""
-        return {c.state.channel.token for c in (self.group.children if self.group else ())
-                if isinstance(c.state, Channel)}
+        return channel_tokens(self.group)
 
 
 @dataclass
