@@ -215,28 +215,29 @@ def operands(inst, acc: int = 0) -> tuple[list[Operand] | None, dict[str, str]]:
         ops = None
     ops = ops and [replace(o, kind="v", index=o.index + acc) if o.kind == "a" else o for o in ops]
     mods = {m.split(":", 1)[0]: (m.split(":", 1)[1] if ":" in m else "1") for m in items}
-    if ops and "op_sel" in mods and not inst.family.startswith("VOP3P"):
-        ops = [ops[0], *_scalar_halves(ops[1:], mods["op_sel"])]
-    if ops and _zeroes_high(inst, mods):
+    if ops and "opsel0" in inst.fields and not inst.family.startswith("VOP3P"):
+        ops = _op_sel_halves(ops, inst.fields)
+    if ops and _zeroes_high(inst):
         ops = [replace(ops[0], zero_high=True), *ops[1:]]
     if ops and re.match(r"s_cmpk_\w+_i32$", inst.mnemonic.strip()):  # SOPK's simm16, sign-extended when signed
         ops = [ops[0], replace(ops[1], value=_simm16(ops[1].value) & 0xFFFFFFFF)]
     return ops, mods
 
 
-def _zeroes_high(inst, mods: dict[str, str]) -> bool:
+def _zeroes_high(inst) -> bool:
     """Whether the instruction is one of gfx9's ZERO_HIGH writing the low half (no op_sel of its destination)."""
     name = re.sub(r"_(e32|e64|dpp)$", "", inst.mnemonic.strip())
-    dst_hi = mods.get("op_sel", "[0]").strip("[]").split(",")[-1].strip() == "1"
-    return inst.arch.startswith("gfx9") and not inst.family.endswith("SDWA") and name in ZERO_HIGH and not dst_hi
+    return (inst.arch.startswith("gfx9") and not inst.family.endswith("SDWA") and name in ZERO_HIGH
+            and not inst.fields.get("opsel3"))
 
 
-def _scalar_halves(srcs: list[Operand], op_sel: str) -> list[Operand]:
-    """VOP3's op_sel picks the half a 16-bit source reads from an SGPR too; the text shows a VGPR's half (v0.h, and
-    gfx9's op_sel sets it), an SGPR's only in op_sel:[src0, src1, ..., dst]. (VOP3P reads op_sel its own way.)"""
-    bits = [int(x) for x in op_sel.strip("[]").split(",")]
-    return [replace(o, half=1) if o.kind == "s" and o.half is None and k < len(bits) and bits[k] else o
-            for k, o in enumerate(srcs)]
+def _op_sel_halves(ops: list[Operand], fields: dict[str, int]) -> list[Operand]:
+    """VOP3's OPSEL bits pick the half each 16-bit source reads (bits 0-2) and the half a 16-bit destination
+    writes (bit 3), the other kept; 32-bit operands ignore them. gfx11's text names a VGPR's half (v0.h), gfx9's and
+    any SGPR's only in op_sel:[...]: the encoding's bits serve all. (VOP3P reads op_sel its own way.)"""
+    bits = [fields.get(f"opsel{k}", 0) for k in (3, 0, 1, 2)]
+    return [replace(o, half=1) if o.kind in ("v", "s") and o.half is None and k < len(bits) and bits[k] else o
+            for k, o in enumerate(ops)]
 
 
 # ---- scalar instructions ---------------------------------------------------------------------------------

@@ -122,6 +122,45 @@ def test_16_bit_results_clear_the_high_half_but_where_gfx9_keeps_it(arch, progra
     w = run(program, arch, v={0: OLD, 2: DATA})
     np.testing.assert_array_equal(w.v[0, 0], np.asarray(want, np.uint64).astype(np.uint32))
 
+LO, HI = DATA & 0xFFFF, DATA >> 16
+B = (DATA[::-1] * 3) & 0xFFFFFFFF  # a second source, its halves other than DATA's
+BLO, BHI = B & 0xFFFF, B >> 16
+
+
+def f16(bits: np.ndarray) -> np.ndarray:
+    return bits.astype(np.uint16).view(np.float16).astype(np.float64)
+
+
+SMALL = (DATA & 0x03FF03FF) | 0x3C003C00  # f16 halves in [1, 2): finite, exact in a sum
+SMALL_B = SMALL[::-1]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("program", "want"), [
+    ("v_mad_u16 v0, v2, 1, 0 op_sel:[0,0,0,1]", LO << 16 | 0),  # the result to the high half, the low kept
+    ("v_mad_u16 v0, v2, v3, v2 op_sel:[1,0,1,0]", 0xABCD0000 | (HI * BLO + HI) & 0xFFFF),
+    ("v_mad_u16 v0, v2, v3, 0 op_sel:[0,1,0,1]", ((LO * BHI) & 0xFFFF) << 16),
+    ("v_add_i16 v0, v2, v3 op_sel:[1,1,1]", ((HI + BHI) & 0xFFFF) << 16),
+    ("v_mad_u32_u16 v0, v2, v3, 7 op_sel:[1,0,0,0]", (HI * BLO + 7) & 0xFFFFFFFF),
+    ("v_pack_b32_f16 v0, v2, v3 op_sel:[1,0,0]", BLO << 16 | HI),
+    ("v_max3_u16 v0, v2, v3, 0 op_sel:[1,1,0,1]", np.maximum(HI, BHI) << 16)])
+def test_vop3_op_sel_picks_the_vgprs_halves(arch, program, want):
+    """gfx9's VOP3 op_sel (bits 0-2 the sources', bit 3 the destination's) picks VGPR halves as it does SGPR ones:
+    a 16-bit source reads the half its bit names, a 16-bit result goes to the half bit 3 names, the other half
+    kept (v0's low half is 0 here)."""
+    w = run(program, arch, v={0: OLD, 2: DATA, 3: B})
+    np.testing.assert_array_equal(w.v[0, 0], np.asarray(want, np.uint64).astype(np.uint32))
+
+
+def test_vop3_op_sel_picks_f16_halves():
+    """The float forms: v_fma_f16's sources and destination by op_sel."""
+    w = run("v_fma_f16 v0, v2, v3, v2 op_sel:[1,1,0,1]", v={0: OLD, 2: SMALL, 3: SMALL_B})
+    got = f16(w.v[0, 0] >> 16)
+    want = (f16(SMALL >> 16) * f16(SMALL_B >> 16) + f16(SMALL & 0xFFFF)).astype(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(got, want)
+    assert (w.v[0, 0] & 0xFFFF == 0).all()
+
+
 # ---- VGPR indexing mode ---------------------------------------------------------------------------------------------
 def test_gpr_index_mode_moves_the_operands_it_names_for_each_wave():
     """Between s_set_gpr_idx_on and _off, the operands the mode bits name read and write VGPR + M0[7:0]; each wave
