@@ -1,8 +1,8 @@
 """Run a kernel's waves: each step takes the lowest PC among the waves that can run and executes that instruction
 for every wave there at once (batched SIMT), so diverged waves meet again where their PCs do.
 
-Instructions are decoded once (cached by PC) and compiled to a closure from the semantics table; an instruction
-with no semantics raises UnsupportedInstruction naming it and its PC.
+Instructions are decoded once (cached by PC, and across dispatches by their bytes) and compiled to a closure from the
+semantics table; an instruction with no semantics raises UnsupportedInstruction naming it and its PC.
 """
 
 from __future__ import annotations
@@ -35,6 +35,14 @@ class Compiled:
     text: str
     size: int
     run: Step
+
+
+# compiled instructions shared by every dispatch, (arch, lanes, first AccVGPR, pc) -> (their bytes, Compiled): a
+# suite launches its kernels again and again, and decoding and compiling each instruction anew cost a launch more
+# than running it; a hit compares the bytes at pc (another kernel may sit there now). Steps take their executor
+# at run time, so one serves every dispatch.
+_STEPS: dict[tuple[str, int, int, int], tuple[bytes, Compiled]] = {}
+STEPS_KEPT = 1 << 16
 
 
 class Executor:
@@ -76,14 +84,26 @@ class Executor:
     def at(self, pc: int) -> Compiled:
         got = self._cache.get(pc)
         if got is None:
-            off = pc - self.code_base
-            if not 0 <= off < len(self.code):  # the PC left the mapping that holds the kernel's code
-                raise MemoryFault(pc, "execute")
-            try:
-                inst = decode(self.code, self.arch, off)
-            except DecodeError as e:
-                raise UnsupportedInstruction(f"undecodable bytes {e.data.hex(' ')}", pc, self.kernel) from None
-            got = self._cache[pc] = Compiled(inst.text, inst.size, self._compile(inst, pc))
+            got = self._cache[pc] = self._fetch(pc)
+        return got
+
+    def _fetch(self, pc: int) -> Compiled:
+        """The instruction at pc, decoded and compiled — or as an earlier dispatch compiled the same bytes there."""
+        off = pc - self.code_base
+        if not 0 <= off < len(self.code):  # the PC left the mapping that holds the kernel's code
+            raise MemoryFault(pc, "execute")
+        key = (self.arch, self.w.lanes, self.w.acc, pc)
+        known = _STEPS.get(key)
+        if known is not None and self.code[off : off + len(known[0])] == known[0]:
+            return known[1]
+        try:
+            inst = decode(self.code, self.arch, off)
+        except DecodeError as e:
+            raise UnsupportedInstruction(f"undecodable bytes {e.data.hex(' ')}", pc, self.kernel) from None
+        got = Compiled(inst.text, inst.size, self._compile(inst, pc))
+        if len(_STEPS) >= STEPS_KEPT:
+            _STEPS.clear()
+        _STEPS[key] = (self.code[off : off + inst.size], got)
         return got
 
     def _compile(self, inst, pc: int) -> Step:
@@ -98,7 +118,7 @@ class Executor:
         ops, mods = operands(inst, self.w.acc)
         step = self._build(name, ops, mods, inst)
         if step is not None and self.gen == 9 and name.startswith("v_"):
-            return gpr_index.indexed(step, lambda ops: self._build(name, ops, mods, inst), ops, inst)
+            return gpr_index.indexed(step, lambda ex, ops: ex._build(name, ops, mods, inst), ops, inst)
         if step is not None:
             return step
 

@@ -36,17 +36,17 @@ def setter(name: str, inst):
 
 def indexed(step, build, ops, inst):
     """A VALU step that, for the waves in indexing mode, runs as the instruction with its moved operands (one
-    variant per index and operand bits, built by build(ops) once)."""
+    variant per index and operand bits, built by build(executor, ops) once)."""
     roles = [next((bit for f, bit in ROLES.items() if f in o.fields), 0) for o in inst.operands]
     if ops is None or len(roles) != len(ops) or not any(o.kind == "v" and r for o, r in zip(ops, roles, strict=True)):
         return step
     variants: dict[int, object] = {}
 
-    def variant(key: int):
+    def variant(ex, key: int):
         if key not in variants:
             moved = [replace(o, index=o.index + (key & 0xFF)) if o.kind == "v" and key >> 8 & r else o
                      for o, r in zip(ops, roles, strict=True)]
-            variants[key] = build(moved)
+            variants[key] = build(ex, moved)
         return variants[key]
 
     def run(ex, g) -> None:
@@ -61,6 +61,6 @@ def indexed(step, build, ops, inst):
         m0 = w.s[M0, waves].astype(np.int64)
         keys = (m0 & 0xFF) | (m0 >> 12 & 0xF) << 8
         for key in np.unique(keys):
-            variant(int(key))(ex, waves[keys == key])
+            variant(ex, int(key))(ex, waves[keys == key])
         return None
     return run

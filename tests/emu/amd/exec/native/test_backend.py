@@ -119,6 +119,34 @@ def test_in_the_background_a_kernel_compiles_once_it_has_run_long_on_the_referen
     assert ex.run() and (ex.w.v[1] == 8997).all()
 
 
+def test_a_kernel_launched_again_is_not_decoded_again_unless_its_bytes_changed(monkeypatch, tmp_path):
+    """Each dispatch has a program of its own, but an instruction compiled by an earlier one at the same address
+    from the same bytes serves it (decoding costs a short kernel's launch more than running it), as does a kernel's
+    walk for the native backend while it runs on the reference; other bytes at that address are decoded anew."""
+    from usergpu.emu.amd.exec import executor as reference
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(reference, "_STEPS", {})
+    monkeypatch.setattr(native, "_discovered", {})
+    monkeypatch.setattr(native, "_reference_s", {})
+    monkeypatch.setattr(native, "HOT_S", 1e9)  # never compiled: the reference runs each dispatch
+    decoded, walked = [], []
+    monkeypatch.setattr(reference, "decode", lambda *a: decoded.append(a[2]) or isa.decode(*a))
+    discover = codegen.discover
+    monkeypatch.setattr(codegen, "discover", lambda *a: walked.append(a[1]) or discover(*a))
+
+    def launch(value: int) -> tuple[int, int, int]:
+        before = len(decoded), len(walked)
+        ex = _executor(isa.asm(f"v_add_nc_u32 v1, v1, {value}\ns_endpgm", "gfx1100"))
+        ex.background = True
+        assert ex.run()
+        return int(ex.w.v[1, 0, 0]), len(decoded) - before[0], len(walked) - before[1]
+
+    assert launch(3) == (3, 2, 1)  # two instructions decoded, the kernel walked
+    assert launch(3) == (3, 0, 0)  # the same bytes: nothing decoded or walked again
+    assert launch(5) == (5, 1, 1)  # another constant at the same address: its instruction anew (s_endpgm kept)
+
+
 def _executor(code: bytes) -> native.NativeExecutor:
     from usergpu.emu.amd.exec.waves import Waves
     from usergpu.emu.memory import Memory
