@@ -5,53 +5,32 @@ register models with it."""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from usergpu.autogen import (
-    regs_gc_9_4_3,
-    regs_gc_11_0_0,
-    regs_gc_12_0_0,
-    regs_hdp_4_4_2,
-    regs_hdp_6_0_0,
-    regs_hdp_7_0_0,
-    regs_mmhub_1_8_0,
-    regs_mmhub_3_0_0,
-    regs_mmhub_4_1_0,
-    regs_mp_13_0_0,
-    regs_mp_13_0_6,
-    regs_mp_14_0_2,
-    regs_nbif_6_3_1,
-    regs_nbio_4_3_0,
-    regs_nbio_7_9_0,
-    regs_osssys_4_4_2,
-    regs_osssys_6_0_0,
-    regs_osssys_7_0_0,
-    regs_sdma_4_4_2,
-    regs_smuio_13_0_3,
-    regs_smuio_13_0_6,
-    regs_smuio_14_0_2,
-)
-
-# (block, version prefix) -> map. MI300X's (GC 9.4.3) and MI350X's (GC 9.5.0) blocks share MI300X's maps, as
-# amdgpu's drivers for them include the same headers (linux 6.12 has no 9.5.0 ones).
-MAPS: dict[tuple[str, tuple[int, ...]], ModuleType] = {
-    ("GC", (11,)): regs_gc_11_0_0, ("GC", (12,)): regs_gc_12_0_0, ("GC", (9,)): regs_gc_9_4_3,
-    ("MP1", (13,)): regs_mp_13_0_0, ("MP1", (14,)): regs_mp_14_0_2, ("MP0", (13,)): regs_mp_13_0_0,
-    ("MP0", (14,)): regs_mp_14_0_2, ("NBIF", (4,)): regs_nbio_4_3_0, ("NBIF", (6,)): regs_nbif_6_3_1,
-    ("NBIF", (7,)): regs_nbio_7_9_0, ("SMUIO", (13,)): regs_smuio_13_0_6, ("SMUIO", (14,)): regs_smuio_14_0_2,
-    ("MMHUB", (3,)): regs_mmhub_3_0_0, ("MMHUB", (4,)): regs_mmhub_4_1_0, ("MMHUB", (1,)): regs_mmhub_1_8_0,
-    ("OSSSYS", (6,)): regs_osssys_6_0_0, ("OSSSYS", (7,)): regs_osssys_7_0_0, ("OSSSYS", (4,)): regs_osssys_4_4_2,
-    ("HDP", (6,)): regs_hdp_6_0_0, ("HDP", (7,)): regs_hdp_7_0_0, ("HDP", (4,)): regs_hdp_4_4_2,
-    ("SDMA", (4,)): regs_sdma_4_4_2,
-    **{(mp, v): regs_mp_13_0_6 for mp in ("MP0", "MP1") for v in ((13, 0, 6), (13, 0, 12), (13, 0, 14))},
-    ("SMUIO", (13, 0, 3)): regs_smuio_13_0_3,
+# (block, version prefix) -> its map's module in usergpu.autogen, imported when first asked for (the NBIO maps alone
+# take a second to import: a mock GPU's process starts without the maps its board does not use). MI300X's (GC 9.4.3)
+# and MI350X's (GC 9.5.0) blocks share MI300X's maps, as amdgpu's drivers for them include the same headers (linux
+# 6.12 has no 9.5.0 ones).
+MAPS: dict[tuple[str, tuple[int, ...]], str] = {
+    ("GC", (11,)): "regs_gc_11_0_0", ("GC", (12,)): "regs_gc_12_0_0", ("GC", (9,)): "regs_gc_9_4_3",
+    ("MP1", (13,)): "regs_mp_13_0_0", ("MP1", (14,)): "regs_mp_14_0_2", ("MP0", (13,)): "regs_mp_13_0_0",
+    ("MP0", (14,)): "regs_mp_14_0_2", ("NBIF", (4,)): "regs_nbio_4_3_0", ("NBIF", (6,)): "regs_nbif_6_3_1",
+    ("NBIF", (7,)): "regs_nbio_7_9_0", ("SMUIO", (13,)): "regs_smuio_13_0_6", ("SMUIO", (14,)): "regs_smuio_14_0_2",
+    ("MMHUB", (3,)): "regs_mmhub_3_0_0", ("MMHUB", (4,)): "regs_mmhub_4_1_0", ("MMHUB", (1,)): "regs_mmhub_1_8_0",
+    ("OSSSYS", (6,)): "regs_osssys_6_0_0", ("OSSSYS", (7,)): "regs_osssys_7_0_0", ("OSSSYS", (4,)): "regs_osssys_4_4_2",
+    ("HDP", (6,)): "regs_hdp_6_0_0", ("HDP", (7,)): "regs_hdp_7_0_0", ("HDP", (4,)): "regs_hdp_4_4_2",
+    ("SDMA", (4,)): "regs_sdma_4_4_2",
+    **{(mp, v): "regs_mp_13_0_6" for mp in ("MP0", "MP1") for v in ((13, 0, 6), (13, 0, 12), (13, 0, 14))},
+    ("SMUIO", (13, 0, 3)): "regs_smuio_13_0_3",
 }
 
 
 def regmap(block: str, version: tuple[int, ...]) -> ModuleType | None:
     """The map serving a block version: the longest version prefix's (SDMA0..SDMA3 are SDMA's); None if none."""
     block = "SDMA" if block.startswith("SDMA") else block
-    return next((MAPS[block, version[:n]] for n in range(len(version), 0, -1) if (block, version[:n]) in MAPS), None)
+    name = next((MAPS[block, version[:n]] for n in range(len(version), 0, -1) if (block, version[:n]) in MAPS), None)
+    return None if name is None else importlib.import_module(f"usergpu.autogen.{name}")
 
 
 def known() -> str:
