@@ -42,7 +42,7 @@ class Compiled:
 # than running it; a hit compares the bytes at pc (another kernel may sit there now). Steps take their executor
 # at run time, so one serves every dispatch.
 _STEPS: dict[tuple[str, int, int, int], tuple[bytes, Compiled]] = {}
-STEPS_KEPT = 1 << 16
+STEPS_KEPT = 1 << 14  # a suite's working set; about 2 KiB each
 
 
 class Executor:
