@@ -21,6 +21,7 @@ board (one board takes one driver at a time). Suites that need torch are left ou
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import subprocess
@@ -151,21 +152,23 @@ def suites(jobs: list[str], names: list[str], devs: list[str], rounds: int) -> i
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    if "--suites" in args:
-        def values(flag: str) -> list[str]:
-            return [args[i + 1] for i, a in enumerate(args) if a == flag and i + 1 < len(args)]
-        rounds = int(values("--rounds")[0]) if "--rounds" in args else 1
-        return suites(values("--job") or list(JOBS), values("--suite"), values("--dev"), rounds)
+    parser = argparse.ArgumentParser(description="tinygrad on usergpu's mock GPU: programs, or its mocked CI's suites")
+    parser.add_argument("n", nargs="?", type=int, default=3, help="runs per program (the median is timed)")
+    parser.add_argument("--arch", default="gfx1100", help="the mock GPU the programs run on")
+    parser.add_argument("--suites", action="store_true", help="run tinygrad's mocked CI jobs side by side")
+    parser.add_argument("--job", action="append", choices=list(JOBS), help="a job (repeatable; default: all)")
+    parser.add_argument("--suite", action="append", default=[], help="a suite's name (repeatable)")
+    parser.add_argument("--dev", action="append", default=[], help="a suite's DEV (repeatable)")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each suite; the last one's figures count")
+    args = parser.parse_args()
+    if args.suites:
+        return suites(args.job or list(JOBS), args.suite, args.dev, args.rounds)
     if os.environ.get("USERGPU_TINYGRAD_BENCH") == "child":
-        return child(int(args[0]) if args else 3)
-    arch = args[args.index("--arch") + 1] if "--arch" in args else "gfx1100"
-    rest = [a for a in args if a not in ("--arch", arch)]
+        return child(args.n)
     usergpu = Path(sys.executable).parent / "usergpu"
     env = {**os.environ, "USERGPU_TINYGRAD_BENCH": "child", "DEV": "MOCKKFD+AMD:LLVM", "CC": "clang-22"}
-    return subprocess.run([str(usergpu), "mock", "--arch", arch, "--", sys.executable, __file__, *rest],
+    return subprocess.run([str(usergpu), "mock", "--arch", args.arch, "--", sys.executable, __file__, str(args.n)],
                           env=env).returncode
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -149,6 +149,7 @@ class MockHAL(HAL):
         self._open: dict[int, Device] = {}
         self._next_fd = self.FIRST_FD
         self.unmapped: list[Callable[[int, int], None]] = []  # told of each munmap (what a device mapped there goes)
+        self.mapped: list[Callable[[int, int, int, int], None]] = []  # told of each mmap: (address, length, prot, fd)
 
     def remote_servers(self) -> list[str]:
         """A mock machine reaches no other machine."""
@@ -239,12 +240,16 @@ class MockHAL(HAL):
              flags: int = MAP_SHARED, address: int = 0) -> int:
         dev = self._device(fd)
         if dev is None:
-            return super().mmap(fd, length, offset, prot, flags, address)
-        length, offset = _mapping(length, offset, "mmap")
-        prot, flags = (integer_argument(v, -(1 << 31), 1 << 31, "mmap", n)
-                       for v, n in ((prot, "prot"), (flags, "flags")))
-        address = integer_argument(address, 0, 1 << 64, "mmap", "address")
-        return _op(dev, "mmap", errno_.ENODEV)(length, offset, prot, flags, address)
+            got = super().mmap(fd, length, offset, prot, flags, address)
+        else:
+            length, offset = _mapping(length, offset, "mmap")
+            prot, flags = (integer_argument(v, -(1 << 31), 1 << 31, "mmap", n)
+                           for v, n in ((prot, "prot"), (flags, "flags")))
+            address = integer_argument(address, 0, 1 << 64, "mmap", "address")
+            got = _op(dev, "mmap", errno_.ENODEV)(length, offset, prot, flags, address)
+        for hook in self.mapped:
+            hook(got, length, prot, fd)
+        return got
 
     def munmap(self, address: int, length: int) -> None:
         for hook in self.unmapped:

@@ -114,8 +114,9 @@ class MockFileIOInterface:
     def anon_mmap(start: int, sz: int, prot: int, flags: int, offset: int) -> int:
         """Anonymous memory, unlocked and of small pages: the pages a mock board reaches by DMA need no pinning
         (pagemap's frames follow them), it reserves no huge pages, and the process's RLIMIT_MEMLOCK is not the mock
-        machine's (tinygrad's AM locks every system-memory buffer)."""
-        return os_mmap(start, sz, prot, flags & ~(MAP_LOCKED | MAP_HUGETLB), -1, offset)
+        machine's (tinygrad's AM locks every system-memory buffer). Made through the machine, which is told of it
+        (a PCI machine shows VRAM in the range AM reserves: pci/vram_at_va.py)."""
+        return machine().mmap(-1, sz, offset, prot, flags & ~(MAP_LOCKED | MAP_HUGETLB), start or 0)
 
     @staticmethod
     def munmap(buf: int, sz: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,6 +79,9 @@ class MockPCIGPU(PCIFunction):
         self.regs = self._shared(fds["mmio"], MMIO, np.uint32)  # the register file, by dword address
         self.activity = activity.Activity(self._shared(fds["activity"], STATE_FILES["activity"], np.int64))
         self.firmware = self._shared(fds["firmware"], STATE_FILES["firmware"], np.int64)
+        for name in ("mmio", "activity", "firmware"):
+            os.close(fds[name])  # mapped: the mappings keep the memory
+        weakref.finalize(self, os.close, self.memfd)  # VRAM's stays open while the board is: parts of it get mapped
         self.on_write: dict[int, Callable[[int], None]] = {}  # dword address -> the model a write there runs
         self.on_read: dict[int, Callable[[], None]] = {}  # dword address -> the model that updates it when read
         self.gpu = GPU(arch)  # the engines: the same CP, SDMA and emulator as the mock KFD's

@@ -26,6 +26,7 @@ class MMU:
         self.family = board.arch[:5]
         self.further = False  # the tables are gfx9's translate-further form (vm.py)
         self.rejected: list[tuple[int, int, str]] = []  # (VA, entry, why) of PTEs the last walk could not map
+        self.runs: list[list[int]] = []  # [va, VRAM address, size] of the VRAM the last walk mapped
         self.system: list[list[int]] = []  # [va, host address, size] of system memory, merged like VRAM's runs
         self.status = _vm.FAULT_STATUS[self.family]
         self.vm = _vm.HUB_PREFIX[self.family]["GC"] + "VM_"  # the GC hub's VM registers' prefix
@@ -45,6 +46,8 @@ class MMU:
         self.board.regs[ack] &= 0xFFFFFFFF & ~vmids
         if walk and vmids & 1:  # VMID 0: the context AM uses
             self.gpu.mem = self.walk()
+            if self.board.host is not None:
+                self.board.host.remapped(self.board, self.runs)
         self.board.regs[ack] |= vmids
 
     def fault(self, address: int, access: str) -> None:
@@ -71,7 +74,7 @@ class MMU:
     def walk(self) -> Memory:
         """The engines' memory as context 0's tables map it now."""
         mem = Memory()
-        self.rejected = []
+        self.rejected, self.runs = [], []
         cntl = self.board.table("GC", self.vm + "CONTEXT0_CNTL").decode(self._reg(self.vm + "CONTEXT0_CNTL"))
         base = self._reg(self.vm + "CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32") << 32 | self._reg(
             self.vm + "CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32")
@@ -79,7 +82,7 @@ class MMU:
         self.further = self.family in ("gfx94", "gfx95") and shape == (_vm.FURTHER_DEPTH, _vm.FURTHER_BLOCK)
         if not cntl["ENABLE_CONTEXT"] or not base & _vm.VALID or shape[0] != _vm.DEPTH and not self.further:
             return mem  # no translation: every access faults
-        runs: list[list[int]] = []  # [va, vram address, size], merged where contiguous in both
+        runs = self.runs  # [va, vram address, size], merged where contiguous in both
         self.system = []
         # the tables translate addresses from the context's start (PAGE_TABLE_START_ADDR, in pages) up
         start = (self._reg(self.vm + "CONTEXT0_PAGE_TABLE_START_ADDR_HI32") << 32 |

@@ -2,9 +2,9 @@
 behind its mock seam, DEV=MOCKPCI+AMD; usergpu's own drivers use MMIO views instead): its register BAR mapped and
 trapped (mmio_trap: each read and write is the board's, at once), its doorbell BAR mapped as plain memory that a
 doorbell agent watches (a queue's doorbell changing runs the boards' queues, and a stalled queue is retried while it
-waits on memory the CPU writes), and /proc/self/pagemap giving the physical addresses of the process's pages, which
+waits on memory the CPU writes), /proc/self/pagemap giving the physical addresses of the process's pages, which
 the boards' DMA reaches as on a machine without an IOMMU (each board's IOMMU maps those addresses back to the
-pages)."""
+pages), and the boards' VRAM shown at its GPU addresses in the range the driver reserves (vram_at_va.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ import threading
 import numpy as np
 
 from usergpu.autogen import vfio
+from usergpu.emu.amd.mock.pci import vram_at_va
 from usergpu.emu.mock import mmio_trap
 from usergpu.emu.mock.scheduler import settle
 from usergpu.emu.mock.tinygrad.agent import DoorbellAgent
-from usergpu.hostmem import MAP_ANONYMOUS, MAP_SHARED, PAGE, os_mmap, view
+from usergpu.hostmem import MAP_ANONYMOUS, MAP_SHARED, PAGE, PROT_NONE, os_mmap, view
 
 FIRST_FRAME = 1 << 20  # the first page frame handed out (4 GiB up): clear of low memory and the MSI window
 PM_PRESENT = 1 << 63  # a pagemap entry's present bit; bits 0-54 the frame (Documentation/admin-guide/mm/pagemap.rst)
@@ -37,6 +38,7 @@ class HostSide:
         self.seen: dict[tuple[object, int], int] = {}  # (board, doorbell dword) -> the value the queues last ran on
         self.frames: dict[int, int] = {}  # virtual page -> page frame
         self.next_frame = FIRST_FRAME
+        self.vram_at_va = vram_at_va.VRAMAtVA() if vram_at_va.enabled() else None
 
     def run(self) -> tuple[bool, bool]:
         with self.lock:
@@ -84,7 +86,20 @@ class HostSide:
                 self.registers.remove((at, n))
             for board in [b for b, (at, _) in self.doorbells.items() if address <= at < address + length]:
                 del self.doorbells[board]
+            if self.vram_at_va is not None:
+                self.vram_at_va.unmapped(address, length)
         self.agent.unmapped(address, length)
+
+    def mapped(self, address: int, length: int, prot: int, fd: int) -> None:
+        """An mmap (MockHAL's hook): an anonymous PROT_NONE one reserves a range VRAM may show in."""
+        if self.vram_at_va is not None:
+            with self.lock:
+                self.vram_at_va.mapped(address, length, fd == -1 and prot == PROT_NONE)
+
+    def remapped(self, board, runs: list[list[int]]) -> None:
+        """A board's page tables were walked anew (its GMC, under the lock): runs of [va, VRAM offset, bytes]."""
+        if self.vram_at_va is not None:
+            self.vram_at_va.show(board, board.memfd, runs)
 
     def pagemap(self, length: int, offset: int) -> bytes:
         """/proc/self/pagemap: 8 bytes a virtual page from offset / 8; a mapped page present with a frame (the same

@@ -66,6 +66,7 @@ def machine(arch: str | None = None, count: int = 1, directory: str | os.PathLik
         hal.boards.append(board)
     hal.host = HostSide(hal.boards)
     hal.unmapped.append(hal.host.unmapped)
+    hal.mapped.append(hal.host.mapped)
     for board in hal.boards:
         board.host = hal.host
     hal.install("/proc/self/pagemap", lambda: Pagemap(hal.host))

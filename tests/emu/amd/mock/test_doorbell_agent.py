@@ -27,9 +27,22 @@ def dev(hal):
     return d
 
 
+MAPPED: list[int] = []  # the doorbell pages the running test mapped
+
+
+@pytest.fixture(autouse=True)
+def unmapped_after(hal):
+    """A test's doorbell pages are unmapped after it (the agent traps them no more: the process's memoryview is
+    the builtin again for the tests after it)."""
+    yield
+    while MAPPED:
+        hal.munmap(MAPPED.pop(), DOORBELL_PAGE)
+
+
 def doorbell_mapping(hal, dev: KFD) -> int:
     base = (3 << 62) | (dev.gpu_id << 46)  # KFD_MMAP_TYPE_DOORBELL | KFD_MMAP_GPU_ID
-    return hal.mmap(dev.fd, DOORBELL_PAGE, base)
+    MAPPED.append(hal.mmap(dev.fd, DOORBELL_PAGE, base))
+    return MAPPED[-1]
 
 
 def doorbells(hal, dev: KFD, ring: Ring) -> np.ndarray:

@@ -5,6 +5,9 @@ whose pointers no page maps (a fault of the queue, not of the bus)."""
 
 from __future__ import annotations
 
+import gc
+import os
+
 import numpy as np
 import pytest
 
@@ -91,3 +94,16 @@ def test_a_queue_whose_pointers_no_page_maps_faults_as_a_queue(board):
     with pytest.raises(Error, match="GPU memory fault: read of 0xdead000"):
         queue.step()
     assert queue.error is not None and not queue.busy
+
+
+def test_a_board_holds_one_descriptor_while_it_lives_and_none_after(tmp_path):
+    """Its register file, activity and firmware words stay mapped, their files closed; VRAM's (parts of it get
+    mapped later) closes with the board: a process that makes boards by the hundred keeps no descriptors."""
+    before = len(os.listdir("/proc/self/fd"))
+    boards = [MockPCIGPU("gfx942"), MockPCIGPU("gfx942", tmp_path / "board")]
+    assert len(os.listdir("/proc/self/fd")) == before + 2
+    boards[1].regs[0x100] = 7
+    del boards
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert int(MockPCIGPU("gfx942", tmp_path / "board").regs[0x100]) == 7  # the state outlives its descriptors
