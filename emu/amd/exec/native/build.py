@@ -95,6 +95,21 @@ def compile_kernel(code, entry: int, arch: str, lanes: int, span: tuple[int, int
     return lib
 
 
+def quick_key(code, entry: int, arch: str, lanes: int, span: tuple[int, int]) -> str:
+    """The name a kernel's quick build is cached under (not indexed: find() finds optimised builds)."""
+    return span_key(code, entry, arch, lanes, span) + "-quick"
+
+
+def quick_cached(code, entry: int, arch: str, lanes: int, span: tuple[int, int]) -> bool:
+    return shared.cached(quick_key(code, entry, arch, lanes, span))
+
+
+def compile_quick(code, entry: int, arch: str, lanes: int, span: tuple[int, int], source) -> object:
+    """A kernel's quick build (QUICK: a fraction of the optimised build's clang time, its code several times
+    slower), loaded from the cache or made now."""
+    return shared.load(quick_key(code, entry, arch, lanes, span), source, DECLS, HERE, shared.QUICK)
+
+
 def load(digest: str, source) -> object:
     """The loaded library for a kernel (source() gives its C, which wave.h completes, after the State)."""
     return shared.load(digest, source, DECLS, HERE)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,14 +20,28 @@ from usergpu.errors import GPUFault
 RC_OK, RC_DONE, RC_FALLBACK, RC_FAULT, RC_HANG, RC_QUOTA = range(6)
 QUOTA = 1 << 16  # steps between looks at the clock when a run is time-sliced
 WARM_SLICE = 0.02  # s the reference runs a kernel between looks at its compile in the background
-# s a kernel runs on the reference (over all its dispatches) before it compiles in the background: a suite's many
-# kernels that run once, briefly, never wait for clang (about a second each); a long or often-run one does. Each
-# dispatch counts LAUNCH_S more (a kernel launched often pays clang back, in later runs too, from the cache):
-# tinygrad's test_dtype_alu on gfx1201, cold / warm cache: 0.1 s 98 / 55 s, 0.05 s 87 / 52 s, 0.02 s 81 / 63 s
-HOT_S, LAUNCH_S = 2.0, 0.05
-_compiles: dict[str, concurrent.futures.Future] = {}  # span digest -> its compile under way or done
+# Background mode tiers a kernel's builds. HOT_S: s a kernel runs on the reference (over all its dispatches) before
+# its quick build (-O0: about 0.5 s of clang for a 240 KB kernel, 2-3 s at -O2) is made in the background; a suite's
+# many kernels that run once, briefly, never wait for clang, a long or often-run one does. Each dispatch counts
+# LAUNCH_S more (a kernel launched often pays clang back, in later runs too, from the cache). TIER_S: s a kernel runs
+# on its quick build before its optimised build (FLAGS) is made, which then runs it; a kernel that runs little on its
+# quick build never pays for the optimised one.
+HOT_S, LAUNCH_S, TIER_S = 0.5, 0.05, 1.0
+
+
+@dataclass
+class _Builds:
+    """A kernel's builds in background mode, under way or done."""
+
+    quick: concurrent.futures.Future
+    optimised: concurrent.futures.Future | None = None
+    ran: float = 0.0  # s the quick build has run the kernel
+
+
+_builds: dict[str, _Builds] = {}  # span digest -> its builds
 _reference_s: dict[str, float] = {}  # span digest -> seconds the reference has run it (background mode)
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
+# one worker each: a quick build never waits behind an optimised one (clang runs with the GIL let go)
+_pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 # kernels not compiled yet, as discovered for a dispatch: (arch key, lanes, the entry's first bytes) -> [(span, its
 # bytes, (digest, compile arguments))], so the dispatches that run one on the reference do not walk it again each
 _discovered: dict[tuple, list[tuple[tuple[int, int], bytes, tuple]]] = {}
@@ -37,9 +52,9 @@ WHY = ("not mapped", "{size}-byte access runs past the end of its buffer", "a re
 
 class NativeExecutor(Executor):
     BATCH_WAVES = 4096  # the C runs a wave at a time: a batch this size stays in the caches, its set-up cheap
-    # a kernel not compiled before runs on the reference, and compiles in the background once it has run there
-    # HOT_S (the mock GPUs' dispatches: a suite's many small kernels each run once, in less time than clang takes);
-    # else it compiles at once
+    # a kernel not compiled before runs on the reference, and is built in the background once it has run there
+    # HOT_S, quickly and then optimised (the mock GPUs' dispatches: a suite's many small kernels each run once, in
+    # less time than clang takes); else it compiles (optimised) at once
     background = False
 
     def run(self, until: float | None = None) -> bool:
@@ -60,6 +75,14 @@ class NativeExecutor(Executor):
             if until is not None and time.monotonic() > until:
                 return False
             lib = self._program()
+        quick, start = self._cache["native"][2], time.monotonic()
+        try:
+            return self._run_native(lib, st, until)
+        finally:
+            if quick is not None:  # the time it ran on its quick build, toward its optimised one
+                _builds[quick].ran += time.monotonic() - start
+
+    def _run_native(self, lib, st, until: float | None) -> bool:
         w = self.w
         while True:
             st.quota = QUOTA if until is not None else 1 << 62
@@ -96,14 +119,20 @@ class NativeExecutor(Executor):
     # ---- the compiled kernel -------------------------------------------------------------------------------
     def _program(self) -> object | None:
         """(After _state.) The kernel's library: shared by a dispatch's batches (the reference's instruction
-        cache), else found by its code's bytes (build.find: no decoding), else decoded, translated and compiled —
-        now, or (background) in a worker thread: None until it is done (a compile's error is raised here)."""
+        cache), else its optimised build found by its code's bytes (build.find: no decoding), else decoded,
+        translated and compiled — now, or (background) in a worker thread: None until a build is done (a compile's
+        error is raised here). The dispatch's cache holds (entry, library, the digest where it is a quick build, so
+        that a time-sliced dispatch goes on on the optimised build once that is made)."""
         got = self._cache.get("native")
         entry = self._entry - self.code_base
-        if got is None or got[0] != entry:
+        if got is not None and got[0] == entry:
+            if got[2] is None:
+                return got[1]
+            lib, quick = _built(got[2], self._cache["pending"][2])
+        else:
             # the C names AccVGPRs by their place in the unified file: ACCUM_OFFSET is part of what was compiled
             key = self.arch if self.gen != 9 else f"{self.arch}+acc{self.w.acc}"
-            lib = build.find(self.code, entry, key, self.w.lanes)
+            lib, quick = build.find(self.code, entry, key, self.w.lanes), None
             if lib is None:
                 pending = self._cache.get("pending")
                 if pending is None or pending[0] != entry:
@@ -112,11 +141,11 @@ class NativeExecutor(Executor):
                 if not self.background:
                     lib = build.compile_kernel(*pending[2])
                 else:
-                    lib = _compiled(pending[1], pending[2])
+                    lib, quick = _built(pending[1], pending[2])
                     if lib is None:
                         return None
-            got = self._cache["native"] = (entry, lib)
-        return got[1]
+        self._cache["native"] = (entry, lib, quick)
+        return lib
 
     def _discover(self, entry: int, key: str) -> tuple[str, tuple]:
         """The digest and compile arguments of the kernel at entry: as an earlier dispatch found them for the same
@@ -172,15 +201,30 @@ class NativeExecutor(Executor):
         return st
 
 
-def _compiled(digest: str, args: tuple) -> object | None:
-    """The library of a compile in the background (started now if it is not under way and the kernel has run HOT_S
-    on the reference), or None until it is done."""
-    global _pool
-    job = _compiles.get(digest)
-    if job is None:
-        if _reference_s.get(digest, 0.0) < HOT_S:
-            return None
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="usergpu-native-cc")
-        job = _compiles[digest] = _pool.submit(build.compile_kernel, *args)
-    return job.result() if job.done() else None
+def _built(digest: str, args: tuple) -> tuple[object | None, str | None]:
+    """A kernel's best build in the background and, where that is its quick build, its digest; (None, None) until
+    one is done. Its quick build starts once the kernel has run HOT_S on the reference (at once where an earlier
+    process made it: the kernel was hot then), its optimised build once the quick one has run it TIER_S."""
+    b = _builds.get(digest)
+    if b is None:
+        if build.quick_cached(*args[:5]):
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            done.set_result(build.compile_quick(*args))
+            b = _builds[digest] = _Builds(done)
+        elif _reference_s.get(digest, 0.0) >= HOT_S:
+            b = _builds[digest] = _Builds(_pool("quick").submit(build.compile_quick, *args))
+        else:
+            return None, None
+    if b.optimised is not None and b.optimised.done():
+        return b.optimised.result(), None
+    if not b.quick.done():
+        return None, None
+    if b.optimised is None and b.ran >= TIER_S:
+        b.optimised = _pool("optimised").submit(build.compile_kernel, *args)
+    return b.quick.result(), digest
+
+
+def _pool(tier: str) -> concurrent.futures.ThreadPoolExecutor:
+    if tier not in _pools:
+        _pools[tier] = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"usergpu-native-{tier}")
+    return _pools[tier]

@@ -20,6 +20,7 @@ from usergpu.emu.amd.exec.executor import Executor
 from usergpu.emu.amd.exec.native import build, codegen, executor_class
 from usergpu.emu.amd.exec.native import executor as native
 from usergpu.emu.amd.exec.native.cexpr import Untranslatable
+from usergpu.emu.native import build as shared_build
 from usergpu.errors import LaunchError
 from usergpu.isa import amd as isa
 
@@ -93,30 +94,60 @@ def test_a_time_sliced_dispatch_yields_and_ends_with_the_same_answer():
     assert (w_native.v[1] == 200000).all()
 
 
-def test_in_the_background_a_kernel_compiles_once_it_has_run_long_on_the_reference(monkeypatch, tmp_path):
-    """Background mode (USERGPU_EMU_BACKGROUND=1): a kernel not compiled before runs on the reference, and compiles
-    in a worker thread only once it has run HOT_S there (a suite's one-off kernels never wait for clang); then the
-    native code runs it."""
+def test_in_the_background_a_kernel_is_built_quick_then_optimised_as_it_runs(monkeypatch, tmp_path):
+    """Background mode (USERGPU_EMU_BACKGROUND=1): a kernel not compiled before runs on the reference, and is built
+    in a worker thread only once it has run HOT_S there (a suite's one-off kernels never wait for clang): first
+    quickly (-O0), and once that build has run it TIER_S, optimised. Each build, once made, runs it; a quick build
+    an earlier process made runs at once (the kernel was hot then), an optimised one is found by its bytes."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(native, "_compiles", {})
+    monkeypatch.setattr(native, "_builds", {})
     monkeypatch.setattr(native, "_reference_s", {})
+    monkeypatch.setattr(native, "_discovered", {})
     code = isa.asm("s_mov_b32 s1, 0\nloop:\ns_add_u32 s1, s1, 1\nv_add_nc_u32 v1, v1, 3\ns_cmpk_lt_u32 s1, 0xbb7\n"
                    "s_cbranch_scc1 loop\ns_endpgm", "gfx1100")  # 2999 iterations: 8997 in v1
+    reference_run = Executor.run
+
+    def run(expect: str) -> None:
+        """Run the kernel once, on the reference or a build (quick, optimised) as expected."""
+        ran = []
+        monkeypatch.setattr(Executor, "run", lambda *a: ran.append(1) or reference_run(*a))
+        ex = _executor(code)
+        ex.background = True
+        assert ex.run() and (ex.w.v[1] == 8997).all()
+        if expect == "reference":
+            assert ran
+        else:
+            assert not ran and (ex._cache["native"][2] is None) == (expect == "optimised")
+
     monkeypatch.setattr(native, "HOT_S", 1e9)
-    ex = _executor(code)
-    ex.background = True
-    assert ex.run() and (ex.w.v[1] == 8997).all()
-    assert native._compiles == {} and len(native._reference_s) == 1  # ran on the reference, not compiled
+    run("reference")
+    assert native._builds == {} and len(native._reference_s) == 1  # ran on the reference, nothing built
     monkeypatch.setattr(native, "HOT_S", 0.0)
-    ex = _executor(code)
-    ex.background = True
-    assert ex.run() and (ex.w.v[1] == 8997).all()
-    (job,) = native._compiles.values()  # ran past HOT_S: compiling
-    job.result(timeout=120)
-    ex = _executor(code)
-    ex.background = True
-    monkeypatch.setattr(Executor, "run", lambda *a: pytest.fail("the reference ran a compiled kernel"))
-    assert ex.run() and (ex.w.v[1] == 8997).all()
+    monkeypatch.setattr(native, "TIER_S", 1e9)
+    run("reference")  # past HOT_S: its quick build is under way
+    (b,) = native._builds.values()
+    b.quick.result(timeout=120)
+    run("quick")
+    run("quick")  # it has not run TIER_S on its quick build: no optimised build
+    assert b.optimised is None
+    monkeypatch.setattr(native, "TIER_S", 0.0)
+    run("quick")  # past TIER_S: its optimised build is under way
+    b.optimised.result(timeout=120)
+    run("optimised")
+    monkeypatch.setattr(native, "_builds", {})  # another process: both builds in the cache
+    monkeypatch.setattr(build, "_FOUND", {})
+    monkeypatch.setattr(build, "_SPANS", {})
+    monkeypatch.setattr(shared_build, "_LOADED", {})
+    monkeypatch.setattr(native, "HOT_S", 1e9)
+    run("optimised")
+    folder = tmp_path / "usergpu" / "native"
+    quick = [p for p in folder.glob("*.so") if p.name.endswith("-quick.so")]
+    optimised = [p for p in folder.glob("*.so") if not p.name.endswith("-quick.so")]
+    assert len(quick) == len(optimised) == 1
+    optimised[0].unlink()
+    monkeypatch.setattr(build, "_FOUND", {})
+    monkeypatch.setattr(shared_build, "_LOADED", {})
+    run("quick")  # only its quick build in the cache: it runs at once
 
 
 def test_a_kernel_launched_again_is_not_decoded_again_unless_its_bytes_changed(monkeypatch, tmp_path):
