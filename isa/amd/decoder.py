@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from usergpu.errors import DecodeError, Error
@@ -103,9 +103,25 @@ def tables(arch: str) -> tuple[list[Family], dict[str, dict[int, tuple]], dict[s
     return isa_encodings.FAMILIES[arch], module.OPS, module.NAMES
 
 
+# (arch, the bytes from an instruction's start: up to MAX_SIZE) -> what they decode to. A kernel's instructions are
+# decoded again wherever it is loaded anew (an emulator's dispatch of a new code object, a walk for native code):
+# decoding costs some 60 µs, a look-up 2
+_KNOWN: dict[tuple[str, bytes], Instruction] = {}
+KNOWN_KEPT = 1 << 16
+MAX_SIZE = 16  # gfx950's VOP3PX2
+
+
 def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     """The instruction at data[offset:]."""
-    return _decode(checked(data, arch, offset), arch, offset)
+    data = checked(data, arch, offset)
+    key = (arch, bytes(data[offset : offset + MAX_SIZE]))
+    inst = _KNOWN.get(key)
+    if inst is None:
+        inst = _decode(data, arch, offset)
+        if len(_KNOWN) >= KNOWN_KEPT:
+            _KNOWN.clear()
+        _KNOWN[key] = inst
+    return inst if inst.offset == offset else replace(inst, offset=offset)
 
 
 def _decode(data: bytes, arch: str, offset: int) -> Instruction:
@@ -115,7 +131,7 @@ def _decode(data: bytes, arch: str, offset: int) -> Instruction:
     avail = len(data) - offset
     if avail < 4:
         raise DecodeError(arch, offset, data[offset:], "truncated instruction")
-    word = int.from_bytes(data[offset : offset + 16].ljust(16, b"\0"), "little")  # 16: gfx950's VOP3PX2
+    word = int.from_bytes(data[offset : offset + MAX_SIZE].ljust(MAX_SIZE, b"\0"), "little")
     fam = next((f for f in families if f.matches(word)), None)
     if fam is None or fam.size > avail:
         raise DecodeError(arch, offset, data[offset : offset + 8], "no encoding family matches" if fam is None

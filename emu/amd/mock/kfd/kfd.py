@@ -22,6 +22,7 @@ kfd_queues, kfd_events), mixins of KFDFile, whose table of handlers is the one d
 
 from __future__ import annotations
 
+import bisect
 import errno
 import functools
 import os
@@ -144,6 +145,7 @@ class MockKFD:
         self.files: set[KFDFile] = set()  # the open /dev/kfd descriptors: the process lives while one does
         self.vms: dict[int, RenderFile] = {}  # gpu_id -> the render node whose VM ACQUIRE_VM made ours
         self.bos: dict[int, BO] = {}
+        self._by_va: list[tuple[int, int]] = []  # (va, handle) of every object, in order: bo_at's index
         self.next_handle = 0
         self.held: dict[int, Held] = {}  # queue id -> the objects its buffers are in
         self.events: dict[int, Event] = {}
@@ -201,9 +203,13 @@ class MockKFD:
         return n
 
     def bo_at(self, n: Node, address: int, size: int = 1) -> BO | None:
-        """The memory object n's VM maps [address, address + size) in, if one does."""
-        return next((bo for bo in self.bos.values()
-                     if bo.va <= address and address + size <= bo.va + bo.size and n.gpu_id in bo.mapped), None)
+        """The memory object n's VM maps [address, address + size) in, if one does: the one n maps that starts
+        nearest below the address (the objects one VM maps never overlap: MAP refuses a range already mapped)."""
+        for i in range(bisect.bisect_right(self._by_va, (address, 1 << 64)) - 1, -1, -1):
+            bo = self.bos[self._by_va[i][1]]
+            if n.gpu_id in bo.mapped:
+                return bo if address + size <= bo.va + bo.size else None
+        return None
 
     def over_bus(self, n: Node, address: int) -> bool:
         """Whether n reaches a GPU address of its VM over its bus: system memory (GTT, user pages) or another board's
@@ -301,6 +307,12 @@ class MockKFD:
             os.close(bo.memfd)
         self.uncharge(self.node(bo.gpu_id, "free"), bo.charge)
         del self.bos[bo.handle]
+        self._by_va.remove((bo.va, bo.handle))
+
+    def add(self, bo: BO) -> None:
+        """A new memory object."""
+        self.bos[bo.handle] = bo
+        bisect.insort(self._by_va, (bo.va, bo.handle))
 
     def destroy_queue(self, n: Node, queue_id: int) -> None:
         queue = n.queues.pop(queue_id)

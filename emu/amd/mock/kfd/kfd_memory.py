@@ -58,7 +58,7 @@ class MemoryIoctls:
                 self.kfd.uncharge(n, charge)
                 raise fail(errno.ENOMEM, f"{what}: {e.strerror}") from None
             a.mmap_offset = handle * PAGE  # the render node's offset for it
-        self.kfd.bos[handle] = BO(handle, a.gpu_id, a.va_addr, size, a.flags, address, memfd, charge, self)
+        self.kfd.add(BO(handle, a.gpu_id, a.va_addr, size, a.flags, address, memfd, charge, self))
         a.handle = handle
 
     def free(self, a) -> None:

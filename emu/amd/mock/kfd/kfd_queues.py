@@ -98,8 +98,7 @@ class QueueIoctls:
         held = []
 
         def buffer(address: int, size: int, what: str) -> None:
-            bo = next((b for b in self.kfd.bos.values() if n.gpu_id in b.mapped and b.va <= address < b.va + b.size),
-                      None)
+            bo = self.kfd.bo_at(n, address)
             if bo is None or bo.va != address // PAGE * PAGE or (size >= PAGE and bo.size != size // PAGE * PAGE):
                 got = f"a {bo.size:#x}-byte object at {bo.va:#x}" if bo else "nothing mapped"
                 raise fail(errno.EINVAL, f"CREATE_QUEUE: the {what} at {address:#x} needs an object of {size:#x} "
