@@ -3,7 +3,9 @@ reserves for the GPU's address space (System.reserve_va: a PROT_NONE mapping) ge
 VRAM the page tables map there, so a CPU store to a VRAM buffer's GPU address reaches the buffer (tinygrad's
 test_hcq memsets `cpu_access` buffers at their `va_addr`). No board does this — with a large BAR, AM maps a
 buffer's VRAM through the BAR somewhere else, and a store at its GPU address faults — but tinygrad's tests rely on it,
-so a MOCKPCI machine behind tinygrad's seam does it too (MOCKPCI_VRAM_AT_VA=0: it does not).
+so a MOCKPCI machine does it too, in every range a driver in the process reserves through the machine's HAL
+(MOCKPCI_VRAM_AT_VA=0: it does not). usergpu's own AM driver maps each VRAM object at its GPU address itself, so
+nothing changes for it: its mappings are its own, never replaced.
 
 Only what is the mock's is replaced: the reservation and its own mirrors. A range the driver mapped or unmapped
 itself stays the driver's; a hole the driver unmapped inside its reservation is filled with MAP_FIXED_NOREPLACE,
