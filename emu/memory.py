@@ -40,6 +40,10 @@ class Memory:
     def __init__(self) -> None:
         self._bases: list[int] = []  # sorted
         self._bufs: list[np.ndarray] = []
+        # the same as arrays, changed with them (a suite maps thousands of buffers: making these anew at each
+        # change cost a launch more than it ran): base, end, host address of the bytes, writable
+        self.table = {"base": np.zeros(0, np.uint64), "end": np.zeros(0, np.uint64),
+                      "host": np.zeros(0, np.uint64), "writable": np.zeros(0, np.uint8)}
         self._next = BASE
         self._reindex()
 
@@ -75,6 +79,7 @@ class Memory:
         if i == len(self._bases) or self._bases[i] != address:
             raise MappingError(f"no mapping starts at {address:#x}")
         del self._bases[i], self._bufs[i]
+        self.table = {k: np.delete(a, i) for k, a in self.table.items()}
         self._reindex()
 
     def mapping(self, address: int, access: str = "read") -> tuple[int, np.ndarray]:
@@ -92,25 +97,19 @@ class Memory:
         i = bisect.bisect_right(self._bases, addr)
         self._bases.insert(i, addr)
         self._bufs.insert(i, buf)
+        row = {"base": addr, "end": addr + len(buf), "host": buf.ctypes.data, "writable": buf.flags.writeable}
+        self.table = {k: np.insert(a, i, row[k]) for k, a in self.table.items()}
         self._reindex()
 
     def _reindex(self) -> None:
-        # what users work out from the mapping list (the native executor's range table, _locate's arrays), made
-        # when first asked for: a launch maps several buffers before anything reads them
+        # what users work out from the mappings (the native executor's view of the table), made when first asked
+        # for: a launch maps several buffers before anything reads them
         self.derived: dict = {}
-
-    def _ends(self) -> tuple[np.ndarray, np.ndarray]:
-        """The mappings' bases and ends as arrays."""
-        got = self.derived.get("ends")
-        if got is None:
-            got = self.derived["ends"] = (np.asarray(self._bases, np.uint64), np.asarray(
-                [b + len(buf) for b, buf in zip(self._bases, self._bufs, strict=True)], np.uint64))
-        return got
 
     # ---- access --------------------------------------------------------------------------------------------
     def _locate(self, addr: np.ndarray, nbytes: int, access: str) -> np.ndarray:
         """The mapping index of each address, checking the whole access lies inside it."""
-        bases, ends = self._ends()
+        bases, ends = self.table["base"], self.table["end"]
         idx = np.searchsorted(bases, addr, side="right").astype(np.int64) - 1
         ok = idx >= 0
         ok[ok] &= addr[ok] + np.uint64(nbytes) <= ends[idx[ok]]

@@ -38,23 +38,19 @@ def available(compiler) -> bool:
 
 
 def mappings(mem, ffi) -> tuple:
-    """The C's table of a Memory's mappings (gmem.h: base, end, writable, host, count), made once until the mappings
-    change (Memory.derived is emptied then), not once per launch."""
-    import numpy as np
-
+    """The C's view of a Memory's table (gmem.h: base, end, writable, host, count), made once until the mappings
+    change (Memory.derived is emptied then), not once per launch. The table's arrays hold the host addresses of
+    buffers the Memory keeps mapped, and a change makes new arrays: the view holds the ones it points at."""
     got = mem.derived.get("native")
     if got is None:
-        bufs = mem._bufs
-        base = np.asarray(mem._bases, np.uint64)
-        end = base + np.asarray([len(b) for b in bufs], np.uint64)
-        writable = np.asarray([b.flags.writeable for b in bufs], np.uint8)
-        host = ffi.new("uint8_t *[]", [ffi.from_buffer("uint8_t[]", b) for b in bufs] or [ffi.NULL])
-        got = mem.derived["native"] = (base, end, writable, host, len(bufs))
+        t = mem.table
+        host = ffi.cast("uint8_t **", ffi.from_buffer("uint64_t[]", t["host"])) if len(t["host"]) else ffi.NULL
+        got = mem.derived["native"] = (t["base"], t["end"], t["writable"], host, len(t["base"]), t)
     return got
 
 
 def point_at_mappings(st, mem, ffi) -> None:
     """Set a C State's mapping fields (gmem.h) to mem's table."""
-    base, end, writable, host, count = mappings(mem, ffi)
+    base, end, writable, host, count, _ = mappings(mem, ffi)
     st.base, st.end = ffi.from_buffer("uint64_t[]", base), ffi.from_buffer("uint64_t[]", end)
     st.writable, st.host, st.nranges, st.last = ffi.from_buffer("uint8_t[]", writable), host, count, -1

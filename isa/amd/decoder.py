@@ -103,24 +103,49 @@ def tables(arch: str) -> tuple[list[Family], dict[str, dict[int, tuple]], dict[s
     return isa_encodings.FAMILIES[arch], module.OPS, module.NAMES
 
 
-# (arch, the bytes from an instruction's start: up to MAX_SIZE) -> what they decode to. A kernel's instructions are
-# decoded again wherever it is loaded anew (an emulator's dispatch of a new code object, a walk for native code):
-# decoding costs some 60 µs, a look-up 2
-_KNOWN: dict[tuple[str, bytes], Instruction] = {}
+# What bytes decoded to. A kernel's instructions are decoded again wherever it is loaded anew (an emulator's
+# dispatch of a new code object, a walk for native code): decoding costs some 60 µs, a look-up 2. Kept by the
+# instruction's own bytes, (arch, bytes, True), where its family is one the bytes after it cannot change
+# (_by_own_bytes), else by up to MAX_SIZE bytes from its start, (arch, bytes, False).
+_KNOWN: dict[tuple[str, bytes, bool], Instruction] = {}
 KNOWN_KEPT = 1 << 16
 MAX_SIZE = 16  # gfx950's VOP3PX2
+SIZES = (4, 8, 12, 16)
+
+
+@cache
+def _by_own_bytes(arch: str) -> frozenset[str]:
+    """The arch's families whose instructions decode alike whatever bytes follow them: no field past their size,
+    and no family tried before them that tests bits past their size and could match where they do (gfx950's
+    VOP3PX2, 16 bytes, comes before VOP3P, whose first 8 bytes it can share)."""
+    def tested(f: Family) -> int:  # the bits matches() looks at
+        op = ((1 << f.op[1]) - 1) << f.op[0] | ((1 << f.opx[1]) - 1) << f.opx[0] if f.ops is not None else 0
+        return f.mask | op
+
+    families, out = isa_encodings.FAMILIES[arch], set()
+    for i, f in enumerate(families):
+        own = (1 << 8 * f.size) - 1
+        if tested(f) & ~own or any(s[0] + s[1] > 8 * f.size for s in f.fields.values()):
+            continue
+        if all(not tested(g) & ~own or g.value & tested(g) & f.mask & own != f.value & tested(g) & f.mask & own
+               for g in families[:i]):
+            out.add(f.name)
+    return frozenset(out)
 
 
 def decode(data: bytes, arch: str, offset: int = 0) -> Instruction:
     """The instruction at data[offset:]."""
     data = checked(data, arch, offset)
-    key = (arch, bytes(data[offset : offset + MAX_SIZE]))
-    inst = _KNOWN.get(key)
+    head = bytes(data[offset : offset + MAX_SIZE])
+    inst = next((got for n in SIZES if n <= len(head) and (got := _KNOWN.get((arch, head[:n], True)))), None)
+    if inst is None:
+        inst = _KNOWN.get((arch, head, False))
     if inst is None:
         inst = _decode(data, arch, offset)
         if len(_KNOWN) >= KNOWN_KEPT:
             _KNOWN.clear()
-        _KNOWN[key] = inst
+        own = inst.family in _by_own_bytes(arch)
+        _KNOWN[(arch, head[: inst.size] if own else head, own)] = inst
     return inst if inst.offset == offset else replace(inst, offset=offset)
 
 

@@ -40,8 +40,10 @@ class Compiled:
 # compiled instructions shared by every dispatch, (arch, lanes, first AccVGPR, pc) -> (their bytes, Compiled): a
 # suite launches its kernels again and again, and decoding and compiling each instruction anew cost a launch more
 # than running it; a hit compares the bytes at pc (another kernel may sit there now). Steps take their executor
-# at run time, so one serves every dispatch.
+# at run time, so one serves every dispatch. _BY_BYTES holds the same by (arch, lanes, first AccVGPR, the
+# instruction's bytes, its pc where its step holds it: AT_PC), for a kernel loaded at another address.
 _STEPS: dict[tuple[str, int, int, int], tuple[bytes, Compiled]] = {}
+_BY_BYTES: dict[tuple[str, int, int, bytes, int | None], Compiled] = {}
 STEPS_KEPT = 1 << 14  # a suite's working set; about 2 KiB each
 
 
@@ -100,13 +102,20 @@ class Executor:
             inst = decode(self.code, self.arch, off)
         except DecodeError as e:
             raise UnsupportedInstruction(f"undecodable bytes {e.data.hex(' ')}", pc, self.kernel) from None
-        got = Compiled(inst.text, inst.size, self._compile(inst, pc))
+        raw = self.code[off : off + inst.size]
+        shared = (*key[:3], raw, pc if inst.mnemonic.strip() in AT_PC else None)
+        got = _BY_BYTES.get(shared)
+        if got is None:
+            got = Compiled(inst.text, inst.size, self._compile(inst))
+            if len(_BY_BYTES) >= STEPS_KEPT:
+                _BY_BYTES.clear()
+            _BY_BYTES[shared] = got
         if len(_STEPS) >= STEPS_KEPT:
             _STEPS.clear()
-        _STEPS[key] = (self.code[off : off + inst.size], got)
+        _STEPS[key] = (raw, got)
         return got
 
-    def _compile(self, inst, pc: int) -> Step:
+    def _compile(self, inst) -> Step:
         name = inst.mnemonic.strip()
         if NOOPS.match(name):
             return _nothing
@@ -122,8 +131,8 @@ class Executor:
         if step is not None:
             return step
 
-        def unsupported(ex: Executor, g) -> None:
-            raise UnsupportedInstruction(text, pc, ex.kernel)
+        def unsupported(ex: Executor, g) -> None:  # shared by its bytes: its pc is where the wave is, less its size
+            raise UnsupportedInstruction(text, int(ex.w.pc[g][0]) - inst.size, ex.kernel)
 
         return unsupported
 
@@ -273,6 +282,8 @@ BRANCH = {"s_branch": "True", "s_cbranch_scc0": "scc == 0", "s_cbranch_scc1": "s
           # gfx9's branches on the debugger's CDBGSYS / CDBGUSER status bits, which nothing here sets
           **dict.fromkeys(("s_cbranch_cdbgsys", "s_cbranch_cdbguser", "s_cbranch_cdbgsys_or_user",
                            "s_cbranch_cdbgsys_and_user"), "False")}
+# the instructions whose compiled step holds its own address (a branch's target, a return address, a trap's pc)
+AT_PC = frozenset({*BRANCH, "s_trap", "s_code_end", "s_call_b64", "s_getpc_b64", "s_setpc_b64", "s_swappc_b64"})
 SCMP = re.compile(r"^s_cmpk?_(\w+?)_([iuf]\d+)$")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from usergpu.emu.amd.exec.operands import Operand
 from usergpu.emu.amd.exec.waves import NULL
+from usergpu.emu.memory import MemoryFault
 from usergpu.emu.native import say_once
 
 SIZES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "d16_b16": 2, "d16_hi_b16": 2, "d16_u8": 1,
@@ -140,6 +141,14 @@ def _smem(ops: list[Operand], mods: dict, dwords: int, name: str):
     def smem(ex, g) -> None:
         w = ex.w
         addr, offset, records = scalar_address(ex, ops, mods, g, seg)
+        if records is None and not sub:  # every dword at once, unless they cross mappings: then each on its own
+            try:
+                words = ex.mem.read(addr & ~np.uint64(3), 4 * dwords).view(np.uint32)
+            except MemoryFault:
+                pass
+            else:
+                w.s[dst.index : dst.index + dwords, g] = words.T
+                return
         inside = ([offset + np.uint64(4 * i + 4) <= records for i in range(dwords)] if records is not None else
                   [np.ones(addr.shape, bool)] * dwords)
         if sub:
@@ -293,8 +302,6 @@ def _gather(ex, addr: np.ndarray, lanes: np.ndarray, size: int) -> np.ndarray:
 
 def _scratch(ex, g, addr: np.ndarray, lanes: np.ndarray, size: int, kind: str):
     """Each lane's private memory: its own bytes [0, scratch size)."""
-    from usergpu.emu.memory import MemoryFault
-
     waves = np.arange(ex.w.n)[g]
     limit = ex.scratch.shape[2]
     bad = lanes & (addr.astype(np.int64) + size > limit)

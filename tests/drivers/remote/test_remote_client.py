@@ -121,9 +121,12 @@ def test_the_mirror_pulls_what_the_board_wrote_after_pushing_the_cpus_writes():
     mirror.close()
 
 
-def test_am_smi_reads_a_free_remote_board_and_names_the_holder_of_a_held_one(remote, capsys):
+def test_am_smi_reads_a_free_remote_board_and_names_the_holder_of_a_held_one(remote, capsys, monkeypatch, tmp_path):
+    from usergpu.drivers.amd.am import lock
     from usergpu.tools import am_smi
 
+    # this host's AM locks are not this test's: another test process may hold one of them meanwhile
+    monkeypatch.setattr(lock, "LOCK_DIR", str(tmp_path))
     assert am_smi.main(["--json"]) == 0
     (board,) = json.loads(capsys.readouterr().out)["boards"]
     assert board["bus"] == f"remote:{remote}:0" and board["name"] == "Radeon RX 7900 XTX"

@@ -22,7 +22,7 @@ from usergpu.isa.amd.decoder import decode
 def implemented(arch: str, inst) -> bool:
     """Whether the executor compiles the instruction to a step (rather than UnsupportedInstruction)."""
     ex = Executor(arch, b"", 0, Memory(), Waves(1, 32, 1), np.zeros(1, np.int64), 4, 4, "coverage", 1)
-    return ex._compile(inst, 0).__name__ != "unsupported"
+    return ex._compile(inst).__name__ != "unsupported"
 
 
 def mnemonics(arch: str) -> dict[str, bool]:

@@ -25,3 +25,15 @@ def test_the_same_bytes_elsewhere_decode_alike_at_their_own_offset(monkeypatch):
     assert decoded == [0, 0] and other.literal == 0x87654321  # another literal: decoded anew
     with pytest.raises(usergpu.DecodeError, match="truncated literal constant"):
         isa.decode(MOV[:4], "gfx1100")  # its first 4 bytes alone: too few, whatever was known of all 8
+
+
+def test_bytes_that_later_bytes_can_change_are_kept_with_them(monkeypatch):
+    """gfx950's v_mfma_ld_scale_b32 (8 bytes) followed by a scaled MFMA is one 16-byte VOP3PX2 instruction: the
+    lone ld_scale decoded first must not stand for the pair, nor the pair for a lone ld_scale."""
+    monkeypatch.setattr(decoder, "_KNOWN", {})
+    pair = isa.asm("v_mfma_scale_f32_32x32x64_f8f6f4 a[64:79], v[0:7], v[32:37], a[0:15], v61, v62 op_sel:[0,1,0] "
+                   "op_sel_hi:[1,1,0] blgp:3", "gfx950")
+    nops = isa.asm("s_nop 0\ns_nop 0", "gfx950")
+    lone = isa.decode(pair[:8] + nops, "gfx950")
+    assert (lone.mnemonic, lone.size) == ("v_mfma_ld_scale_b32", 8)
+    assert (isa.decode(pair, "gfx950").family, isa.decode(pair[:8] + nops, "gfx950").family) == ("VOP3PX2", "VOP3P")

@@ -199,8 +199,8 @@ class RenderFile:
 
     # ---- mmaps ----------------------------------------------------------------------------------------------------
     def mmap(self, length: int, offset: int, prot: int, flags: int, address: int) -> int:
-        bo = next((b for b in self.kfd.bos.values() if b.memfd is not None and b.handle * PAGE == offset), None)
-        if bo is None or length > bo.size:
+        bo = self.kfd.bos.get(offset // PAGE) if offset % PAGE == 0 else None  # the offset is handle * PAGE
+        if bo is None or bo.memfd is None or length > bo.size:
             raise fail(errno.EINVAL, f"mmap of {length:#x} bytes at offset {offset:#x}: no such memory object")
         return os_mmap(address, length, prot, flags | MAP_SHARED, bo.memfd, 0)
 
