@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from usergpu.drivers.hal import HAL, integer_argument, ioctl_arguments
+from usergpu.emu.mock.sysfs_tree import Link, Mounts, Tree
 from usergpu.errors import DeviceNotFound, DriverError
 from usergpu.hostmem import (
     MAP_ANONYMOUS,
@@ -150,6 +151,7 @@ class MockHAL(HAL):
         self._next_fd = self.FIRST_FD
         self.unmapped: list[Callable[[int, int], None]] = []  # told of each munmap (what a device mapped there goes)
         self.mapped: list[Callable[[int, int, int, int], None]] = []  # told of each mmap: (address, length, prot, fd)
+        self.mounts = Mounts()  # the sysfs directories held in memory (sysfs_tree.py)
 
     def remote_servers(self) -> list[str]:
         """A mock machine reaches no other machine."""
@@ -175,13 +177,48 @@ class MockHAL(HAL):
             raise DeviceNotFound("this mock has no USB devices")
         return self._usb_backend
 
+    def mount(self, path: str, tree: Tree) -> None:
+        """A read-only sysfs directory at path, held in memory (sysfs_tree.py)."""
+        self.mounts.mount(str(self.host_path(path)), tree)
+
     def exists(self, path: str) -> bool:
-        return path in self._devices or super().exists(path)
+        return path in self._devices or super().exists(path) or self.mounts.find(str(self.host_path(path))) is not None
+
+    def entries(self, path: str) -> list[str]:
+        """A directory's entries as os.listdir gives them (a mounted tree's included), its OSError where it has none."""
+        node = self.mounts.find(str(self.host_path(path)))
+        if isinstance(node, dict):
+            return sorted(node)
+        if isinstance(node, str):
+            raise OSError(errno_.ENOTDIR, f"{path}: {os.strerror(errno_.ENOTDIR)}")
+        return os.listdir(self.host_path(path))
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return sorted(self.entries(path))
+        except OSError:
+            return []
+
+    def read_text(self, path: str) -> str | None:
+        node = self.mounts.find(str(self.host_path(path)))
+        return node if isinstance(node, str) else super().read_text(path)
+
+    def readlink(self, path: str) -> str:
+        """A symlink's target, a mounted tree's too (os.readlink's OSError where path is none)."""
+        node = self.mounts.find(str(self.host_path(path)), follow=False)
+        return node.target if isinstance(node, Link) else os.readlink(self.host_path(path))
+
+    def readlink_name(self, path: str) -> str | None:
+        try:
+            return os.path.basename(self.readlink(path))
+        except OSError:
+            return None
 
     def open(self, path: str, flags: int = os.O_RDWR | os.O_CLOEXEC) -> int:
-        if path not in self._devices:
-            return super().open(path, flags)
-        return self.attach(self._devices[path]())
+        if path in self._devices:
+            return self.attach(self._devices[path]())
+        served = self.mounts.open(str(self.host_path(path)), flags)
+        return super().open(path, flags) if served is None else self.attach(served)
 
     def attach(self, device: Device) -> int:
         """A descriptor for a device object a mock hands out itself (as the kernel's anonymous-inode files: a VFIO

@@ -98,7 +98,7 @@ class MockFileIOInterface:
                 f.write(data)
 
     def listdir(self) -> list[str]:
-        return os.listdir(self.hal.host_path(self.path))
+        return self.hal.entries(self.path)
 
     def seek(self, offset: int) -> None:
         if self.fd >= MockHAL.FIRST_FD:
@@ -128,7 +128,7 @@ class MockFileIOInterface:
 
     @staticmethod
     def readlink(path: str) -> str:
-        return os.readlink(machine().host_path(path))
+        return machine().readlink(path)
 
     @staticmethod
     def eventfd(initval: int, flags: int | None = None) -> MockFileIOInterface:

@@ -2,8 +2,8 @@
 function bound to amdgpu, laid out as the kernel lays it out (the function under a root port in /sys/devices,
 linked from /sys/bus/pci/devices and from the driver), its render node (/sys/class/drm/renderD<minor>, whose
 `device` is the function), and the function's amdgpu attributes in the kernel's text formats: the IP discovery
-table (ip_discovery/die/0/<hw id>/<instance>/, amdgpu_discovery.c), power_dpm_force_performance_level and unique_id
-(amdgpu_pm.c), mem_info_* (amdgpu_vram_mgr.c, amdgpu_gtt_mgr.c).
+table (ip_discovery/die/0/<hw id>/<instance>/, amdgpu_discovery.c; held in memory, emu/mock/sysfs_tree.py),
+power_dpm_force_performance_level and unique_id (amdgpu_pm.c), mem_info_* (amdgpu_vram_mgr.c, amdgpu_gtt_mgr.c).
 
 Links are relative, so the tree resolves under a MockHAL root as it would under /. An attribute whose value
 changes (the memory in use, the performance level) is a device file of the HAL at each path a reader may name it
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from usergpu.emu.amd.mock.kfd.amdgpu_device import PCI_REVISION, AmdgpuDevice
 from usergpu.emu.mock.hal import link
+from usergpu.emu.mock.sysfs_tree import Link, Tree
 from usergpu.emu.mock.uaccess import fail
 from usergpu.hostmem import PAGE
 
@@ -108,28 +109,27 @@ def publish(kfd_) -> None:
         link(sysfs / f"bus/pci/drivers/amdgpu/{address}", f"../../../../{function}")
         link(sysfs / f"bus/pci/devices/{address}", f"../../../{function}")
         adev = AmdgpuDevice(kfd_, n)
-        _ip_discovery(fn / "ip_discovery/die/0", adev)
+        kfd_.hal.mount(f"/sys/{function}/ip_discovery", _ip_discovery(adev))
         renders = [f"/sys/class/drm/renderD{m.props['drm_render_minor']}/device" for m in kfd_.nodes
                    if m.board == n.board]
         _attributes(kfd_.hal, fn, [f"/sys/{function}", f"/sys/bus/pci/devices/{address}", *renders], adev)
 
 
-def _ip_discovery(die: Path, adev: AmdgpuDevice) -> None:
+def _ip_discovery(adev: AmdgpuDevice) -> Tree:
     """amdgpu_discovery_sysfs_recurse on the GPU's discovery table (one die): a directory per hw id (linked from its
     name) holding one per instance, each attribute as its *_show prints it."""
-    die.mkdir(parents=True, exist_ok=True)
-    (die / "num_ips").write_text(f"{len(adev.ips)}\n")
+    die: Tree = {"num_ips": f"{len(adev.ips)}\n"}
     for ip in adev.ips:
-        d = die / f"{ip.hw_id}/{ip.instance}"
-        d.mkdir(parents=True, exist_ok=True)
         major, minor, revision = ip.version
-        for name, value in (("hw_id", ip.hw_id), ("num_instance", ip.instance), ("major", major), ("minor", minor),
-                            ("revision", revision), ("num_base_addresses", len(ip.bases))):
-            (d / name).write_text(f"{value}\n")
-        (d / "harvest").write_text(f"0x{HARVEST:01X}\n")
-        (d / "base_addr").write_text("".join(f"0x{base:08X}\n" for base in ip.bases))
+        attributes = {name: f"{value}\n" for name, value in (
+            ("hw_id", ip.hw_id), ("num_instance", ip.instance), ("major", major), ("minor", minor),
+            ("revision", revision), ("num_base_addresses", len(ip.bases)))}
+        attributes["harvest"] = f"0x{HARVEST:01X}\n"
+        attributes["base_addr"] = "".join(f"0x{base:08X}\n" for base in ip.bases)
+        die.setdefault(str(ip.hw_id), {})[str(ip.instance)] = attributes
         if ip.name not in NAMELESS:
-            link(die / ip.name, str(ip.hw_id))
+            die[ip.name] = Link(str(ip.hw_id))
+    return {"die": {"0": die}}
 
 
 def _attributes(hal, fn: Path, spellings: list[str], adev: AmdgpuDevice) -> None:

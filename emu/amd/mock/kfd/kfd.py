@@ -180,9 +180,10 @@ class MockKFD:
             (d / "gpu_id").write_text(f"{n.gpu_id}\n")
             (d / "name").write_text(f"{self.arch}\n")
             if self.arch in PARTS:  # the caches kfd_fill_cache_non_crat_info lists, caches/<n>/properties
-                for i, cache in enumerate(topology.caches(PARTS[self.arch], n.index, n.gpu.xccs)):
-                    (d / f"caches/{i}").mkdir(parents=True, exist_ok=True)
-                    (d / f"caches/{i}/properties").write_text("".join(f"{k} {v}\n" for k, v in cache.items()))
+                caches = topology.caches(PARTS[self.arch], n.index, n.gpu.xccs)
+                self.hal.mount(f"{TOPOLOGY}/nodes/{n.index + 1}/caches", {
+                    str(i): {"properties": "".join(f"{k} {v}\n" for k, v in cache.items())}
+                    for i, cache in enumerate(caches)})
         (root / "generation_id").write_text("1\n")
         amdgpu_sysfs.publish(self)  # the PCI functions the nodes' location_ids name, bound to amdgpu
         (root / "system_properties").write_text("platform_oem 0\nplatform_id 0\nplatform_rev 0\n")

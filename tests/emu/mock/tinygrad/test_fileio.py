@@ -69,6 +69,15 @@ def test_the_machine_is_the_one_tinygrads_own_mock_gives_dev(io, monkeypatch):
     assert props["gfx_target_version"] == "120001" and props["device_id"] == str(0x7550)
 
 
+def test_the_ip_discovery_table_reads_as_kfd_iface_reads_it(io):
+    """A directory the machine holds in memory (emu/mock/sysfs_tree.py) opens, lists and reads like the rest."""
+    base = "/sys/class/drm/renderD128/device/ip_discovery/die/0"
+    assert "11" in io(base).listdir() and io(f"{base}/11/0/major").read() == "11\n"
+    assert io.readlink(f"{base}/GC") == "11" and io.exists(f"{base}/GC/0/minor")
+    with pytest.raises(NotADirectoryError):
+        io(f"{base}/num_ips").listdir()
+
+
 def test_a_missing_file_is_file_not_found(io):
     with pytest.raises(FileNotFoundError):
         io(f"{TOPOLOGY}/9/gpu_id")
