@@ -29,6 +29,11 @@ WARM_SLICE = 0.02  # s the reference runs a kernel between looks at its compile 
 # cores (where clang takes a core from the tests): MI350X 0.15 s 179 s (898 builds), 0.5 s 124-136 s (285), 1 s
 # 114-116 s (110), 2 s 117 s (26); Navi31 0.5 s 89 s, 1 s 85 s.
 HOT_S, LAUNCH_S, TIER_S = 1.0, 0.05, 1.0
+# LONG_S: s one batch of a dispatch runs on the reference before its progress is judged: with most of its waves not
+# done it will run as long again at least (a loop in few waves: tinygrad's fused randn), so it is hot at once
+# (MI350X, nothing cached: test_randomness 19.9 s with HOT_S alone, 17.0 s with LONG_S 0.5 s, 12.6 s with 0.25 s;
+# test_ops 114-125 s without, 120-133 s with 0.25 s: within its run-to-run spread)
+LONG_S = 0.25
 
 
 @dataclass
@@ -42,6 +47,7 @@ class _Builds:
 
 _builds: dict[str, _Builds] = {}  # span digest -> its builds
 _reference_s: dict[str, float] = {}  # span digest -> seconds the reference has run it (background mode)
+_long: set[str] = set()  # span digests of kernels a dispatch of which ran LONG_S with most of its waves not done
 # one worker each: a quick build never waits behind an optimised one (clang runs with the GIL let go)
 _pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 # kernels not compiled yet, as discovered for a dispatch: (arch key, lanes, the entry's first bytes) -> [(span, its
@@ -58,6 +64,7 @@ class NativeExecutor(Executor):
     # HOT_S, quickly and then optimised (the mock GPUs' dispatches: a suite's many small kernels each run once, in
     # less time than clang takes); else it compiles (optimised) at once
     background = False
+    _on_reference = 0.0  # s this batch has run on the reference (LONG_S)
 
     def run(self, until: float | None = None) -> bool:
         if self.trace or self.observe:  # per-instruction hooks: the reference runs the dispatch, and says so
@@ -70,8 +77,11 @@ class NativeExecutor(Executor):
         while lib is None:  # not compiled (yet): the reference runs the kernel, a slice at a time
             start = time.monotonic()
             done = super().run(start + WARM_SLICE if until is None else min(start + WARM_SLICE, until))
-            digest = self._cache["pending"][1]
-            _reference_s[digest] = _reference_s.get(digest, 0.0) + time.monotonic() - start
+            digest, ran = self._cache["pending"][1], time.monotonic() - start
+            _reference_s[digest] = _reference_s.get(digest, 0.0) + ran
+            self._on_reference += ran
+            if self._on_reference >= LONG_S and self.w.done.mean() < 0.5:
+                _long.add(digest)
             if done:
                 return True
             if until is not None and time.monotonic() > until:
@@ -116,7 +126,7 @@ class NativeExecutor(Executor):
 
     def reuse(self, *args) -> None:
         super().reuse(*args)
-        self._fresh = True
+        self._fresh, self._on_reference = True, 0.0
 
     # ---- the compiled kernel -------------------------------------------------------------------------------
     def _program(self) -> object | None:
@@ -205,15 +215,16 @@ class NativeExecutor(Executor):
 
 def _built(digest: str, args: tuple) -> tuple[object | None, str | None]:
     """A kernel's best build in the background and, where that is its quick build, its digest; (None, None) until
-    one is done. Its quick build starts once the kernel has run HOT_S on the reference (at once where an earlier
-    process made it: the kernel was hot then), its optimised build once the quick one has run it TIER_S."""
+    one is done. Its quick build starts once the kernel has run HOT_S on the reference or a dispatch of it was
+    judged long (LONG_S; at once where an earlier process made it: the kernel was hot then), its optimised build once
+    the quick one has run it TIER_S."""
     b = _builds.get(digest)
     if b is None:
         if build.quick_cached(*args[:5]):
             done: concurrent.futures.Future = concurrent.futures.Future()
             done.set_result(build.compile_quick(*args))
             b = _builds[digest] = _Builds(done)
-        elif _reference_s.get(digest, 0.0) >= HOT_S:
+        elif _reference_s.get(digest, 0.0) >= HOT_S or digest in _long:
             b = _builds[digest] = _Builds(_pool("quick").submit(build.compile_quick, *args))
         else:
             return None, None

@@ -120,6 +120,7 @@ def test_in_the_background_a_kernel_is_built_quick_then_optimised_as_it_runs(mon
             assert not ran and (ex._cache["native"][2] is None) == (expect == "optimised")
 
     monkeypatch.setattr(native, "HOT_S", 1e9)
+    monkeypatch.setattr(native, "LONG_S", 1e9)
     run("reference")
     assert native._builds == {} and len(native._reference_s) == 1  # ran on the reference, nothing built
     monkeypatch.setattr(native, "HOT_S", 0.0)
@@ -150,6 +151,27 @@ def test_in_the_background_a_kernel_is_built_quick_then_optimised_as_it_runs(mon
     run("quick")  # only its quick build in the cache: it runs at once
 
 
+def test_a_dispatch_still_running_after_long_s_with_its_waves_not_done_is_hot_at_once(monkeypatch, tmp_path):
+    """A kernel that loops in few waves (tinygrad's fused randn) is built once one dispatch of it has run LONG_S on
+    the reference with most of its waves not done, whatever HOT_S says; one whose waves are all done within that
+    time is not."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for name in ("_builds", "_reference_s", "_discovered"):
+        monkeypatch.setattr(native, name, {})
+    monkeypatch.setattr(native, "_long", set())
+    monkeypatch.setattr(native, "HOT_S", 1e9)
+    monkeypatch.setattr(native, "LONG_S", 0.0)  # judged after its first slice on the reference
+    short = _executor(isa.asm("v_add_nc_u32 v1, v1, 3\ns_endpgm", "gfx1100"))
+    short.background = True
+    assert short.run() and native._long == set() and native._builds == {}
+    looping = _executor(isa.asm("s_mov_b32 s1, 0\nloop:\ns_add_u32 s1, s1, 1\ns_cmpk_lt_u32 s1, 0x3fff\n"
+                                "s_cbranch_scc1 loop\ns_endpgm", "gfx1100"))
+    looping.background = True
+    assert looping.run() and int(looping.w.s[1, 0]) == 0x3fff
+    assert len(native._long) == 1 and set(native._builds) == native._long
+    next(iter(native._builds.values())).quick.result(timeout=120)
+
+
 def test_a_kernel_launched_again_is_not_decoded_again_unless_its_bytes_changed(monkeypatch, tmp_path):
     """Each dispatch has a program of its own, but an instruction compiled by an earlier one at the same address
     from the same bytes serves it (decoding costs a short kernel's launch more than running it), as does a kernel's
@@ -161,6 +183,7 @@ def test_a_kernel_launched_again_is_not_decoded_again_unless_its_bytes_changed(m
     monkeypatch.setattr(native, "_discovered", {})
     monkeypatch.setattr(native, "_reference_s", {})
     monkeypatch.setattr(native, "HOT_S", 1e9)  # never compiled: the reference runs each dispatch
+    monkeypatch.setattr(native, "LONG_S", 1e9)
     decoded, walked = [], []
     monkeypatch.setattr(reference, "decode", lambda *a: decoded.append(a[2]) or isa.decode(*a))
     discover = codegen.discover
