@@ -69,8 +69,8 @@ class Mounts:
     def open(self, host_path: str, flags: int) -> StaticFile | StaticDir | None:
         """The file a tree serves at a host path, opened with flags: None where no tree has it, EACCES for writing,
         ENOTDIR for a file opened as a directory."""
-        node = self.find(host_path)
-        if node is None or isinstance(node, Link):
+        node = self.find(host_path)  # links followed: never a Link
+        if node is None:
             return None
         if flags & os.O_ACCMODE != os.O_RDONLY:
             raise fail(errno.EACCES if isinstance(node, str) else errno.EISDIR, f"{host_path} is read-only")
