@@ -13,8 +13,11 @@ Suites: tinygrad's mocked CI jobs (JOBS: testamd, testmockam, testnvidia, hcq2),
 source tree in ../shared/tinygrad (unpacked once into the cache) with the job's DEV and environment, on tinygrad's own
 mock (DEV=... MOCKGPU=1: its KFD mock; its NV mock needs gpuocelot and its AM mocks fetch firmware Debian does not
 have, so those are not run here) and through `usergpu mock`, side by side: per suite pytest's counts and the wall time,
-then each job's totals. pytest runs with -n 2 as tinygrad's CI runs -n auto, except where a suite drives one PCI or USB
-board (one board takes one driver at a time). Suites that need torch are left out where torch is not installed.
+then each job's totals. Each side keeps its own tinygrad kernel cache (CACHEDB), empty at the start of the run, as two
+CI runners would: tinygrad's mock compiles its emulated instructions into that cache too, and whichever side ran a
+suite second would otherwise find the suite's kernels compiled by the first. pytest runs with -n 2 as tinygrad's CI
+runs -n auto, except where a suite drives one PCI or USB board (one board takes one driver at a time). Suites that need
+torch are left out where torch is not installed.
 
     .venv/bin/python bench/tinygrad_bench.py --suites [--job JOB ...] [--suite NAME ...] [--dev DEV ...] [--rounds N]
 """
@@ -28,6 +31,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -137,23 +141,25 @@ def suites(jobs: list[str], names: list[str], devs: list[str], rounds: int) -> i
     where, torch = tree(), importlib.util.find_spec("torch") is not None
     compiled([where, Path(usergpu.__file__).parent])
     rows, totals = [], {}
-    for job in jobs:
-        for suite in JOBS[job]:
-            if names and suite.name not in names or devs and suite.dev not in devs:
-                continue
-            if suite.torch and not torch:
-                print(f"{job} {suite.name}: needs torch, which is not installed here: left out", flush=True)
-                continue
-            sides = [OWN, OURS] if suite.own else [OURS]
-            got = {}
-            for _ in range(rounds):  # the last round's figures (the first fills both sides' kernel caches)
-                got = {side: run_suite(suite, side, where) for side in sides}
-            own = got.get(OWN)
-            rows.append([job, suite.name, suite.dev, f"{own.wall:.1f}" if own else "-",
-                         str(own) if own else f"not run: {suite.own_why}", f"{got[OURS].wall:.1f}", str(got[OURS])])
-            for side, run in got.items():
-                totals[job, side] = totals.get((job, side), 0.0) + run.wall
-            print(*rows[-1], sep="  |  ", flush=True)
+    with tempfile.TemporaryDirectory(prefix="tinygrad-bench-") as caches:
+        cachedb = {side: Path(caches) / f"{i}.db" for i, side in enumerate((OWN, OURS))}
+        for job in jobs:
+            for suite in JOBS[job]:
+                if names and suite.name not in names or devs and suite.dev not in devs:
+                    continue
+                if suite.torch and not torch:
+                    print(f"{job} {suite.name}: needs torch, which is not installed here: left out", flush=True)
+                    continue
+                sides = [OWN, OURS] if suite.own else [OURS]
+                got = {}
+                for _ in range(rounds):  # the last round's figures (the first fills both sides' kernel caches)
+                    got = {side: run_suite(suite, side, where, cachedb=cachedb[side]) for side in sides}
+                own = got.get(OWN)
+                rows.append([job, suite.name, suite.dev, f"{own.wall:.1f}" if own else "-",
+                             str(own) if own else f"not run: {suite.own_why}", f"{got[OURS].wall:.1f}", str(got[OURS])])
+                for side, run in got.items():
+                    totals[job, side] = totals.get((job, side), 0.0) + run.wall
+                print(*rows[-1], sep="  |  ", flush=True)
     print(tabulate(rows, headers=["job", "suite", "DEV", "tinygrad's mock s", "tinygrad's mock", "usergpu mock s",
                                   "usergpu mock"]))
     print()

@@ -138,10 +138,12 @@ class Run:
         return self.counts + (f" (failed: {' '.join(self.failed[:3])}{more})" if self.failed else "")
 
 
-def run_suite(suite: Suite, side: str, where: Path, timeout: float | None = None) -> Run:
-    """One suite on one side, as its job runs it."""
+def run_suite(suite: Suite, side: str, where: Path, timeout: float | None = None, cachedb: Path | None = None) -> Run:
+    """One suite on one side, as its job runs it; cachedb: tinygrad's kernel cache for it (default: tinygrad's own)."""
     path = os.pathsep.join([str(where), *filter(None, [os.environ.get("PYTHONPATH")])])  # torch's, where it is apart
     env = {**os.environ, "PYTHONPATH": path, "CC": "clang-22", "DEV": suite.dev, "LLVM_PATH": LIBLLVM, **suite.env}
+    if cachedb is not None:
+        env["CACHEDB"] = str(cachedb)
     for knob in ("MOCKGPU_ARCH", "MOCKGPU_COUNT", "MOCKGPU_NV_ARCH"):  # each side's own defaults
         env.pop(knob, None)
     prefix = [] if side == OWN else [str(Path(sys.executable).parent / "usergpu"), "mock", "--"]
