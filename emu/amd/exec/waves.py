@@ -39,13 +39,6 @@ NULL, VCC, EXEC = 124, 106, 126
 
 
 @functools.cache
-def _lane_bits(lanes: int) -> np.ndarray:
-    """Each lane's bit in a lane mask (read-only)."""
-    bits = np.uint64(1) << np.arange(lanes, dtype=np.uint64)
-    bits.flags.writeable = False
-    return bits
-
-
 def width(typ: str) -> int:
     return int("".join(c for c in typ if c.isdigit()) or 32)
 
@@ -59,13 +52,20 @@ class Waves:
         self.acc = vgprs
         self.v = _zeroed((n, max(vgprs + agprs, 1), lanes)).transpose(1, 0, 2)
         self.s = np.zeros((n, 128), np.uint32).T
+        self._s64 = self.s.T.view(np.uint64)  # [wave, pair]: an even SGPR and the next as one value (EXEC, VCC)
         self.scc = np.zeros(n, np.uint32)
         self.pc = np.zeros(n, np.int64)
         self.done = np.zeros(n, bool)
         self.waiting = np.zeros(n, bool)  # at a barrier
         self.gpr_idx = np.zeros(n, bool)  # gfx9's VGPR indexing mode on (gpr_index.py)
         self.steps = np.zeros(n, np.int64)
-        self._lane_bits = _lane_bits(lanes)
+
+    def __getstate__(self) -> dict:  # a copy's _s64 must view its own SGPRs, not be a copy of them
+        return {k: v for k, v in self.__dict__.items() if k != "_s64"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._s64 = self.s.T.view(np.uint64)
 
     def reset(self) -> None:
         """Every register and flag zeroed, as a new batch's."""
@@ -74,19 +74,20 @@ class Waves:
 
     # ---- EXEC and lane masks -------------------------------------------------------------------------------
     def exec_bits(self, g) -> np.ndarray:
-        lo = self.s[EXEC, g].astype(np.uint64)
-        return lo | (self.s[EXEC + 1, g].astype(np.uint64) << np.uint64(32)) if self.lanes == 64 else lo
+        return self.sget(EXEC, self.lanes // 32, g).astype(np.uint64, copy=False)
 
     def mask(self, bits: np.ndarray) -> np.ndarray:
         """(waves,) lane bits -> (waves, lanes) bool."""
-        return (bits[:, None] & self._lane_bits) != 0
+        octets = np.ascontiguousarray(bits, np.uint64).view(np.uint8).reshape(-1, 8)
+        return np.unpackbits(octets, axis=1, count=self.lanes, bitorder="little").view(bool)
 
     def exec_mask(self, g) -> np.ndarray:
         return self.mask(self.exec_bits(g))
 
     def pack(self, lanes: np.ndarray) -> np.ndarray:
         """(waves, lanes) bool -> (waves,) lane bits."""
-        return (lanes.astype(np.uint64) * self._lane_bits).sum(axis=1, dtype=np.uint64)
+        octets = np.packbits(lanes, axis=1, bitorder="little")
+        return octets.view(UINT[self.lanes]).reshape(-1).astype(np.uint64, copy=False)
 
     # a lane mask in SGPRs: one register per 32 lanes, whatever the text names (LLVM prints wave32's vcc_lo)
     def lanes_of(self, index: int, g) -> np.ndarray:
@@ -102,6 +103,9 @@ class Waves:
             return np.zeros(self.s[0, g].shape, UINT[32 * min(count, 2)])
         if count == 1:
             return self.s[index, g].copy()
+        if index % 2 == 0:  # an aligned pair (as the ISA requires of 64-bit operands)
+            pair = self._s64[g, index // 2]
+            return pair.copy() if isinstance(g, slice) else pair  # not a view: the pair may be written while in use
         return self.s[index, g].astype(np.uint64) | (self.s[index + 1, g].astype(np.uint64) << np.uint64(32))
 
     def sset(self, index: int, count: int, g, value: np.ndarray) -> None:
@@ -162,8 +166,6 @@ class Waves:
             return
         if op.kind != "v":
             return
-        shape = self.v[op.index, g].shape
-        raw = np.broadcast_to(raw, shape)
         parts = [(op.index, raw.astype(np.uint32) if bits <= 32 else (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32))]
         if bits == 64:
             parts.append((op.index + 1, (raw >> np.uint64(32)).astype(np.uint32)))
@@ -172,7 +174,12 @@ class Waves:
             old = self.v[op.index, g]
             parts = [(op.index, (old & ~(np.uint32(0xFFFF) << shift)) | (raw.astype(np.uint32) << shift))]
         for index, new in parts:
-            self.v[index, g] = new if lanes is None else np.where(lanes, new, self.v[index, g])
+            if lanes is None:
+                self.v[index, g] = new
+            elif isinstance(g, slice):  # a view of the registers: written in place
+                np.copyto(self.v[index, g], new, where=lanes)
+            else:
+                self.v[index, g] = np.where(lanes, new, self.v[index, g])
 
     def dump(self, wave: int) -> dict:
         """One wave's registers, for a person reading a fault."""
