@@ -40,10 +40,12 @@ def tree():
 
 
 @pytest.mark.parametrize(("job", "name", "dev", "args"), SLICE, ids=[f"{j}-{n}-{d}" for j, n, d, _ in SLICE])
-def test_a_slice_of_tinygrads_ci_job(tree, job, name, dev, args):
+def test_a_slice_of_tinygrads_ci_job(tree, tmp_path, job, name, dev, args):
     suite = next(s for s in tinygrad_ci.JOBS[job] if s.name == name and s.dev == dev)
     suite = dataclasses.replace(suite, args=args or suite.args, parallel=False)
-    run = tinygrad_ci.run_suite(suite, tinygrad_ci.OURS, tree, timeout=900)
+    cachedb = tmp_path / "tinygrad.db"  # tinygrad's kernel cache of its own, as a fresh CI runner's (the bench's)
+    run = tinygrad_ci.run_suite(suite, tinygrad_ci.OURS, tree, timeout=900, cachedb=cachedb)
     assert " passed" in run.counts and not run.failed and "error" not in run.counts, run.output[-6000:]
+    assert cachedb.is_file()  # tinygrad compiled the slice's kernels into it
     skipped = re.findall(r"^SKIPPED \[\d+\] \S+ (.*)$", run.output, re.M)
     assert all(SKIPS.search(why) for why in skipped), skipped
