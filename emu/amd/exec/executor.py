@@ -24,6 +24,7 @@ from usergpu.isa.amd.codeobj.target import version
 
 Step = Callable[["Executor", object], None]
 CLOCK_EVERY = 256  # steps between looks at the clock when a run is time-sliced
+NO_PC = np.iinfo(np.int64).max  # the PC a wave that is done or at a barrier counts as (no PC is this high)
 NOOPS = re.compile(r"^s_(waitcnt.*|wait_.*|delay_alu|clause|nop|set_inst_prefetch_distance|inst_prefetch|sendmsg"
                    r"|sendmsghalt|sethalt|ttracedata|icache_inv|dcache_inv|barrier_signal|wait_event|"
                    r"prefetch.*|setprio|sleep|incperflevel|decperflevel|setkill|wakeup)$|^(buffer_gl[01]_inv|global_inv|"
@@ -151,21 +152,22 @@ class Executor:
         on; the waves' state is all in self.w)."""
         w = self.w
         count = 0
-        while True:
-            live = ~w.done & ~w.waiting
-            if not live.any():
-                if not w.waiting.any():
-                    return True
-                self._release_barriers()
-                continue
-            count += 1
-            if until is not None and count % CLOCK_EVERY == 0 and time.monotonic() > until:
-                return False
-            pc = int(w.pc[live].min())
-            self.step(np.flatnonzero(live & (w.pc == pc)), pc)
+        with np.errstate(all="ignore"):  # NaN, inf and wrapping are the hardware's results, not warnings
+            while True:
+                pcs = np.where(w.done | w.waiting, NO_PC, w.pc)  # the live waves' PCs
+                pc = int(pcs.min())
+                if pc == NO_PC:
+                    if not w.waiting.any():
+                        return True
+                    self._release_barriers()
+                    continue
+                count += 1
+                if until is not None and count % CLOCK_EVERY == 0 and time.monotonic() > until:
+                    return False
+                self.step(np.flatnonzero(pcs == pc), pc)
 
     def step(self, idx: np.ndarray, pc: int) -> None:
-        """Run the instruction at pc for the waves idx (all at that PC)."""
+        """Run the instruction at pc for the waves idx (all at that PC), under run's np.errstate."""
         w = self.w
         g = slice(None) if len(idx) == w.n else idx
         try:
@@ -178,8 +180,7 @@ class Executor:
         before = self._snapshot(g) if self.trace else None
         w.pc[g] = pc + step.size
         try:
-            with np.errstate(all="ignore"):  # NaN, inf and wrapping are the hardware's results, not warnings
-                step.run(self, g)
+            step.run(self, g)
         except MemoryFault as f:
             wave = int(idx[0])
             raise GPUFault(f.address, f.access, self.kernel, wave, pc, f.why, w.dump(wave)) from None

@@ -25,12 +25,12 @@ _CODE: dict[str, object] = {}
 
 
 def evaluate(expr: str, env: dict) -> np.ndarray:
-    """An expression of the semantics tables over numpy values (compiled once)."""
+    """An expression of the semantics tables over numpy values (compiled once; NaN, inf and wrapping ignored by the
+    np.errstate the executor runs its steps under)."""
     code = _CODE.get(expr)
     if code is None:
         code = _CODE[expr] = compile(expr, "<semantics>", "eval")
-    with np.errstate(all="ignore"):
-        return eval(code, NAMESPACE, env)  # noqa: S307 (expressions of the semantics table)
+    return eval(code, NAMESPACE, env)  # noqa: S307 (expressions of the semantics table)
 
 
 def signature(name: str) -> tuple[str, list[str], str] | None:
@@ -408,7 +408,7 @@ def _alu_value(sig, ops: list[Operand], mods: dict, perm, core: str):
         r = np.asarray(evaluate(expr, halves(env)))
         if saturate:
             r = np.clip(r, np.iinfo(DTYPES[dtyp]).min, np.iinfo(DTYPES[dtyp]).max)
-        r = _clamp_omod(r.astype(DTYPES[dtyp]), dtyp, mods)
+        r = _clamp_omod(r.astype(DTYPES[dtyp], copy=False), dtyp, mods)
         if mode in (0, 1):  # FLUSH_SRC_DST, FLUSH_DST: denormal results written as zero
             r = flush(r)
         lanes = w.exec_mask(g)

@@ -109,7 +109,8 @@ class NativeExecutor(Executor):
             wave = int(st.wave)
             pc = int(w.pc[wave])
             if rc == RC_FALLBACK:
-                self.step(np.asarray([wave]), pc)
+                with np.errstate(all="ignore"):  # as the reference's run steps
+                    self.step(np.asarray([wave]), pc)
             elif rc == RC_FAULT:
                 w.pc[wave] = pc + self.at(pc).size  # as the reference leaves it: at the next instruction
                 why = WHY[st.fault_why].format(size=int(st.fault_size), scratch=self.scratch.shape[2])
